@@ -1,0 +1,67 @@
+package v1beta2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RedisSpec is a standalone Redis server.
+type RedisSpec struct {
+	KubernetesConfig   KubernetesConfig           `json:"kubernetesConfig"`
+	HostPort           *int                       `json:"hostPort,omitempty"`
+	RedisExporter      *RedisExporter             `json:"redisExporter,omitempty"`
+	RedisConfig        *RedisConfig               `json:"redisConfig,omitempty"`
+	Storage            *Storage                   `json:"storage,omitempty"`
+	NodeSelector       map[string]string          `json:"nodeSelector,omitempty"`
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	SecurityContext    *corev1.SecurityContext    `json:"securityContext,omitempty"`
+	PriorityClassName  string                     `json:"priorityClassName,omitempty"`
+	Affinity           *corev1.Affinity           `json:"affinity,omitempty"`
+	Tolerations        *[]corev1.Toleration       `json:"tolerations,omitempty"`
+	TLS                *TLSConfig                 `json:"TLS,omitempty"`
+	ACL                *ACLConfig                 `json:"acl,omitempty"`
+	ReadinessProbe     *corev1.Probe              `json:"readinessProbe,omitempty"`
+	LivenessProbe      *corev1.Probe              `json:"livenessProbe,omitempty"`
+	InitContainer      *InitContainer             `json:"initContainer,omitempty"`
+	Sidecars           *[]Sidecar                 `json:"sidecars,omitempty"`
+	ServiceAccountName *string                    `json:"serviceAccountName,omitempty"`
+	// TerminationGracePeriodSeconds lets Redis finish writing its snapshot on shutdown.
+	TerminationGracePeriodSeconds *int64           `json:"terminationGracePeriodSeconds,omitempty"`
+	EnvVars                       *[]corev1.EnvVar `json:"env,omitempty"`
+}
+
+// RedisStatus is the observed state of a standalone Redis.
+type RedisStatus struct {
+	// State is a one-word summary: Initializing, Ready or Failed.
+	State string `json:"state,omitempty"`
+	// Reason explains State in a sentence.
+	Reason string `json:"reason,omitempty"`
+	// ReadyReplicas counts ready Redis pods.
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	CommonStatus  `json:",inline"`
+}
+
+// Redis is a standalone Redis server run by the operator.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+type Redis struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RedisSpec   `json:"spec"`
+	Status RedisStatus `json:"status,omitempty"`
+}
+
+// RedisList is a list of Redis.
+//
+// +kubebuilder:object:root=true
+type RedisList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Redis `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Redis{}, &RedisList{})
+}

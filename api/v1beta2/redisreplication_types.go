@@ -1,0 +1,136 @@
+package v1beta2
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RedisReplicationSpec is one master with replicas, optionally watched by embedded sentinels.
+type RedisReplicationSpec struct {
+	// Size is the number of Redis pods: one master, the rest replicas.
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="clusterSize must be at least 1"
+	Size                          *int32                            `json:"clusterSize"`
+	KubernetesConfig              KubernetesConfig                  `json:"kubernetesConfig"`
+	RedisExporter                 *RedisExporter                    `json:"redisExporter,omitempty"`
+	RedisConfig                   *RedisConfig                      `json:"redisConfig,omitempty"`
+	Storage                       *Storage                          `json:"storage,omitempty"`
+	NodeSelector                  map[string]string                 `json:"nodeSelector,omitempty"`
+	PodSecurityContext            *corev1.PodSecurityContext        `json:"podSecurityContext,omitempty"`
+	SecurityContext               *corev1.SecurityContext           `json:"securityContext,omitempty"`
+	PriorityClassName             string                            `json:"priorityClassName,omitempty"`
+	Affinity                      *corev1.Affinity                  `json:"affinity,omitempty"`
+	Tolerations                   *[]corev1.Toleration              `json:"tolerations,omitempty"`
+	TLS                           *TLSConfig                        `json:"TLS,omitempty"`
+	ACL                           *ACLConfig                        `json:"acl,omitempty"`
+	PodDisruptionBudget           *RedisPodDisruptionBudget         `json:"pdb,omitempty"`
+	ReadinessProbe                *corev1.Probe                     `json:"readinessProbe,omitempty"`
+	LivenessProbe                 *corev1.Probe                     `json:"livenessProbe,omitempty"`
+	InitContainer                 *InitContainer                    `json:"initContainer,omitempty"`
+	Sidecars                      *[]Sidecar                        `json:"sidecars,omitempty"`
+	ServiceAccountName            *string                           `json:"serviceAccountName,omitempty"`
+	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
+	EnvVars                       *[]corev1.EnvVar                  `json:"env,omitempty"`
+	TopologySpreadConstraints     []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	HostPort                      *int                              `json:"hostPort,omitempty"`
+	// +kubebuilder:validation:Enum=OrderedReady;Parallel
+	PodManagementPolicy string `json:"podManagementPolicy,omitempty"`
+	// Sentinel, when set, runs sentinels beside the replication to fail the master over.
+	Sentinel *Sentinel `json:"sentinel,omitempty"`
+}
+
+// SentinelConfig is the monitoring configuration written into sentinel.conf.
+type SentinelConfig struct {
+	AdditionalSentinelConfig *string `json:"additionalSentinelConfig,omitempty"`
+	// Quorum is the number of sentinels that must agree that the master is down.
+	// +kubebuilder:default="2"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*$')",message="quorum must be a positive whole number"
+	Quorum string `json:"quorum,omitempty"`
+	// +kubebuilder:default="1"
+	ParallelSyncs string `json:"parallelSyncs,omitempty"`
+	// +kubebuilder:default="10000"
+	FailoverTimeout string `json:"failoverTimeout,omitempty"`
+	// +kubebuilder:default="5000"
+	DownAfterMilliseconds string `json:"downAfterMilliseconds,omitempty"`
+	// +kubebuilder:default="no"
+	ResolveHostnames string `json:"resolveHostnames,omitempty"`
+	// +kubebuilder:default="no"
+	AnnounceHostnames string `json:"announceHostnames,omitempty"`
+}
+
+// Sentinel is the embedded sentinel of a RedisReplication.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.quorum) || !self.quorum.matches('^[1-9][0-9]*$') || int(self.quorum) <= self.size",message="sentinel quorum must not be larger than sentinel size: a failover could never be agreed",fieldPath=".quorum"
+type Sentinel struct {
+	// Size is the number of sentinel pods.
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="sentinel size must be at least 1"
+	Size                                 int32                                                   `json:"size"`
+	Image                                string                                                  `json:"image"`
+	ImagePullPolicy                      corev1.PullPolicy                                       `json:"imagePullPolicy,omitempty"`
+	ImagePullSecrets                     *[]corev1.LocalObjectReference                          `json:"imagePullSecrets,omitempty"`
+	Resources                            *corev1.ResourceRequirements                            `json:"resources,omitempty"`
+	ExistingPasswordSecret               *ExistingPasswordSecret                                 `json:"redisSecret,omitempty"`
+	UpdateStrategy                       appsv1.StatefulSetUpdateStrategy                        `json:"updateStrategy,omitempty"`
+	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+	Service                              *ServiceConfig                                          `json:"service,omitempty"`
+	IgnoreAnnotations                    []string                                                `json:"ignoreAnnotations,omitempty"`
+	MinReadySeconds                      *int32                                                  `json:"minReadySeconds,omitempty"`
+	NodeSelector                         map[string]string                                       `json:"nodeSelector,omitempty"`
+	PodSecurityContext                   *corev1.PodSecurityContext                              `json:"podSecurityContext,omitempty"`
+	SecurityContext                      *corev1.SecurityContext                                 `json:"securityContext,omitempty"`
+	PriorityClassName                    string                                                  `json:"priorityClassName,omitempty"`
+	Affinity                             *corev1.Affinity                                        `json:"affinity,omitempty"`
+	Tolerations                          *[]corev1.Toleration                                    `json:"tolerations,omitempty"`
+	TopologySpreadConstraints            []corev1.TopologySpreadConstraint                       `json:"topologySpreadConstraints,omitempty"`
+	ServiceAccountName                   *string                                                 `json:"serviceAccountName,omitempty"`
+	TerminationGracePeriodSeconds        *int64                                                  `json:"terminationGracePeriodSeconds,omitempty"`
+	SentinelConfig                       `json:",inline"`
+}
+
+// ConnectionInfo tells clients where the master is.
+type ConnectionInfo struct {
+	Host       string `json:"host,omitempty"`
+	Port       int    `json:"port,omitempty"`
+	MasterName string `json:"masterName,omitempty"`
+}
+
+// RedisReplicationStatus is the observed state of a RedisReplication.
+type RedisReplicationStatus struct {
+	// MasterNode is the name of the pod that is the master now.
+	MasterNode     string          `json:"masterNode,omitempty"`
+	ConnectionInfo *ConnectionInfo `json:"connectionInfo,omitempty"`
+	// State is a one-word summary: Initializing, Ready or Failed.
+	State string `json:"state,omitempty"`
+	// Reason explains State in a sentence.
+	Reason string `json:"reason,omitempty"`
+	// ReadyReplicas counts ready Redis pods.
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	CommonStatus  `json:",inline"`
+}
+
+// RedisReplication is a Redis master with replicas run by the operator.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Master",type=string,JSONPath=`.status.masterNode`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RedisReplication struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RedisReplicationSpec   `json:"spec"`
+	Status RedisReplicationStatus `json:"status,omitempty"`
+}
+
+// RedisReplicationList is a list of RedisReplication.
+//
+// +kubebuilder:object:root=true
+type RedisReplicationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RedisReplication `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RedisReplication{}, &RedisReplicationList{})
+}

@@ -1,0 +1,88 @@
+package v1beta2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RedisSentinelSpec is a group of sentinels monitoring a RedisReplication.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.redisSentinelConfig) || !has(self.redisSentinelConfig.quorum) || !self.redisSentinelConfig.quorum.matches('^[1-9][0-9]*$') || int(self.redisSentinelConfig.quorum) <= self.clusterSize",message="redisSentinelConfig.quorum must not be larger than clusterSize: a failover could never be agreed",fieldPath=".redisSentinelConfig.quorum"
+type RedisSentinelSpec struct {
+	// Size is the number of sentinel pods.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	Size                          *int32                            `json:"clusterSize"`
+	KubernetesConfig              KubernetesConfig                  `json:"kubernetesConfig"`
+	RedisExporter                 *RedisExporter                    `json:"redisExporter,omitempty"`
+	RedisSentinelConfig           *RedisSentinelConfig              `json:"redisSentinelConfig,omitempty"`
+	NodeSelector                  map[string]string                 `json:"nodeSelector,omitempty"`
+	PodSecurityContext            *corev1.PodSecurityContext        `json:"podSecurityContext,omitempty"`
+	SecurityContext               *corev1.SecurityContext           `json:"securityContext,omitempty"`
+	PriorityClassName             string                            `json:"priorityClassName,omitempty"`
+	Affinity                      *corev1.Affinity                  `json:"affinity,omitempty"`
+	Tolerations                   *[]corev1.Toleration              `json:"tolerations,omitempty"`
+	TLS                           *TLSConfig                        `json:"TLS,omitempty"`
+	PodDisruptionBudget           *RedisPodDisruptionBudget         `json:"pdb,omitempty"`
+	ReadinessProbe                *corev1.Probe                     `json:"readinessProbe,omitempty"`
+	LivenessProbe                 *corev1.Probe                     `json:"livenessProbe,omitempty"`
+	InitContainer                 *InitContainer                    `json:"initContainer,omitempty"`
+	Sidecars                      *[]Sidecar                        `json:"sidecars,omitempty"`
+	ServiceAccountName            *string                           `json:"serviceAccountName,omitempty"`
+	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
+	EnvVars                       *[]corev1.EnvVar                  `json:"env,omitempty"`
+	VolumeMount                   *AdditionalVolume                 `json:"volumeMount,omitempty"`
+	TopologySpreadConstraints     []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	HostPort                      *int                              `json:"hostPort,omitempty"`
+	// +kubebuilder:validation:Enum=OrderedReady;Parallel
+	PodManagementPolicy string `json:"podManagementPolicy,omitempty"`
+}
+
+// RedisSentinelConfig names the RedisReplication to monitor and how.
+type RedisSentinelConfig struct {
+	SentinelConfig `json:",inline"`
+	// RedisReplicationName is the RedisReplication (same namespace) whose master is monitored.
+	RedisReplicationName string `json:"redisReplicationName"`
+	// RedisReplicationPassword is where the monitored Redis password comes from.
+	RedisReplicationPassword *corev1.EnvVarSource `json:"redisReplicationPassword,omitempty"`
+	// +kubebuilder:default=myMaster
+	MasterGroupName string `json:"masterGroupName,omitempty"`
+	// +kubebuilder:default="6379"
+	RedisPort string `json:"redisPort,omitempty"`
+}
+
+// RedisSentinelStatus is the observed state of a RedisSentinel.
+type RedisSentinelStatus struct {
+	// State is a one-word summary: Initializing, Ready or Failed.
+	State string `json:"state,omitempty"`
+	// Reason explains State in a sentence.
+	Reason string `json:"reason,omitempty"`
+	// ReadyReplicas counts ready sentinel pods.
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	CommonStatus  `json:",inline"`
+}
+
+// RedisSentinel is a group of sentinels run by the operator.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+type RedisSentinel struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RedisSentinelSpec   `json:"spec"`
+	Status RedisSentinelStatus `json:"status,omitempty"`
+}
+
+// RedisSentinelList is a list of RedisSentinel.
+//
+// +kubebuilder:object:root=true
+type RedisSentinelList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RedisSentinel `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RedisSentinel{}, &RedisSentinelList{})
+}

@@ -1,0 +1,17 @@
+// Package controller holds the reconcilers of the operator, one file per concern.
+package controller
+
+// The operator's permissions, least privilege: controller-gen turns these markers into
+// config/rbac/role.yaml.
+//
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis;redisclusters;redisreplications;redissentinels,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/status;redisclusters/status;redisreplications/status;redissentinels/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/finalizers;redisclusters/finalizers;redisreplications/finalizers;redissentinels/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
