@@ -77,8 +77,9 @@ type RedisExporter struct {
 	SecurityContext *corev1.SecurityContext      `json:"securityContext,omitempty"`
 }
 
-// Storage is the data volume of a workload.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.volumeClaimTemplate) || !has(oldSelf.volumeClaimTemplate.spec) || !has(oldSelf.volumeClaimTemplate.spec.resources) || !has(oldSelf.volumeClaimTemplate.spec.resources.requests) || !('storage' in oldSelf.volumeClaimTemplate.spec.resources.requests) || (has(self.volumeClaimTemplate) && has(self.volumeClaimTemplate.spec) && has(self.volumeClaimTemplate.spec.resources) && has(self.volumeClaimTemplate.spec.resources.requests) && 'storage' in self.volumeClaimTemplate.spec.resources.requests && quantity(string(self.volumeClaimTemplate.spec.resources.requests.storage)).compareTo(quantity(string(oldSelf.volumeClaimTemplate.spec.resources.requests.storage))) >= 0)",message="storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink: a volume cannot be made smaller",fieldPath=".volumeClaimTemplate.spec.resources.requests"
+// Storage is the data volume of a workload. That its request never shrinks is enforced by
+// the ValidatingAdmissionPolicy in config/policy: CRD rules cannot read a quantity (an
+// int-or-string of unbounded size) within the API server's CEL cost budget.
 type Storage struct {
 	// KeepAfterDelete keeps the PVCs when the custom resource is deleted.
 	KeepAfterDelete     bool                         `json:"keepAfterDelete,omitempty"`

@@ -44,6 +44,7 @@ type SentinelConfig struct {
 	AdditionalSentinelConfig *string `json:"additionalSentinelConfig,omitempty"`
 	// Quorum is the number of sentinels that must agree that the master is down.
 	// +kubebuilder:default="2"
+	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*$')",message="quorum must be a positive whole number"
 	Quorum string `json:"quorum,omitempty"`
 	// +kubebuilder:default="1"

@@ -1,0 +1,469 @@
+// Package admission applies good and bad manifests to a real kube-apiserver (built from the
+// Kubernetes Go modules into bin/) with our generated CRDs installed, and checks that bad
+// input is refused with a message naming the field, and that every sample is accepted.
+package admission
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+var k8sClient client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join("..", "..", "bin")
+	}
+	for _, binary := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, binary)); err != nil {
+			fmt.Fprintf(os.Stderr, "%s not found in %s: run `make test` (it builds the control plane into bin/)\n", binary, assets)
+			return 1
+		}
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start kube-apiserver: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop kube-apiserver: %v\n", err)
+		}
+	}()
+	k8sClient, err = client.New(cfg, client.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "client: %v\n", err)
+		return 1
+	}
+	if err := installPolicies(); err != nil {
+		fmt.Fprintf(os.Stderr, "admission policies: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func TestSamplesAreAccepted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "redis_v1beta2_*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range decodeAll(t, string(data)) {
+			obj.SetNamespace("samples")
+			ensureNamespace(t, "samples")
+			if err := k8sClient.Create(context.Background(), obj); err != nil {
+				t.Errorf("%s: %s %s was refused: %v", filepath.Base(file), obj.GetKind(), obj.GetName(), err)
+				continue
+			}
+			kinds[obj.GetKind()]++
+		}
+	}
+	for _, kind := range []string{"Redis", "RedisCluster", "RedisReplication", "RedisSentinel"} {
+		if kinds[kind] < 2 {
+			t.Errorf("want a minimal and a full sample of %s accepted, got %d", kind, kinds[kind])
+		}
+	}
+}
+
+func TestDefaultsAreApplied(t *testing.T) {
+	ensureNamespace(t, "defaults")
+	obj := decode(t, `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata: {name: defaults, namespace: defaults}
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+    service:
+      headless: {}
+  redisExporter: {image: exporter}
+`)
+	if err := k8sClient.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"spec.port":               int64(6379),
+		"spec.clusterVersion":     "v7",
+		"spec.redisExporter.port": int64(9121),
+		"spec.kubernetesConfig.service.headless.enabled": true,
+		"spec.kubernetesConfig.service.headless.type":    "ClusterIP",
+	} {
+		got, found, err := unstructured.NestedFieldNoCopy(obj.Object, strings.Split(path, ".")...)
+		if err != nil || !found || got != want {
+			t.Errorf("%s = %v (found %v, err %v), want default %v", path, got, found, err, want)
+		}
+	}
+}
+
+// badManifest is refused by the API server; when before is set, the object is first created
+// from before and then updated to manifest (for transition rules).
+type badManifest struct {
+	name     string
+	before   string
+	manifest string
+	wants    []string // substrings of the error: the field path and our message
+}
+
+const clusterHead = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata: {name: bad}
+spec:
+  kubernetesConfig: {image: redis:7.0.15}
+`
+
+const replicationHead = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata: {name: bad}
+spec:
+  kubernetesConfig: {image: redis:7.0.15}
+`
+
+const sentinelHead = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisSentinel
+metadata: {name: bad}
+spec:
+  kubernetesConfig: {image: redis:7.0.15}
+  redisSentinelConfig: {redisReplicationName: repl}
+`
+
+const standaloneHead = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: Redis
+metadata: {name: bad}
+spec:
+  kubernetesConfig: {image: redis:7.0.15}
+`
+
+func storage(size string) string {
+	return fmt.Sprintf(`
+  storage:
+    volumeClaimTemplate:
+      spec:
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: %s}}
+`, size)
+}
+
+func nodeConfStorage(size string) string {
+	return fmt.Sprintf(`
+  storage:
+    nodeConfVolume: true
+    nodeConfVolumeClaimTemplate:
+      spec:
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: %s}}
+`, size)
+}
+
+var badManifests = []badManifest{
+	{
+		name:     "cluster size zero",
+		manifest: clusterHead + "  clusterSize: 0\n",
+		wants:    []string{"spec.clusterSize", "clusterSize must be at least 1"},
+	},
+	{
+		name:     "cluster without size",
+		manifest: clusterHead,
+		wants:    []string{"spec.clusterSize", "Required value"},
+	},
+	{
+		name:     "replication size zero",
+		manifest: replicationHead + "  clusterSize: 0\n",
+		wants:    []string{"spec.clusterSize", "clusterSize must be at least 1"},
+	},
+	{
+		name:     "sentinel size zero",
+		manifest: sentinelHead + "  clusterSize: 0\n",
+		wants:    []string{"spec.clusterSize", "should be greater than or equal to 1"},
+	},
+	{
+		name:     "embedded sentinel size zero",
+		manifest: replicationHead + "  clusterSize: 3\n  sentinel: {image: redis:7.0.15, size: 0, quorum: \"1\"}\n",
+		wants:    []string{"spec.sentinel.size", "sentinel size must be at least 1"},
+	},
+	{
+		name:     "negative leader replicas",
+		manifest: clusterHead + "  clusterSize: 3\n  redisLeader: {replicas: -1}\n",
+		wants:    []string{"spec.redisLeader.replicas", "replicas must not be negative"},
+	},
+	{
+		name:     "negative follower replicas",
+		manifest: clusterHead + "  clusterSize: 3\n  redisFollower: {replicas: -3}\n",
+		wants:    []string{"spec.redisFollower.replicas", "replicas must not be negative"},
+	},
+	{
+		name:     "followers not a multiple of leaders",
+		manifest: clusterHead + "  clusterSize: 3\n  redisFollower: {replicas: 4}\n",
+		wants:    []string{"spec.redisFollower.replicas", "must be zero or a multiple of the leader count"},
+	},
+	{
+		name:     "followers not a multiple of explicit leader replicas",
+		manifest: clusterHead + "  clusterSize: 3\n  redisLeader: {replicas: 2}\n  redisFollower: {replicas: 3}\n",
+		wants:    []string{"spec.redisFollower.replicas", "must be zero or a multiple of the leader count"},
+	},
+	{
+		name:     "standalone storage shrinks",
+		before:   standaloneHead + storage("2Gi"),
+		manifest: standaloneHead + storage("1Gi"),
+		wants:    []string{"spec.storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink (from 2Gi to 1Gi)"},
+	},
+	{
+		name:     "cluster storage shrinks",
+		before:   clusterHead + "  clusterSize: 3\n" + storage("10Gi"),
+		manifest: clusterHead + "  clusterSize: 3\n" + storage("9000Mi"),
+		wants:    []string{"spec.storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink (from 10Gi to 9000Mi)"},
+	},
+	{
+		name:     "replication storage removed",
+		before:   replicationHead + "  clusterSize: 3\n" + storage("1Gi"),
+		manifest: replicationHead + "  clusterSize: 3\n",
+		wants:    []string{"spec.storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink (from 1Gi to nothing)"},
+	},
+	{
+		name:     "cluster node-conf storage shrinks",
+		before:   clusterHead + "  clusterSize: 3\n" + nodeConfStorage("1Gi"),
+		manifest: clusterHead + "  clusterSize: 3\n" + nodeConfStorage("512Mi"),
+		wants:    []string{"spec.storage.nodeConfVolumeClaimTemplate.spec.resources.requests.storage must not shrink (from 1Gi to 512Mi)"},
+	},
+	{
+		name:     "both ACL sources",
+		manifest: standaloneHead + "  acl: {secret: {secretName: acl}, persistentVolumeClaim: acl-pvc}\n",
+		wants:    []string{"spec.acl", "either secret or persistentVolumeClaim, not both"},
+	},
+	{
+		name:     "sentinel quorum larger than size",
+		manifest: sentinelHead + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"4\"}\n",
+		wants:    []string{"spec.redisSentinelConfig.quorum", "must not be larger than clusterSize"},
+	},
+	{
+		name:     "embedded sentinel quorum larger than size",
+		manifest: replicationHead + "  clusterSize: 3\n  sentinel: {image: redis:7.0.15, size: 1}\n",
+		wants:    []string{"spec.sentinel.quorum", "must not be larger than sentinel size"},
+	},
+	{
+		name:     "sentinel quorum not a number",
+		manifest: sentinelHead + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: two}\n",
+		wants:    []string{"spec.redisSentinelConfig.quorum", "quorum must be a positive whole number"},
+	},
+	{
+		name:     "unknown cluster version",
+		manifest: clusterHead + "  clusterSize: 3\n  clusterVersion: v5\n",
+		wants:    []string{"spec.clusterVersion", "clusterVersion must be one of v6, v7, v8"},
+	},
+	{
+		name:     "cluster port leaves no room for the bus port",
+		manifest: clusterHead + "  clusterSize: 3\n  port: 60000\n",
+		wants:    []string{"spec.port", "port must be between 1 and 55535"},
+	},
+	{
+		name:     "pdb with both bounds",
+		manifest: replicationHead + "  clusterSize: 3\n  pdb: {enabled: true, minAvailable: 1, maxUnavailable: 1}\n",
+		wants:    []string{"spec.pdb", "either minAvailable or maxUnavailable, not both"},
+	},
+	{
+		name:     "password secret without key",
+		manifest: strings.Replace(standaloneHead, "{image: redis:7.0.15}", "{image: redis:7.0.15, redisSecret: {name: only-name}}", 1),
+		wants:    []string{"spec.kubernetesConfig.redisSecret", "redisSecret needs both name and key"},
+	},
+	{
+		name:     "max memory percent out of range",
+		manifest: standaloneHead + "  redisConfig: {maxMemoryPercentOfLimit: 0}\n",
+		wants:    []string{"spec.redisConfig.maxMemoryPercentOfLimit", "should be greater than or equal to 1"},
+	},
+	{
+		name:     "unknown service type",
+		manifest: strings.Replace(standaloneHead, "{image: redis:7.0.15}", "{image: redis:7.0.15, service: {serviceType: External}}", 1),
+		wants:    []string{"spec.kubernetesConfig.service.serviceType", "Unsupported value"},
+	},
+}
+
+func TestBadManifestsAreRefusedWithTheirReason(t *testing.T) {
+	for i, tc := range badManifests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			namespace := fmt.Sprintf("bad-%d", i)
+			ensureNamespace(t, namespace)
+			obj := decode(t, tc.manifest)
+			obj.SetNamespace(namespace)
+			var err error
+			if tc.before != "" {
+				existing := decode(t, tc.before)
+				existing.SetNamespace(namespace)
+				if err := k8sClient.Create(ctx, existing); err != nil {
+					t.Fatalf("the valid starting object was refused: %v", err)
+				}
+				obj.SetResourceVersion(existing.GetResourceVersion())
+				err = k8sClient.Update(ctx, obj)
+			} else {
+				err = k8sClient.Create(ctx, obj)
+			}
+			if err == nil {
+				t.Fatalf("the API server accepted it; want an error containing %q", tc.wants)
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+	if len(badManifests) < 12 {
+		t.Errorf("want at least 12 bad manifests, have %d", len(badManifests))
+	}
+}
+
+func TestStorageMayGrow(t *testing.T) {
+	ctx := context.Background()
+	ensureNamespace(t, "grow")
+	obj := decode(t, standaloneHead+storage("1Gi"))
+	obj.SetNamespace("grow")
+	if err := k8sClient.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	bigger := decode(t, standaloneHead+storage("2Gi"))
+	bigger.SetNamespace("grow")
+	bigger.SetResourceVersion(obj.GetResourceVersion())
+	if err := k8sClient.Update(ctx, bigger); err != nil {
+		t.Fatalf("growing the storage request was refused: %v", err)
+	}
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	if err := createNamespace(name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createNamespace(name string) error {
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	if err := k8sClient.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func decode(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	objs := decodeAll(t, manifest)
+	if len(objs) != 1 {
+		t.Fatalf("want one object, got %d", len(objs))
+	}
+	return objs[0]
+}
+
+func decodeAll(t *testing.T, manifests string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := parseManifests(manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// parseManifests splits a multi-document YAML stream into objects.
+func parseManifests(manifests string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifests)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+		if strings.TrimSpace(string(doc)) == "" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
+			return nil, fmt.Errorf("parse manifest: %w\n%s", err, doc)
+		}
+		out = append(out, obj)
+	}
+}
+
+// installPolicies creates the admission policies of config/policy and waits until the API
+// server enforces them (its policy informer picks them up asynchronously).
+func installPolicies() error {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "policy", "storage-never-shrinks.yaml"))
+	if err != nil {
+		return err
+	}
+	policies, err := parseManifests(string(data))
+	if err != nil {
+		return err
+	}
+	for _, obj := range policies {
+		if err := k8sClient.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	if err := createNamespace("policy-probe"); err != nil {
+		return err
+	}
+	probes, err := parseManifests(standaloneHead + storage("2Gi"))
+	if err != nil {
+		return err
+	}
+	probe := probes[0]
+	probe.SetNamespace("policy-probe")
+	if err := k8sClient.Create(ctx, probe); err != nil {
+		return fmt.Errorf("create policy probe: %w", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		shrunks, err := parseManifests(standaloneHead + storage("1Gi"))
+		if err != nil {
+			return err
+		}
+		shrunk := shrunks[0]
+		shrunk.SetNamespace("policy-probe")
+		shrunk.SetResourceVersion(probe.GetResourceVersion())
+		err = k8sClient.Update(ctx, shrunk, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "must not shrink") {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the storage policy was not enforced within 60s")
+}
