@@ -1,4 +1,146 @@
 // Command redis-operator runs the controllers of the Redis operator.
 package main
 
-func main() {}
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+func main() {
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, os.Args[1:], nil); err != nil {
+		fmt.Fprintln(os.Stderr, "redis-operator:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the operator's command-line flags.
+type options struct {
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionID        string
+	leaderElectionNamespace string
+	watchNamespaces         string
+	zap                     zap.Options
+}
+
+func parseFlags(args []string) (*options, error) {
+	opts := &options{}
+	fs := flag.NewFlagSet("redis-operator", flag.ContinueOnError)
+	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader so that only one replica of the operator acts at a time.")
+	fs.StringVar(&opts.leaderElectionID, "leader-election-id", "redis-operator.redis.opstreelabs.in", "Name of the Lease used for leader election.")
+	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the operator's own namespace).")
+	fs.StringVar(&opts.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"), "Comma-separated namespaces to watch; empty watches all namespaces.")
+	opts.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("parse flags: %w", err)
+	}
+	return opts, nil
+}
+
+// newScheme registers the built-in kinds and ours.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register built-in kinds: %w", err)
+	}
+	if err := redisv1beta2.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register redis kinds: %w", err)
+	}
+	return scheme, nil
+}
+
+// run starts the manager and blocks until ctx is done. cfg is the API server to talk to; nil
+// means the usual kubeconfig / in-cluster lookup.
+func run(ctx context.Context, args []string, cfg *rest.Config) error {
+	opts, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	log := ctrl.Log.WithName("setup")
+
+	if cfg == nil {
+		if cfg, err = ctrl.GetConfig(); err != nil {
+			return fmt.Errorf("find the API server: %w", err)
+		}
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+
+	var cacheOptions cache.Options
+	if namespaces := splitNamespaces(opts.watchNamespaces); len(namespaces) > 0 {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+		}
+		log.Info("watching namespaces", "namespaces", namespaces)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOptions,
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              opts.leaderElectionID,
+		LeaderElectionNamespace:       opts.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrTo(30 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	// Ready once the informers have synced: before that the operator would act on a partial view.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+
+	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "probes", opts.probeAddr)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+func splitNamespaces(value string) []string {
+	var out []string
+	for _, ns := range strings.Split(value, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
