@@ -1,0 +1,173 @@
+package builder
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// RedisClusterInput is a RedisCluster with everything the builders cannot read from it.
+type RedisClusterInput struct {
+	CR *v1beta2.RedisCluster
+	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
+	// must be set exactly when that is.
+	Password string
+}
+
+// BuildRedisCluster returns the desired objects of a RedisCluster. Per role R in leader and
+// follower: StatefulSet <name>-R, Services <name>-R, -R-headless, -R-additional, -R-metrics
+// (exporter on), PDB <name>-R (pdb.enabled) and ConfigMap <name>-R-config; plus the Service
+// <name>-master and, with a password, the auth Secret shared by both roles.
+//
+// With zero followers no follower object is built at all (a cluster of leaders only); a
+// controller deletes follower objects it finds. Role settings (redisLeader, redisFollower)
+// win over the top-level ones field by field: replicas (default clusterSize), resources (role,
+// then spec.resources, then kubernetesConfig.resources) and each redisConfig field.
+func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
+	cr := in.CR
+	if err := checkCR(cr, cr == nil); err != nil {
+		return nil, err
+	}
+	if cr.Spec.Size == nil || *cr.Spec.Size < 1 {
+		return nil, errors.New("clusterSize must be at least 1")
+	}
+	ref, err := passwordRef(cr.Spec.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
+	if err != nil {
+		return nil, err
+	}
+	out := &Objects{}
+	owner := ownerRef(cr, "RedisCluster")
+	authName := ""
+	if ref != nil {
+		authName = AuthSecretName(cr.Name)
+		out.Secrets = append(out.Secrets, authSecret(owner, cr.Namespace, cr.Name, SetupCluster,
+			authName, RedisAuthKey, redisAuthFile(in.Password)))
+	}
+	roles := []struct {
+		name     string
+		replicas int32
+		spec     *v1beta2.RedisClusterRole
+	}{
+		{RoleLeader, LeaderReplicas(cr), &cr.Spec.RedisLeader.RedisClusterRole},
+		{RoleFollower, FollowerReplicas(cr), &cr.Spec.RedisFollower.RedisClusterRole},
+	}
+	var leader *workload
+	for _, r := range roles {
+		if r.replicas < 1 {
+			if r.name == RoleLeader {
+				return nil, errors.New("a cluster needs at least one leader")
+			}
+			continue
+		}
+		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, ref, authName)
+		if err != nil {
+			return nil, err
+		}
+		if leader == nil {
+			leader = w
+		}
+		out.ConfigMaps = append(out.ConfigMaps, cm)
+		out.add(w)
+	}
+	// <name>-master reaches whichever pods are masters now, of either StatefulSet.
+	selector := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster}
+	labels := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelManagedBy: ManagedByValue}
+	out.Services = append(out.Services, roleService(leader, MasterServiceName(cr.Name), RedisRoleMaster, selector, labels))
+	return out, nil
+}
+
+func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role string, replicas int32, r *v1beta2.RedisClusterRole,
+	ref *v1beta2.ExistingPasswordSecret, authName string) (*workload, *corev1.ConfigMap, error) {
+	s := &cr.Spec
+	w := &workload{
+		owner:               owner,
+		namespace:           cr.Namespace,
+		instance:            cr.Name,
+		name:                ClusterStatefulSetName(cr.Name, role),
+		setupType:           SetupCluster,
+		role:                role,
+		replicas:            replicas,
+		server:              redisServer,
+		port:                ClusterPort(cr),
+		busPort:             ClusterBusPort(cr),
+		podManagementPolicy: podManagementPolicy(s.PodManagementPolicy),
+		securityContext:     r.SecurityContext,
+		env:                 deref(s.EnvVars),
+		hostNetwork:         s.HostNetwork,
+		hostPort:            s.HostPort,
+		nodeSelector:        r.NodeSelector,
+		affinity:            r.Affinity,
+		tolerations:         deref(r.Tolerations),
+		topologySpread:      r.TopologySpreadConstraints,
+		podSecurityContext:  s.PodSecurityContext,
+		priorityClassName:   s.PriorityClassName,
+		serviceAccountName:  deref(s.ServiceAccountName),
+		terminationGrace:    r.TerminationGracePeriodSeconds,
+		tls:                 s.TLS,
+		acl:                 s.ACL,
+		pdb:                 r.PodDisruptionBudget,
+		passwordRef:         ref,
+		authSecretName:      authName,
+	}
+	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case r.Resources != nil:
+		w.resources = r.Resources
+	case s.Resources != nil:
+		w.resources = s.Resources
+	}
+	if err := w.applyExporter(s.RedisExporter); err != nil {
+		return nil, nil, err
+	}
+	if err := w.applyInitContainer(s.InitContainer); err != nil {
+		return nil, nil, err
+	}
+	if err := w.applySidecars(s.Sidecars); err != nil {
+		return nil, nil, err
+	}
+	nodesDir := dataDir
+	if st := s.Storage; st != nil {
+		w.applyStorage(&st.Storage)
+		if st.NodeConfVolume {
+			// nodes.conf is the node's identity; on its own volume it survives even without a
+			// data volume. Without one it lives beside the data.
+			w.nodeConfClaim = nodeConfClaim(st)
+			nodesDir = nodeConfDir
+		}
+	}
+	w.readinessProbe, w.livenessProbe = probes(w.port, r.ReadinessProbe, r.LivenessProbe)
+
+	conf, err := w.redisConfFor(mergeRedisConfig(s.RedisConfig, r.RedisConfig), ClusterPersistence(cr))
+	if err != nil {
+		return nil, nil, err
+	}
+	conf.cluster = true
+	conf.nodesConfDir = nodesDir
+	return w, w.renderRedisConf(conf), nil
+}
+
+// mergeRedisConfig lays the role's redisConfig over the top-level one, field by field.
+func mergeRedisConfig(top, role *v1beta2.RedisConfig) *v1beta2.RedisConfig {
+	if role == nil {
+		return top
+	}
+	if top == nil {
+		return role
+	}
+	out := *top.DeepCopy()
+	if role.AdditionalRedisConfig != nil {
+		out.AdditionalRedisConfig = role.AdditionalRedisConfig
+	}
+	if role.DynamicConfig != nil {
+		out.DynamicConfig = role.DynamicConfig
+	}
+	if role.MaxMemoryPercentOfLimit != nil {
+		out.MaxMemoryPercentOfLimit = role.MaxMemoryPercentOfLimit
+	}
+	return &out
+}

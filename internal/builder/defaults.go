@@ -1,0 +1,321 @@
+package builder
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// Every default the builders apply lives in this file.
+
+const (
+	DefaultRedisPort     = 6379
+	DefaultSentinelPort  = 26379
+	DefaultExporterPort  = 9121
+	ClusterBusPortOffset = 10000
+
+	// DefaultMasterGroupName is the sentinel master group when the spec names none.
+	DefaultMasterGroupName = "myMaster"
+	// DefaultSentinelSize matches the CRD default of RedisSentinel clusterSize.
+	DefaultSentinelSize = 3
+
+	defaultServiceType        = corev1.ServiceTypeClusterIP
+	defaultPodManagement      = appsv1.OrderedReadyPodManagement
+	defaultPDBMaxUnavailable  = 1
+	defaultNodeConfVolumeSize = "1Gi"
+
+	// Defaults of the sentinel settings, equal to the CRD defaults.
+	defaultSentinelQuorum         = 2
+	defaultParallelSyncs          = "1"
+	defaultFailoverTimeout        = "10000"
+	defaultDownAfterMilliseconds  = "5000"
+	defaultSentinelResolveHosts   = "no"
+	defaultSentinelAnnounceHosts  = "no"
+	defaultSentinelMonitoredPort  = "6379"
+	defaultTLSCertFile            = "tls.crt"
+	defaultTLSKeyFile             = "tls.key"
+	defaultTLSCAFile              = "ca.crt"
+	defaultLivenessInitialDelay   = 15
+	defaultReadinessInitialDelay  = 5
+	defaultProbePeriodSeconds     = 10
+	defaultProbeTimeoutSeconds    = 5
+	defaultLivenessFailureThresh  = 5
+	defaultReadinessFailureThresh = 3
+)
+
+// pullPolicy mirrors the API server's own defaulting, so the desired object equals the stored
+// one: Always for an untagged or :latest image, IfNotPresent otherwise.
+func pullPolicy(p corev1.PullPolicy, image string) corev1.PullPolicy {
+	if p != "" {
+		return p
+	}
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	lastSegment := image[strings.LastIndex(image, "/")+1:]
+	i := strings.LastIndex(lastSegment, ":")
+	if i < 0 || lastSegment[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func podManagementPolicy(p string) appsv1.PodManagementPolicyType {
+	if p == "" {
+		return defaultPodManagement
+	}
+	return appsv1.PodManagementPolicyType(p)
+}
+
+func updateStrategy(s appsv1.StatefulSetUpdateStrategy) appsv1.StatefulSetUpdateStrategy {
+	out := *s.DeepCopy()
+	if out.Type == "" {
+		out.Type = appsv1.RollingUpdateStatefulSetStrategyType
+	}
+	return out
+}
+
+// ClusterPort is the client port of a RedisCluster (spec.port, 6379 by default).
+func ClusterPort(cr *v1beta2.RedisCluster) int32 {
+	if cr.Spec.Port != nil && *cr.Spec.Port > 0 {
+		return int32(*cr.Spec.Port)
+	}
+	return DefaultRedisPort
+}
+
+// ClusterBusPort is the cluster bus port of a RedisCluster: client port + 10000.
+func ClusterBusPort(cr *v1beta2.RedisCluster) int32 { return ClusterPort(cr) + ClusterBusPortOffset }
+
+// LeaderReplicas is the number of leader pods: redisLeader.replicas, else clusterSize.
+func LeaderReplicas(cr *v1beta2.RedisCluster) int32 {
+	if r := cr.Spec.RedisLeader.Replicas; r != nil {
+		return *r
+	}
+	if cr.Spec.Size != nil {
+		return *cr.Spec.Size
+	}
+	return 0
+}
+
+// FollowerReplicas is the number of follower pods: redisFollower.replicas, else clusterSize.
+// Zero means a cluster of leaders only, for which no follower objects are built.
+func FollowerReplicas(cr *v1beta2.RedisCluster) int32 {
+	if r := cr.Spec.RedisFollower.Replicas; r != nil {
+		return *r
+	}
+	if cr.Spec.Size != nil {
+		return *cr.Spec.Size
+	}
+	return 0
+}
+
+// SentinelReplicas is the number of pods of a RedisSentinel.
+func SentinelReplicas(cr *v1beta2.RedisSentinel) int32 {
+	if cr.Spec.Size != nil {
+		return *cr.Spec.Size
+	}
+	return DefaultSentinelSize
+}
+
+// ClusterPersistence tells whether a RedisCluster writes an append-only file and snapshots;
+// persistenceEnabled defaults to true.
+func ClusterPersistence(cr *v1beta2.RedisCluster) bool {
+	return cr.Spec.PersistenceEnabled == nil || *cr.Spec.PersistenceEnabled
+}
+
+// MasterGroupName is the sentinel master group a RedisSentinel monitors.
+func MasterGroupName(cr *v1beta2.RedisSentinel) string {
+	if c := cr.Spec.RedisSentinelConfig; c != nil && c.MasterGroupName != "" {
+		return c.MasterGroupName
+	}
+	return DefaultMasterGroupName
+}
+
+// serviceOption is a ServiceOption with its defaults applied.
+type serviceOption struct {
+	enabled        bool
+	serviceType    corev1.ServiceType
+	annotations    map[string]string
+	includeBusPort bool
+}
+
+func resolveServiceOption(o *v1beta2.ServiceOption) serviceOption {
+	out := serviceOption{enabled: true, serviceType: defaultServiceType}
+	if o == nil {
+		return out
+	}
+	if o.Enabled != nil {
+		out.enabled = *o.Enabled
+	}
+	if o.Type != "" {
+		out.serviceType = corev1.ServiceType(o.Type)
+	}
+	out.annotations = o.AdditionalAnnotations
+	out.includeBusPort = o.IncludeBusPort
+	return out
+}
+
+// services is a ServiceConfig with its defaults applied.
+type services struct {
+	clientType        corev1.ServiceType
+	clientAnnotations map[string]string
+	clientBusPort     bool
+	headless          serviceOption
+	additional        serviceOption
+}
+
+func resolveServices(c *v1beta2.ServiceConfig) services {
+	out := services{clientType: defaultServiceType}
+	if c == nil {
+		out.headless = resolveServiceOption(nil)
+		out.additional = resolveServiceOption(nil)
+		return out
+	}
+	if c.ServiceType != "" {
+		out.clientType = corev1.ServiceType(c.ServiceType)
+	}
+	out.clientAnnotations = c.ServiceAnnotations
+	out.clientBusPort = c.IncludeBusPort
+	out.headless = resolveServiceOption(c.Headless)
+	out.additional = resolveServiceOption(c.Additional)
+	return out
+}
+
+// pdbSpec returns nil when no PodDisruptionBudget is wanted; otherwise the bounds with
+// maxUnavailable 1 when the spec sets neither.
+func pdbBounds(p *v1beta2.RedisPodDisruptionBudget) (minAvailable, maxUnavailable *intstr.IntOrString, wanted bool) {
+	if p == nil || !p.Enabled {
+		return nil, nil, false
+	}
+	switch {
+	case p.MinAvailable != nil:
+		v := intstr.FromInt32(*p.MinAvailable)
+		return &v, nil, true
+	case p.MaxUnavailable != nil:
+		v := intstr.FromInt32(*p.MaxUnavailable)
+		return nil, &v, true
+	default:
+		v := intstr.FromInt32(defaultPDBMaxUnavailable)
+		return nil, &v, true
+	}
+}
+
+// tcpProbe is the default liveness and readiness check: a TCP connect to the server port.
+// Redis accepts connections while it loads its dataset, so a large restore does not get the
+// container killed, and no password or redis-cli is needed in the probe.
+func tcpProbe(port int32, initialDelay, failureThreshold int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{
+			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)},
+		},
+		InitialDelaySeconds: initialDelay,
+		PeriodSeconds:       defaultProbePeriodSeconds,
+		TimeoutSeconds:      defaultProbeTimeoutSeconds,
+		SuccessThreshold:    1,
+		FailureThreshold:    failureThreshold,
+	}
+}
+
+// probes returns the user's probes where given, the TCP defaults elsewhere.
+func probes(port int32, readiness, liveness *corev1.Probe) (r, l *corev1.Probe) {
+	if readiness != nil {
+		r = readiness.DeepCopy()
+	} else {
+		r = tcpProbe(port, defaultReadinessInitialDelay, defaultReadinessFailureThresh)
+	}
+	if liveness != nil {
+		l = liveness.DeepCopy()
+	} else {
+		l = tcpProbe(port, defaultLivenessInitialDelay, defaultLivenessFailureThresh)
+	}
+	return r, l
+}
+
+// exporterPort is the exporter's listen port, 9121 by default.
+func exporterPort(e *v1beta2.RedisExporter) int32 {
+	if e.Port != nil && *e.Port > 0 {
+		return int32(*e.Port)
+	}
+	return DefaultExporterPort
+}
+
+// tlsFiles returns the file names of CA, certificate and key inside the TLS Secret.
+func tlsFiles(t *v1beta2.TLSConfig) (ca, cert, key string) {
+	ca, cert, key = t.CaKeyFile, t.CertKeyFile, t.KeyFile
+	if ca == "" {
+		ca = defaultTLSCAFile
+	}
+	if cert == "" {
+		cert = defaultTLSCertFile
+	}
+	if key == "" {
+		key = defaultTLSKeyFile
+	}
+	return ca, cert, key
+}
+
+// sentinelSettings is a SentinelConfig with defaults applied and every value checked, since
+// each one is written verbatim into sentinel.conf.
+type sentinelSettings struct {
+	masterGroup           string
+	masterPort            string
+	quorum                string
+	parallelSyncs         string
+	failoverTimeout       string
+	downAfterMilliseconds string
+	resolveHostnames      string
+	announceHostnames     string
+	additionalConfigMap   string
+}
+
+func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort string, size int32) (sentinelSettings, error) {
+	s := sentinelSettings{
+		masterGroup:           orDefault(masterGroup, DefaultMasterGroupName),
+		masterPort:            orDefault(masterPort, defaultSentinelMonitoredPort),
+		quorum:                c.Quorum,
+		parallelSyncs:         orDefault(c.ParallelSyncs, defaultParallelSyncs),
+		failoverTimeout:       orDefault(c.FailoverTimeout, defaultFailoverTimeout),
+		downAfterMilliseconds: orDefault(c.DownAfterMilliseconds, defaultDownAfterMilliseconds),
+		resolveHostnames:      orDefault(c.ResolveHostnames, defaultSentinelResolveHosts),
+		announceHostnames:     orDefault(c.AnnounceHostnames, defaultSentinelAnnounceHosts),
+	}
+	if s.quorum == "" {
+		// A quorum larger than the number of sentinels could never agree on a failover.
+		s.quorum = strconv.Itoa(int(min(int32(defaultSentinelQuorum), max(size, 1))))
+	}
+	if c.AdditionalSentinelConfig != nil {
+		s.additionalConfigMap = *c.AdditionalSentinelConfig
+	}
+	for _, f := range []struct{ name, value string }{
+		{"quorum", s.quorum}, {"parallelSyncs", s.parallelSyncs}, {"failoverTimeout", s.failoverTimeout},
+		{"downAfterMilliseconds", s.downAfterMilliseconds}, {"redisPort", s.masterPort},
+	} {
+		if n, err := strconv.ParseUint(f.value, 10, 31); err != nil || n == 0 {
+			return s, fmt.Errorf("sentinel %s %q is not a positive whole number", f.name, f.value)
+		}
+	}
+	for _, f := range []struct{ name, value string }{
+		{"resolveHostnames", s.resolveHostnames}, {"announceHostnames", s.announceHostnames},
+	} {
+		if f.value != "yes" && f.value != "no" {
+			return s, fmt.Errorf("sentinel %s must be yes or no, not %q", f.name, f.value)
+		}
+	}
+	if !isConfigWord(s.masterGroup) {
+		return s, fmt.Errorf("sentinel masterGroupName %q must be one word of printable characters", s.masterGroup)
+	}
+	return s, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,100 @@
+package builder
+
+// Label keys and values that users' Services, dashboards and scripts select on; they are part
+// of the compatibility contract and must not change.
+const (
+	LabelApp       = "app"
+	LabelSetupType = "redis_setup_type"
+	LabelRole      = "role"
+	// LabelRedisRole is kept current on pods by the controller, never set by the builders:
+	// a pod template carrying it would reset it on every pod re-creation.
+	LabelRedisRole = "redis-role"
+
+	// LabelInstance names the custom resource an object belongs to. It is not part of any
+	// selector (StatefulSet selectors are immutable), but lets a controller list everything it
+	// owns for one CR, and lets the cluster's -master Service tell two clusters apart.
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "redis-operator"
+
+	SetupStandalone  = "standalone"
+	SetupCluster     = "cluster"
+	SetupReplication = "replication"
+	SetupSentinel    = "sentinel"
+
+	RoleStandalone  = "standalone"
+	RoleLeader      = "leader"
+	RoleFollower    = "follower"
+	RoleReplication = "replication"
+	RoleSentinel    = "sentinel"
+
+	RedisRoleMaster = "master"
+	RedisRoleSlave  = "slave"
+
+	// AnnotationConfigHash on the pod template holds a digest of the rendered configuration, so
+	// that a changed redis.conf rolls the pods (they read it only at start). Parts applied at run
+	// time (dynamicConfig, the monitored master's address) and secret values are left out of it.
+	AnnotationConfigHash = "redis.opstreelabs.in/config-hash"
+)
+
+// Keys of the data the builders render.
+const (
+	// RedisConfKey is the ConfigMap key holding redis.conf.
+	RedisConfKey = "redis.conf"
+	// SentinelConfKey is the ConfigMap key holding the sentinel.conf template.
+	SentinelConfKey = "sentinel.conf"
+	// RedisAuthKey is the auth Secret key holding requirepass/masterauth for redis-server.
+	RedisAuthKey = "redis-password.conf"
+	// SentinelAuthKey is the auth Secret key holding requirepass and auth-pass for sentinels.
+	SentinelAuthKey = "sentinel-auth.conf"
+	// AdditionalRedisConfKey is the key read from the user's redisConfig.additionalRedisConfig
+	// ConfigMap.
+	AdditionalRedisConfKey = "redis-additional.conf"
+	// ACLFileKey is the key of the user's ACL Secret that becomes the aclfile.
+	ACLFileKey = "user.acl"
+)
+
+// ClusterStatefulSetName is the StatefulSet (and Service base) name of a RedisCluster role.
+func ClusterStatefulSetName(crName, role string) string { return crName + "-" + role }
+
+// SentinelStatefulSetName is the StatefulSet (and Service base) name of a RedisSentinel, and of
+// the sentinels embedded in a RedisReplication.
+func SentinelStatefulSetName(crName string) string { return crName + "-sentinel" }
+
+// HeadlessServiceName is the governing Service of the StatefulSet named stsName; pods resolve as
+// <pod>.<headless>.<namespace>.svc.
+func HeadlessServiceName(stsName string) string { return stsName + "-headless" }
+
+// AdditionalServiceName is the optional second client Service of a workload.
+func AdditionalServiceName(stsName string) string { return stsName + "-additional" }
+
+// MetricsServiceName fronts the exporter sidecars of a workload.
+func MetricsServiceName(stsName string) string { return stsName + "-metrics" }
+
+// MasterServiceName selects the pods labelled redis-role=master (replication and cluster).
+func MasterServiceName(crName string) string { return crName + "-master" }
+
+// ReplicaServiceName selects the pods labelled redis-role=slave (replication).
+func ReplicaServiceName(crName string) string { return crName + "-replica" }
+
+// ConfigMapName holds the rendered configuration of the StatefulSet named stsName. Each
+// StatefulSet gets its own, because cluster roles may be configured apart.
+func ConfigMapName(stsName string) string { return stsName + "-config" }
+
+// AuthSecretName is the Secret, owned by the CR, that holds the redis-server password
+// directives (key RedisAuthKey).
+func AuthSecretName(crName string) string { return crName + "-redis-auth" }
+
+// SentinelAuthSecretName is the Secret, owned by the CR, that holds the sentinel password
+// directives (key SentinelAuthKey).
+func SentinelAuthSecretName(crName string) string { return crName + "-sentinel-auth" }
+
+// PodName is the name of the pod with the given ordinal of the StatefulSet named stsName.
+func PodName(stsName string, ordinal int32) string {
+	return stsName + "-" + itoa(int64(ordinal))
+}
+
+// PodDNSName is the stable in-cluster DNS name of a pod of a StatefulSet built here.
+func PodDNSName(stsName string, ordinal int32, namespace string) string {
+	return PodName(stsName, ordinal) + "." + HeadlessServiceName(stsName) + "." + namespace + ".svc"
+}

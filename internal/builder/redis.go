@@ -1,0 +1,83 @@
+package builder
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// RedisInput is a standalone Redis with everything the builders cannot read from it.
+type RedisInput struct {
+	CR *v1beta2.Redis
+	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
+	// must be set exactly when that is.
+	Password string
+}
+
+// BuildRedis returns the desired objects of a standalone Redis: StatefulSet <name> (one pod),
+// Services <name>, <name>-headless, <name>-additional, <name>-metrics (exporter on), the
+// redis.conf ConfigMap and, with a password, the auth Secret.
+func BuildRedis(in RedisInput) (*Objects, error) {
+	cr := in.CR
+	if err := checkCR(cr, cr == nil); err != nil {
+		return nil, err
+	}
+	s := &cr.Spec
+	w := &workload{
+		owner:               ownerRef(cr, "Redis"),
+		namespace:           cr.Namespace,
+		instance:            cr.Name,
+		name:                cr.Name,
+		setupType:           SetupStandalone,
+		role:                RoleStandalone,
+		replicas:            1,
+		server:              redisServer,
+		port:                DefaultRedisPort,
+		podManagementPolicy: podManagementPolicy(""),
+		securityContext:     s.SecurityContext,
+		env:                 deref(s.EnvVars),
+		hostPort:            s.HostPort,
+		nodeSelector:        s.NodeSelector,
+		affinity:            s.Affinity,
+		tolerations:         deref(s.Tolerations),
+		podSecurityContext:  s.PodSecurityContext,
+		priorityClassName:   s.PriorityClassName,
+		serviceAccountName:  deref(s.ServiceAccountName),
+		terminationGrace:    s.TerminationGracePeriodSeconds,
+		tls:                 s.TLS,
+		acl:                 s.ACL,
+	}
+	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
+		return nil, err
+	}
+	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
+	if err != nil {
+		return nil, err
+	}
+	w.passwordRef = ref
+	if err := w.applyExporter(s.RedisExporter); err != nil {
+		return nil, err
+	}
+	if err := w.applyInitContainer(s.InitContainer); err != nil {
+		return nil, err
+	}
+	if err := w.applySidecars(s.Sidecars); err != nil {
+		return nil, err
+	}
+	w.applyStorage(s.Storage)
+	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
+
+	out := &Objects{}
+	if ref != nil {
+		w.authSecretName = AuthSecretName(cr.Name)
+		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
+			w.authSecretName, RedisAuthKey, redisAuthFile(in.Password)))
+	}
+	conf, err := w.redisConfFor(s.RedisConfig, true)
+	if err != nil {
+		return nil, err
+	}
+	out.ConfigMaps = []*corev1.ConfigMap{w.renderRedisConf(conf)}
+	out.add(w)
+	return out, nil
+}

@@ -1,0 +1,172 @@
+package builder
+
+import (
+	"errors"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// RedisReplicationInput is a RedisReplication with everything the builders cannot read from it.
+type RedisReplicationInput struct {
+	CR *v1beta2.RedisReplication
+	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
+	// must be set exactly when that is.
+	Password string
+	// SentinelPassword is the embedded sentinels' own password, the value of the Secret key
+	// named by spec.sentinel.redisSecret; it must be set exactly when that is.
+	SentinelPassword string
+	// MasterHost is the address of the current master (its pod IP), which embedded sentinels
+	// monitor. While it is empty (no master elected yet) no sentinel objects are built; once
+	// set, it seeds new sentinel pods only and is kept out of the config hash, so following a
+	// failover never restarts the sentinels.
+	MasterHost string
+}
+
+// BuildRedisReplication returns the desired objects of a RedisReplication: StatefulSet <name>,
+// Services <name>, <name>-headless, <name>-additional, <name>-master and <name>-replica
+// (selecting redis-role master and slave), <name>-metrics (exporter on), PDB <name>
+// (pdb.enabled), the redis.conf ConfigMap and, with a password, the auth Secret. With
+// spec.sentinel and a known master it adds the sentinels: StatefulSet <name>-sentinel, Services
+// <name>-sentinel, <name>-sentinel-headless, <name>-sentinel-additional, the sentinel.conf
+// ConfigMap and the sentinel auth Secret.
+//
+// No replicaof is rendered: which pod is master changes at run time, and the controller sets
+// replication with REPLICAOF.
+func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
+	cr := in.CR
+	if err := checkCR(cr, cr == nil); err != nil {
+		return nil, err
+	}
+	s := &cr.Spec
+	if s.Size == nil || *s.Size < 1 {
+		return nil, errors.New("clusterSize must be at least 1")
+	}
+	w := &workload{
+		owner:               ownerRef(cr, "RedisReplication"),
+		namespace:           cr.Namespace,
+		instance:            cr.Name,
+		name:                cr.Name,
+		setupType:           SetupReplication,
+		role:                RoleReplication,
+		replicas:            *s.Size,
+		server:              redisServer,
+		port:                DefaultRedisPort,
+		podManagementPolicy: podManagementPolicy(s.PodManagementPolicy),
+		securityContext:     s.SecurityContext,
+		env:                 deref(s.EnvVars),
+		hostPort:            s.HostPort,
+		nodeSelector:        s.NodeSelector,
+		affinity:            s.Affinity,
+		tolerations:         deref(s.Tolerations),
+		topologySpread:      s.TopologySpreadConstraints,
+		podSecurityContext:  s.PodSecurityContext,
+		priorityClassName:   s.PriorityClassName,
+		serviceAccountName:  deref(s.ServiceAccountName),
+		terminationGrace:    s.TerminationGracePeriodSeconds,
+		tls:                 s.TLS,
+		acl:                 s.ACL,
+		pdb:                 s.PodDisruptionBudget,
+	}
+	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
+		return nil, err
+	}
+	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
+	if err != nil {
+		return nil, err
+	}
+	w.passwordRef = ref
+	if err := w.applyExporter(s.RedisExporter); err != nil {
+		return nil, err
+	}
+	if err := w.applyInitContainer(s.InitContainer); err != nil {
+		return nil, err
+	}
+	if err := w.applySidecars(s.Sidecars); err != nil {
+		return nil, err
+	}
+	w.applyStorage(s.Storage)
+	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
+
+	out := &Objects{}
+	if ref != nil {
+		w.authSecretName = AuthSecretName(cr.Name)
+		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
+			w.authSecretName, RedisAuthKey, redisAuthFile(in.Password)))
+	}
+	conf, err := w.redisConfFor(s.RedisConfig, true)
+	if err != nil {
+		return nil, err
+	}
+	out.ConfigMaps = append(out.ConfigMaps, w.renderRedisConf(conf))
+	out.add(w)
+	out.Services = append(out.Services,
+		roleService(w, MasterServiceName(cr.Name), RedisRoleMaster, w.selectorLabels(), w.labels()),
+		roleService(w, ReplicaServiceName(cr.Name), RedisRoleSlave, w.selectorLabels(), w.labels()),
+	)
+	if s.Sentinel == nil {
+		if in.SentinelPassword != "" {
+			return nil, errors.New("a sentinel password was given but spec.sentinel is not set")
+		}
+		return out, nil
+	}
+	if in.MasterHost == "" {
+		return out, nil
+	}
+	if err := embeddedSentinel(cr, w, out, in); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// embeddedSentinel adds the sentinels of a RedisReplication. They share its TLS settings, since
+// they must speak TLS to the Redis they monitor.
+func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Objects, in RedisReplicationInput) error {
+	sn := cr.Spec.Sentinel
+	if sn.Size < 1 {
+		return errors.New("sentinel.size must be at least 1")
+	}
+	if sn.Image == "" {
+		return errors.New("sentinel.image is required")
+	}
+	ref, err := passwordRef(sn.ExistingPasswordSecret, in.SentinelPassword, "sentinel.redisSecret")
+	if err != nil {
+		return err
+	}
+	w := &workload{
+		owner:               redis.owner,
+		namespace:           cr.Namespace,
+		instance:            cr.Name,
+		name:                SentinelStatefulSetName(cr.Name),
+		setupType:           SetupSentinel,
+		role:                RoleSentinel,
+		replicas:            sn.Size,
+		server:              sentinelServer,
+		port:                DefaultSentinelPort,
+		image:               sn.Image,
+		pullPolicy:          pullPolicy(sn.ImagePullPolicy, sn.Image),
+		imagePullSecrets:    deref(sn.ImagePullSecrets),
+		resources:           sn.Resources,
+		updateStrategy:      updateStrategy(sn.UpdateStrategy),
+		pvcRetention:        sn.PersistentVolumeClaimRetentionPolicy,
+		minReadySeconds:     deref(sn.MinReadySeconds),
+		services:            resolveServices(sn.Service),
+		podManagementPolicy: podManagementPolicy(""),
+		securityContext:     sn.SecurityContext,
+		nodeSelector:        sn.NodeSelector,
+		affinity:            sn.Affinity,
+		tolerations:         deref(sn.Tolerations),
+		topologySpread:      sn.TopologySpreadConstraints,
+		podSecurityContext:  sn.PodSecurityContext,
+		priorityClassName:   sn.PriorityClassName,
+		serviceAccountName:  deref(sn.ServiceAccountName),
+		terminationGrace:    sn.TerminationGracePeriodSeconds,
+		tls:                 cr.Spec.TLS,
+		passwordRef:         ref,
+	}
+	w.readinessProbe, w.livenessProbe = probes(w.port, nil, nil)
+	settings, err := resolveSentinelSettings(sn.SentinelConfig, DefaultMasterGroupName, i32(DefaultRedisPort), sn.Size)
+	if err != nil {
+		return err
+	}
+	return finishSentinel(w, out, settings, in.MasterHost, in.SentinelPassword, in.Password)
+}

@@ -1,0 +1,125 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// RedisSentinelInput is a RedisSentinel with everything the builders cannot read from it.
+type RedisSentinelInput struct {
+	CR *v1beta2.RedisSentinel
+	// Password is the sentinels' own password, the value of the Secret key named by
+	// spec.kubernetesConfig.redisSecret; it must be set exactly when that is.
+	Password string
+	// MasterPassword is the password of the monitored Redis, resolved from
+	// spec.redisSentinelConfig.redisReplicationPassword; empty when it needs none.
+	MasterPassword string
+	// MasterHost is the address of the monitored master now (its pod IP, or a name when
+	// resolveHostnames is yes). Required: a sentinel cannot start without a master to monitor.
+	// It seeds new sentinel pods only and is kept out of the config hash, so following a
+	// failover never restarts the sentinels.
+	MasterHost string
+}
+
+// BuildRedisSentinel returns the desired objects of a RedisSentinel: StatefulSet
+// <name>-sentinel, Services <name>-sentinel, -sentinel-headless, -sentinel-additional,
+// -sentinel-metrics (exporter on), PDB <name>-sentinel (pdb.enabled), the sentinel.conf
+// ConfigMap and, with a password, the sentinel auth Secret.
+func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
+	cr := in.CR
+	if err := checkCR(cr, cr == nil); err != nil {
+		return nil, err
+	}
+	s := &cr.Spec
+	if s.RedisSentinelConfig == nil || s.RedisSentinelConfig.RedisReplicationName == "" {
+		return nil, errors.New("redisSentinelConfig.redisReplicationName is required")
+	}
+	if in.MasterPassword != "" && s.RedisSentinelConfig.RedisReplicationPassword == nil {
+		return nil, errors.New("a master password was given but redisSentinelConfig.redisReplicationPassword is not set")
+	}
+	replicas := SentinelReplicas(cr)
+	if replicas < 1 {
+		return nil, errors.New("clusterSize must be at least 1")
+	}
+	w := &workload{
+		owner:               ownerRef(cr, "RedisSentinel"),
+		namespace:           cr.Namespace,
+		instance:            cr.Name,
+		name:                SentinelStatefulSetName(cr.Name),
+		setupType:           SetupSentinel,
+		role:                RoleSentinel,
+		replicas:            replicas,
+		server:              sentinelServer,
+		port:                DefaultSentinelPort,
+		podManagementPolicy: podManagementPolicy(s.PodManagementPolicy),
+		securityContext:     s.SecurityContext,
+		env:                 deref(s.EnvVars),
+		hostPort:            s.HostPort,
+		nodeSelector:        s.NodeSelector,
+		affinity:            s.Affinity,
+		tolerations:         deref(s.Tolerations),
+		topologySpread:      s.TopologySpreadConstraints,
+		podSecurityContext:  s.PodSecurityContext,
+		priorityClassName:   s.PriorityClassName,
+		serviceAccountName:  deref(s.ServiceAccountName),
+		terminationGrace:    s.TerminationGracePeriodSeconds,
+		tls:                 s.TLS,
+		pdb:                 s.PodDisruptionBudget,
+	}
+	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
+		return nil, err
+	}
+	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
+	if err != nil {
+		return nil, err
+	}
+	w.passwordRef = ref
+	if err := w.applyExporter(s.RedisExporter); err != nil {
+		return nil, err
+	}
+	if err := w.applyInitContainer(s.InitContainer); err != nil {
+		return nil, err
+	}
+	if err := w.applySidecars(s.Sidecars); err != nil {
+		return nil, err
+	}
+	if s.VolumeMount != nil {
+		w.extraVolumes = *s.VolumeMount
+	}
+	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
+	c := s.RedisSentinelConfig
+	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, replicas)
+	if err != nil {
+		return nil, err
+	}
+	out := &Objects{}
+	if err := finishSentinel(w, out, settings, in.MasterHost, in.Password, in.MasterPassword); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// finishSentinel renders sentinel.conf and the auth Secret of a sentinel workload and adds
+// them and the workload's objects to out.
+func finishSentinel(w *workload, out *Objects, settings sentinelSettings, masterHost, password, masterPassword string) error {
+	if !isConfigWord(masterHost) {
+		return fmt.Errorf("the monitored master's address %q is missing or not one word", masterHost)
+	}
+	w.additionalConfigMap = settings.additionalConfigMap
+	if password != "" || masterPassword != "" {
+		w.authSecretName = SentinelAuthSecretName(w.instance)
+		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, w.instance, w.setupType,
+			w.authSecretName, SentinelAuthKey, sentinelAuthFile(settings.masterGroup, password, masterPassword)))
+	}
+	w.sentinelScript = sentinelInitScript(w.additionalConfigMap != "", w.authSecretName != "")
+	conf := sentinelConf{port: w.port, settings: settings, masterHost: masterHost, tls: w.tls}
+	hashed := conf
+	hashed.masterHost = ""
+	w.configMapName = ConfigMapName(w.name)
+	w.configHash = hashOf(hashed.render())
+	out.ConfigMaps = append(out.ConfigMaps, w.configMap(SentinelConfKey, conf.render()))
+	out.add(w)
+	return nil
+}

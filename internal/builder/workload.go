@@ -1,0 +1,571 @@
+package builder
+
+import (
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// serverKind tells what the main container runs.
+type serverKind int
+
+const (
+	redisServer serverKind = iota
+	sentinelServer
+)
+
+// Container, volume and port names.
+const (
+	redisContainerName    = "redis"
+	sentinelContainerName = "sentinel"
+	exporterContainerName = "redis-exporter"
+	userInitContainerName = "init"
+	sentinelInitName      = "sentinel-config"
+
+	redisPortName    = "redis-client"
+	busPortName      = "redis-bus"
+	sentinelPortName = "sentinel-client"
+	exporterPortName = "redis-exporter"
+
+	configVolume        = "redis-config"
+	sentinelTmplVolume  = "sentinel-config"
+	sentinelAddlVolume  = "sentinel-additional"
+	sentinelAddlDir     = "/etc/sentinel-additional"
+	nodeConfVolume      = "node-conf"
+	tlsVolume           = "tls-certs"
+	aclPVCVolume        = "acl"
+	podIPEnv            = "POD_IP"
+	exporterPasswordEnv = "REDIS_PASSWORD"
+)
+
+// workload is one StatefulSet with its Services and PodDisruptionBudget, whatever the kind:
+// each kind resolves its spec into one (two for a cluster, plus one for embedded sentinels),
+// and the object builders below read nothing else.
+type workload struct {
+	owner     metav1.OwnerReference
+	namespace string
+	instance  string // the CR's name
+	name      string // the StatefulSet's name, base of the Service names
+	setupType string
+	role      string
+	replicas  int32
+	server    serverKind
+
+	image            string
+	pullPolicy       corev1.PullPolicy
+	imagePullSecrets []corev1.LocalObjectReference
+	resources        *corev1.ResourceRequirements
+	securityContext  *corev1.SecurityContext
+	env              []corev1.EnvVar
+
+	updateStrategy      appsv1.StatefulSetUpdateStrategy
+	pvcRetention        *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy
+	minReadySeconds     int32
+	podManagementPolicy appsv1.PodManagementPolicyType
+
+	hostNetwork        bool
+	hostPort           *int
+	nodeSelector       map[string]string
+	affinity           *corev1.Affinity
+	tolerations        []corev1.Toleration
+	topologySpread     []corev1.TopologySpreadConstraint
+	podSecurityContext *corev1.PodSecurityContext
+	priorityClassName  string
+	serviceAccountName string
+	terminationGrace   *int64
+	readinessProbe     *corev1.Probe
+	livenessProbe      *corev1.Probe
+	initContainer      *v1beta2.InitContainer // nil unless enabled
+	sidecars           []v1beta2.Sidecar
+
+	exporter *v1beta2.RedisExporter // nil unless enabled
+
+	dataClaim     *corev1.PersistentVolumeClaim // nil: /data is an emptyDir
+	nodeConfClaim *corev1.PersistentVolumeClaim // cluster with nodeConfVolume only
+	extraVolumes  v1beta2.AdditionalVolume
+
+	tls *v1beta2.TLSConfig
+	acl *v1beta2.ACLConfig
+	// additionalConfigMap is the user's ConfigMap appended to redis.conf or sentinel.conf.
+	additionalConfigMap string
+
+	services services
+	port     int32
+	busPort  int32 // cluster only
+
+	passwordRef    *v1beta2.ExistingPasswordSecret // the user's Secret, for the exporter
+	authSecretName string                          // "" when there is no password
+	configMapName  string
+	configHash     string
+	// sentinelScript is the init container script that assembles a writable sentinel.conf.
+	sentinelScript string
+
+	pdb *v1beta2.RedisPodDisruptionBudget
+}
+
+func (w *workload) selectorLabels() map[string]string {
+	return map[string]string{LabelApp: w.name, LabelSetupType: w.setupType, LabelRole: w.role}
+}
+
+func (w *workload) labels() map[string]string {
+	l := w.selectorLabels()
+	l[LabelInstance] = w.instance
+	l[LabelManagedBy] = ManagedByValue
+	return l
+}
+
+func (w *workload) meta(name string, labels, annotations map[string]string) metav1.ObjectMeta {
+	return objectMeta(w.owner, w.namespace, name, labels, annotations)
+}
+
+func objectMeta(owner metav1.OwnerReference, namespace, name string, labels, annotations map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       namespace,
+		Labels:          labels,
+		Annotations:     nonEmpty(annotations),
+		OwnerReferences: []metav1.OwnerReference{owner},
+	}
+}
+
+func (w *workload) statefulSet() *appsv1.StatefulSet {
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: w.meta(w.name, w.labels(), nil),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:                             ptrTo(w.replicas),
+			Selector:                             &metav1.LabelSelector{MatchLabels: w.selectorLabels()},
+			ServiceName:                          HeadlessServiceName(w.name),
+			Template:                             w.podTemplate(),
+			PodManagementPolicy:                  w.podManagementPolicy,
+			UpdateStrategy:                       w.updateStrategy,
+			MinReadySeconds:                      w.minReadySeconds,
+			PersistentVolumeClaimRetentionPolicy: w.pvcRetention.DeepCopy(),
+		},
+	}
+	if w.dataClaim != nil {
+		sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, w.claimTemplate(w.name, w.dataClaim))
+	}
+	if w.nodeConfClaim != nil {
+		sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, w.claimTemplate(nodeConfVolume, w.nodeConfClaim))
+	}
+	return sts
+}
+
+// claimTemplate names the template (the PVC names users depend on derive from it), adds our
+// labels so the controller can find the claims, and defaults the access mode.
+func (w *workload) claimTemplate(name string, in *corev1.PersistentVolumeClaim) corev1.PersistentVolumeClaim {
+	labels := maps.Clone(in.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, w.labels())
+	out := corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: nonEmpty(maps.Clone(in.Annotations)),
+		},
+		Spec: *in.Spec.DeepCopy(),
+	}
+	if len(out.Spec.AccessModes) == 0 {
+		out.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	return out
+}
+
+func (w *workload) podTemplate() corev1.PodTemplateSpec {
+	spec := corev1.PodSpec{
+		InitContainers:                w.initContainers(),
+		Containers:                    w.containers(),
+		Volumes:                       w.volumes(),
+		ImagePullSecrets:              slices.Clone(w.imagePullSecrets),
+		NodeSelector:                  maps.Clone(w.nodeSelector),
+		Affinity:                      w.affinity.DeepCopy(),
+		Tolerations:                   deepCopySlice(w.tolerations, (*corev1.Toleration).DeepCopy),
+		TopologySpreadConstraints:     deepCopySlice(w.topologySpread, (*corev1.TopologySpreadConstraint).DeepCopy),
+		SecurityContext:               w.podSecurityContext.DeepCopy(),
+		PriorityClassName:             w.priorityClassName,
+		ServiceAccountName:            w.serviceAccountName,
+		TerminationGracePeriodSeconds: copyPtr(w.terminationGrace),
+		HostNetwork:                   w.hostNetwork,
+	}
+	if w.hostNetwork {
+		// Keep cluster DNS working for a pod on the host's network.
+		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      w.labels(),
+			Annotations: map[string]string{AnnotationConfigHash: w.configHash},
+		},
+		Spec: spec,
+	}
+}
+
+func (w *workload) containers() []corev1.Container {
+	out := []corev1.Container{w.serverContainer()}
+	if w.exporter != nil {
+		out = append(out, w.exporterContainer())
+	}
+	for _, s := range w.sidecars {
+		out = append(out, sidecarContainer(s))
+	}
+	return out
+}
+
+func (w *workload) serverContainer() corev1.Container {
+	c := corev1.Container{
+		Image:           w.image,
+		ImagePullPolicy: w.pullPolicy,
+		Resources:       derefResources(w.resources),
+		SecurityContext: w.securityContext.DeepCopy(),
+		ReadinessProbe:  w.readinessProbe.DeepCopy(),
+		LivenessProbe:   w.livenessProbe.DeepCopy(),
+		VolumeMounts:    w.serverMounts(),
+	}
+	// Only args, no command: the stock image's entrypoint then drops root privileges for
+	// "redis-server" (and an image without an entrypoint runs the args as the command).
+	switch w.server {
+	case sentinelServer:
+		c.Name = sentinelContainerName
+		c.Args = []string{"redis-server", sentinelConfPath, "--sentinel"}
+		c.Ports = []corev1.ContainerPort{{Name: sentinelPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
+	default:
+		c.Name = redisContainerName
+		c.Args = []string{"redis-server", redisConfPath}
+		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
+		if w.busPort != 0 {
+			// redis.conf cannot expand variables; the kubelet expands $(POD_IP) in args.
+			c.Args = append(c.Args, "--cluster-announce-ip", "$("+podIPEnv+")")
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: busPortName, ContainerPort: w.busPort, Protocol: corev1.ProtocolTCP})
+		}
+	}
+	if w.hostPort != nil {
+		c.Ports[0].HostPort = int32(*w.hostPort)
+	}
+	var env []corev1.EnvVar
+	if w.busPort != 0 {
+		env = append(env, corev1.EnvVar{Name: podIPEnv, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
+		}})
+	}
+	c.Env = mergeEnv(env, w.env)
+	return c
+}
+
+func (w *workload) serverMounts() []corev1.VolumeMount {
+	m := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
+	if w.server == sentinelServer {
+		// The sentinel gets only the writable copy of sentinel.conf under /data.
+	} else {
+		m = append(m, corev1.VolumeMount{Name: configVolume, MountPath: redisConfigDir, ReadOnly: true})
+		if w.nodeConfClaim != nil {
+			m = append(m, corev1.VolumeMount{Name: nodeConfVolume, MountPath: nodeConfDir})
+		}
+		if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
+			m = append(m, corev1.VolumeMount{Name: aclPVCVolume, MountPath: aclPVCDir})
+		}
+	}
+	if w.tls != nil {
+		m = append(m, corev1.VolumeMount{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true})
+	}
+	return append(m, deepCopySlice(w.extraVolumes.MountPath, (*corev1.VolumeMount).DeepCopy)...)
+}
+
+func (w *workload) exporterContainer() corev1.Container {
+	e := w.exporter
+	port := exporterPort(e)
+	scheme := "redis://"
+	if w.tls != nil {
+		scheme = "rediss://"
+	}
+	env := []corev1.EnvVar{
+		{Name: "REDIS_ADDR", Value: scheme + "localhost:" + i32(w.port)},
+		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: ":" + i32(port)},
+	}
+	if w.passwordRef != nil {
+		// A reference, not a value: the password stays in the user's Secret.
+		env = append(env, corev1.EnvVar{Name: exporterPasswordEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: *w.passwordRef.Name},
+				Key:                  *w.passwordRef.Key,
+			},
+		}})
+	}
+	var mounts []corev1.VolumeMount
+	if w.tls != nil {
+		ca, cert, key := tlsFiles(w.tls)
+		env = append(env,
+			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CA_CERT_FILE", Value: tlsDir + "/" + ca},
+			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_CERT_FILE", Value: tlsDir + "/" + cert},
+			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_KEY_FILE", Value: tlsDir + "/" + key},
+			// The exporter dials localhost, a name the server certificate rarely carries.
+			corev1.EnvVar{Name: "REDIS_EXPORTER_SKIP_TLS_VERIFICATION", Value: "true"},
+		)
+		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true})
+	}
+	var userEnv []corev1.EnvVar
+	if e.EnvVars != nil {
+		userEnv = *e.EnvVars
+	}
+	return corev1.Container{
+		Name:            exporterContainerName,
+		Image:           e.Image,
+		ImagePullPolicy: pullPolicy(e.ImagePullPolicy, e.Image),
+		Env:             mergeEnv(env, userEnv),
+		Ports:           []corev1.ContainerPort{{Name: exporterPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}},
+		Resources:       derefResources(e.Resources),
+		SecurityContext: e.SecurityContext.DeepCopy(),
+		VolumeMounts:    mounts,
+	}
+}
+
+func sidecarContainer(s v1beta2.Sidecar) corev1.Container {
+	c := corev1.Container{
+		Name:            s.Name,
+		Image:           s.Image,
+		ImagePullPolicy: pullPolicy(s.ImagePullPolicy, s.Image),
+		Resources:       derefResources(s.Resources),
+		SecurityContext: s.SecurityContext.DeepCopy(),
+		Command:         slices.Clone(s.Command),
+	}
+	if s.EnvVars != nil {
+		c.Env = deepCopySlice(*s.EnvVars, (*corev1.EnvVar).DeepCopy)
+	}
+	if s.Volumes != nil {
+		c.VolumeMounts = deepCopySlice(*s.Volumes, (*corev1.VolumeMount).DeepCopy)
+	}
+	if s.Ports != nil {
+		c.Ports = deepCopySlice(*s.Ports, (*corev1.ContainerPort).DeepCopy)
+	}
+	return c
+}
+
+func (w *workload) initContainers() []corev1.Container {
+	var out []corev1.Container
+	if w.server == sentinelServer {
+		// The sentinel rewrites its config file, so it cannot run from a read-only ConfigMap.
+		// This copies the rendered template, the user's additional config and the auth file
+		// into the pod's writable /data, once per pod: over container restarts the sentinel
+		// keeps the state it rewrote. The script holds paths only, never a secret value.
+		mounts := []corev1.VolumeMount{
+			{Name: w.name, MountPath: dataDir},
+			{Name: sentinelTmplVolume, MountPath: sentinelTemplDir, ReadOnly: true},
+		}
+		if w.additionalConfigMap != "" {
+			mounts = append(mounts, corev1.VolumeMount{Name: sentinelAddlVolume, MountPath: sentinelAddlDir, ReadOnly: true})
+		}
+		out = append(out, corev1.Container{
+			Name:            sentinelInitName,
+			Image:           w.image,
+			ImagePullPolicy: w.pullPolicy,
+			Command:         []string{"sh", "-c", w.sentinelScript},
+			Resources:       derefResources(w.resources),
+			SecurityContext: w.securityContext.DeepCopy(),
+			VolumeMounts:    mounts,
+		})
+	}
+	if ic := w.initContainer; ic != nil {
+		mounts := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
+		if w.nodeConfClaim != nil {
+			mounts = append(mounts, corev1.VolumeMount{Name: nodeConfVolume, MountPath: nodeConfDir})
+		}
+		mounts = append(mounts, deepCopySlice(w.extraVolumes.MountPath, (*corev1.VolumeMount).DeepCopy)...)
+		c := corev1.Container{
+			Name:            userInitContainerName,
+			Image:           ic.Image,
+			ImagePullPolicy: pullPolicy(ic.ImagePullPolicy, ic.Image),
+			Command:         slices.Clone(ic.Command),
+			Args:            slices.Clone(ic.Arguments),
+			Resources:       derefResources(ic.Resources),
+			SecurityContext: ic.SecurityContext.DeepCopy(),
+			VolumeMounts:    mounts,
+		}
+		if ic.EnvVars != nil {
+			c.Env = deepCopySlice(*ic.EnvVars, (*corev1.EnvVar).DeepCopy)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sentinelInitScript is the init container script; it depends on the spec only through
+// whether additional config and an auth file exist.
+func sentinelInitScript(additional, auth bool) string {
+	s := "set -eu\n" +
+		"conf=" + sentinelConfPath + "\n" +
+		"if [ ! -s \"$conf\" ]; then\n" +
+		"  {\n" +
+		"    cat " + sentinelTemplDir + "/" + SentinelConfKey + "\n"
+	if additional {
+		s += "    for f in " + sentinelAddlDir + "/*.conf; do [ -e \"$f\" ] || continue; cat \"$f\"; echo; done\n"
+	}
+	if auth {
+		s += "    cat " + sentinelTemplDir + "/" + sentinelAuthRel + "\n"
+	}
+	return s + "  } > \"$conf.tmp\"\n" +
+		"  mv \"$conf.tmp\" \"$conf\"\n" +
+		"fi\n"
+}
+
+func (w *workload) volumes() []corev1.Volume {
+	var out []corev1.Volume
+	if w.dataClaim == nil {
+		out = append(out, corev1.Volume{Name: w.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	if w.server == sentinelServer {
+		out = append(out, corev1.Volume{Name: sentinelTmplVolume, VolumeSource: corev1.VolumeSource{Projected: w.sentinelProjection()}})
+		if w.additionalConfigMap != "" {
+			out = append(out, corev1.Volume{Name: sentinelAddlVolume, VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: w.additionalConfigMap}},
+			}})
+		}
+	} else {
+		out = append(out, corev1.Volume{Name: configVolume, VolumeSource: corev1.VolumeSource{Projected: w.redisProjection()}})
+		if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
+			out = append(out, corev1.Volume{Name: aclPVCVolume, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: *w.acl.PersistentVolumeClaim},
+			}})
+		}
+	}
+	if w.tls != nil {
+		out = append(out, corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: w.tls.Secret.DeepCopy()}})
+	}
+	return append(out, deepCopySlice(w.extraVolumes.Volume, (*corev1.Volume).DeepCopy)...)
+}
+
+// redisProjection assembles /etc/redis: redis.conf, the auth file, the user's ACL file and the
+// user's additional config, each from its own ConfigMap or Secret.
+func (w *workload) redisProjection() *corev1.ProjectedVolumeSource {
+	p := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
+		ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.configMapName},
+			Items:                []corev1.KeyToPath{{Key: RedisConfKey, Path: RedisConfKey}},
+		},
+	}}}
+	if w.authSecretName != "" {
+		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
+			Items:                []corev1.KeyToPath{{Key: RedisAuthKey, Path: authFileRelPath}},
+		}})
+	}
+	if w.acl != nil && w.acl.Secret != nil {
+		items := deepCopySlice(w.acl.Secret.Items, (*corev1.KeyToPath).DeepCopy)
+		if len(items) == 0 {
+			items = []corev1.KeyToPath{{Key: ACLFileKey, Path: ACLFileKey}}
+		}
+		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.acl.Secret.SecretName},
+			Items:                items,
+			Optional:             copyPtr(w.acl.Secret.Optional),
+		}})
+	}
+	if w.additionalConfigMap != "" {
+		p.Sources = append(p.Sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.additionalConfigMap},
+			Items:                []corev1.KeyToPath{{Key: AdditionalRedisConfKey, Path: additionalRelPath}},
+		}})
+	}
+	return p
+}
+
+func (w *workload) sentinelProjection() *corev1.ProjectedVolumeSource {
+	p := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
+		ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.configMapName},
+			Items:                []corev1.KeyToPath{{Key: SentinelConfKey, Path: SentinelConfKey}},
+		},
+	}}}
+	if w.authSecretName != "" {
+		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
+			Items:                []corev1.KeyToPath{{Key: SentinelAuthKey, Path: sentinelAuthRel}},
+		}})
+	}
+	return p
+}
+
+// mergeEnv returns ours followed by the user's variables; a user variable with the name of one
+// of ours replaces it in place.
+func mergeEnv(ours, user []corev1.EnvVar) []corev1.EnvVar {
+	out := deepCopySlice(ours, (*corev1.EnvVar).DeepCopy)
+	for _, u := range user {
+		i := slices.IndexFunc(out, func(e corev1.EnvVar) bool { return e.Name == u.Name })
+		if i >= 0 {
+			out[i] = *u.DeepCopy()
+		} else {
+			out = append(out, *u.DeepCopy())
+		}
+	}
+	return out
+}
+
+// nodeConfClaim is the node-conf claim: the user's template, or 1Gi ReadWriteOnce on the data
+// volume's storage class.
+func nodeConfClaim(s *v1beta2.ClusterStorage) *corev1.PersistentVolumeClaim {
+	c := s.NodeConfVolumeClaimTemplate.DeepCopy()
+	if _, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		if c.Spec.Resources.Requests == nil {
+			c.Spec.Resources.Requests = corev1.ResourceList{}
+		}
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(defaultNodeConfVolumeSize)
+		if c.Spec.StorageClassName == nil {
+			c.Spec.StorageClassName = copyPtr(s.VolumeClaimTemplate.Spec.StorageClassName)
+		}
+	}
+	return c
+}
+
+// dataClaim is the data claim template, or nil when the spec asks for no storage size (a PVC
+// needs one): then /data is an emptyDir.
+func dataClaim(s *v1beta2.Storage) *corev1.PersistentVolumeClaim {
+	if s == nil {
+		return nil
+	}
+	if _, ok := s.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		return nil
+	}
+	return s.VolumeClaimTemplate.DeepCopy()
+}
+
+func derefResources(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if r == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return *r.DeepCopy()
+}
+
+func deepCopySlice[T any](in []T, deepCopy func(*T) *T) []T {
+	if in == nil {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i := range in {
+		out[i] = *deepCopy(&in[i])
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func nonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
