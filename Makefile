@@ -40,7 +40,7 @@ verify: generate manifests ## Fail when generated files are not committed as gen
 ##@ Build
 
 .PHONY: build
-build: generate ## Build the operator binary into bin/.
+build: ## Build the operator binary into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/redis-operator ./cmd/redis-operator
 
 .PHONY: docker-build
@@ -53,10 +53,14 @@ docker-build: ## Build the container image (needs a Docker engine).
 control-plane: ## Build etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler, kube-proxy into bin/.
 	hack/build-control-plane.sh
 
+.PHONY: packages
+packages: ## Install the Debian packages the tests and the sandbox need (redis-server, iproute2, ...).
+	hack/install-packages.sh
+
 .PHONY: test
-test: control-plane ## Run every test: unit, golden, schema compatibility, and against a real kube-apiserver.
+test: packages control-plane build ## Run every test: unit, golden, schema compatibility, real kube-apiserver, real Redis.
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the sandbox run, when they are missing:
+# real redis-server/redis-sentinel/redis-cli processes and the ip tool for pod networking.
+set -euo pipefail
+
+declare -A wanted=(
+	[redis-server]=redis-server
+	[redis-cli]=redis-tools
+	[redis-sentinel]=redis-sentinel
+	[ip]=iproute2
+	[openssl]=openssl
+)
+missing=()
+for command in "${!wanted[@]}"; do
+	command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "missing packages: ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
+	exit 1
+fi
+echo ">> installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The packages start system services; the tests start their own processes instead.
+for service in redis-server redis-sentinel; do
+	if command -v systemctl >/dev/null 2>&1; then systemctl disable --now "$service" >/dev/null 2>&1 || true; fi
+	service "$service" stop >/dev/null 2>&1 || true
+done
