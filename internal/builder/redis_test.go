@@ -1,0 +1,245 @@
+package builder
+
+import (
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+func TestBuildRedis(t *testing.T) {
+	tests := []struct {
+		name  string
+		cr    func() *v1beta2.Redis
+		pw    string
+		check func(t *testing.T, o *Objects)
+	}{{
+		name: "minimal",
+		cr:   minimalRedis,
+		check: func(t *testing.T, o *Objects) {
+			sts := checkWorkloadShape(t, o, "cache", SetupStandalone, RoleStandalone, "Redis")
+			checkServices(t, o, "cache", 6379, 0)
+			wantNames(t, "Services", o.Services, "cache", "cache-headless", "cache-additional")
+			wantNames(t, "Secrets", o.Secrets)
+			wantNames(t, "ConfigMaps", o.ConfigMaps, "cache-config")
+			wantNames(t, "PDBs", o.PodDisruptionBudgets)
+			wantEqual(t, "replicas", *sts.Spec.Replicas, int32(1))
+			if len(sts.Spec.VolumeClaimTemplates) != 0 {
+				t.Errorf("claim templates without storage: %v", sts.Spec.VolumeClaimTemplates)
+			}
+			pod := sts.Spec.Template.Spec
+			if v := volume(t, pod, "cache"); v.EmptyDir == nil {
+				t.Errorf("/data volume is not an emptyDir: %+v", v)
+			}
+			redis := container(t, pod, "redis")
+			wantEqual(t, "args", redis.Args, []string{"redis-server", "/etc/redis/redis.conf"})
+			if redis.Command != nil {
+				t.Errorf("command %v set: the image entrypoint must run", redis.Command)
+			}
+			wantEqual(t, "mounts", mounts(redis), map[string]string{"/data": "cache", "/etc/redis": "redis-config"})
+			wantEqual(t, "container ports", containerPorts(redis), map[string]int32{redisPortName: 6379})
+			wantEqual(t, "pull policy", redis.ImagePullPolicy, corev1.PullIfNotPresent)
+			if redis.ReadinessProbe.TCPSocket == nil || redis.ReadinessProbe.TCPSocket.Port.IntValue() != 6379 ||
+				redis.LivenessProbe.TCPSocket == nil || redis.LivenessProbe.TCPSocket.Port.IntValue() != 6379 {
+				t.Errorf("default probes are not TCP on 6379: %+v %+v", redis.ReadinessProbe, redis.LivenessProbe)
+			}
+			if len(pod.Containers) != 1 || len(pod.InitContainers) != 0 {
+				t.Errorf("containers %d init %d, want 1 and 0", len(pod.Containers), len(pod.InitContainers))
+			}
+			conf := confOf(t, o, "cache-config", RedisConfKey)
+			wantLines(t, "redis.conf", conf, "port 6379", "dir /data", "protected-mode no", "appendonly yes")
+			lacksLines(t, "redis.conf", conf, "include", "requirepass", "masterauth", "cluster-", "tls-", "maxmemory")
+			wantEqual(t, "update strategy", sts.Spec.UpdateStrategy.Type, appsv1.RollingUpdateStatefulSetStrategyType)
+		},
+	}, {
+		name: "full",
+		cr:   fullRedis,
+		pw:   testPassword,
+		check: func(t *testing.T, o *Objects) {
+			cr := fullRedis()
+			sts := checkWorkloadShape(t, o, "cache", SetupStandalone, RoleStandalone, "Redis")
+			checkServices(t, o, "cache", 6379, 9200)
+			wantNames(t, "Secrets", o.Secrets, "cache-redis-auth")
+			wantEqual(t, "client service type", o.Service("cache").Spec.Type, corev1.ServiceTypeLoadBalancer)
+			wantEqual(t, "client annotations", o.Service("cache").Annotations, map[string]string{"lb.example/scheme": "internal"})
+			wantEqual(t, "headless annotations", o.Service("cache-headless").Annotations, map[string]string{"headless.example/a": "1"})
+			wantEqual(t, "additional type", o.Service("cache-additional").Spec.Type, corev1.ServiceTypeNodePort)
+			wantEqual(t, "additional annotations", sortedKeys(o.Service("cache-additional").Annotations),
+				[]string{"additional.example/b", "lb.example/scheme"})
+			// A standalone Redis has no bus port, whatever includeBusPort says.
+			wantEqual(t, "client ports", portsOf(o.Service("cache")), map[string]int32{redisPortName: 6379})
+
+			spec := sts.Spec
+			wantEqual(t, "minReadySeconds", spec.MinReadySeconds, int32(7))
+			wantEqual(t, "pvc retention", spec.PersistentVolumeClaimRetentionPolicy, cr.Spec.KubernetesConfig.PersistentVolumeClaimRetentionPolicy)
+			wantEqual(t, "update strategy", spec.UpdateStrategy, cr.Spec.KubernetesConfig.UpdateStrategy)
+			if len(spec.VolumeClaimTemplates) != 1 || spec.VolumeClaimTemplates[0].Name != "cache" ||
+				spec.VolumeClaimTemplates[0].Labels["backup"] != "daily" || spec.VolumeClaimTemplates[0].Labels[LabelApp] != "cache" ||
+				*spec.VolumeClaimTemplates[0].Spec.StorageClassName != "fast-ssd" {
+				t.Errorf("claim templates %+v", spec.VolumeClaimTemplates)
+			}
+			pod := spec.Template.Spec
+			wantEqual(t, "affinity", pod.Affinity, cr.Spec.Affinity)
+			wantEqual(t, "tolerations", pod.Tolerations, *cr.Spec.Tolerations)
+			wantEqual(t, "nodeSelector", pod.NodeSelector, cr.Spec.NodeSelector)
+			wantEqual(t, "pod security", pod.SecurityContext, cr.Spec.PodSecurityContext)
+			wantEqual(t, "priority", pod.PriorityClassName, "high")
+			wantEqual(t, "service account", pod.ServiceAccountName, "redis-sa")
+			wantEqual(t, "grace", *pod.TerminationGracePeriodSeconds, int64(90))
+			wantEqual(t, "pull secrets", pod.ImagePullSecrets, *cr.Spec.KubernetesConfig.ImagePullSecrets)
+			for _, v := range pod.Volumes {
+				if v.Name == "cache" {
+					t.Errorf("an emptyDir shadows the data claim: %+v", v)
+				}
+			}
+
+			redis := container(t, pod, "redis")
+			wantEqual(t, "image", redis.Image, "registry.example/redis:7.4.2")
+			wantEqual(t, "pull policy", redis.ImagePullPolicy, corev1.PullAlways)
+			wantEqual(t, "resources", redis.Resources, *cr.Spec.KubernetesConfig.Resources)
+			wantEqual(t, "security", redis.SecurityContext, cr.Spec.SecurityContext)
+			wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.ReadinessProbe)
+			wantEqual(t, "liveness", redis.LivenessProbe, cr.Spec.LivenessProbe)
+			wantEqual(t, "env", redis.Env, *cr.Spec.EnvVars)
+			wantEqual(t, "host port", redis.Ports[0].HostPort, int32(16379))
+			wantEqual(t, "mounts", mounts(redis), map[string]string{
+				"/data": "cache", "/etc/redis": "redis-config", "/tls": "tls-certs", "/extra": "extra",
+			})
+			wantEqual(t, "tls volume", volume(t, pod, "tls-certs").Secret, &cr.Spec.TLS.Secret)
+			wantEqual(t, "extra volume", volume(t, pod, "extra"), cr.Spec.Storage.VolumeMount.Volume[0])
+
+			proj := volume(t, pod, "redis-config").Projected
+			var got []string
+			for _, s := range proj.Sources {
+				switch {
+				case s.ConfigMap != nil:
+					got = append(got, "cm:"+s.ConfigMap.Name+":"+s.ConfigMap.Items[0].Path)
+				case s.Secret != nil:
+					got = append(got, "secret:"+s.Secret.Name+":"+s.Secret.Items[0].Path)
+				}
+			}
+			wantEqual(t, "projected /etc/redis", got, []string{
+				"cm:cache-config:redis.conf", "secret:cache-redis-auth:secret/redis-password.conf",
+				"secret:redis-acl:user.acl", "cm:redis-extra:additional/redis-additional.conf",
+			})
+
+			exp := container(t, pod, "redis-exporter")
+			wantEqual(t, "exporter image", exp.Image, cr.Spec.RedisExporter.Image)
+			wantEqual(t, "exporter addr", env(exp, "REDIS_ADDR").Value, "rediss://localhost:6379")
+			wantEqual(t, "exporter password ref", env(exp, "REDIS_PASSWORD").ValueFrom.SecretKeyRef,
+				&corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "user-redis-secret"}, Key: "password"})
+			wantEqual(t, "exporter user env", env(exp, "REDIS_EXPORTER_INCL_SYSTEM_METRICS").Value, "true")
+			wantEqual(t, "exporter ports", containerPorts(exp), map[string]int32{exporterPortName: 9200})
+			wantEqual(t, "exporter security", exp.SecurityContext, cr.Spec.RedisExporter.SecurityContext)
+
+			init := container(t, pod, "init")
+			wantEqual(t, "init command", init.Command, []string{"sh", "-c"})
+			wantEqual(t, "init args", init.Args, []string{"chown -R 1000:1000 /data"})
+			wantEqual(t, "init mounts", mounts(init), map[string]string{"/data": "cache", "/extra": "extra"})
+			side := container(t, pod, "log-shipper")
+			wantEqual(t, "sidecar ports", containerPorts(side), map[string]int32{"shipper": 2020})
+			wantEqual(t, "sidecar mounts", mounts(side), map[string]string{"/shipper": "extra"})
+
+			conf := confOf(t, o, "cache-config", RedisConfKey)
+			wantLines(t, "redis.conf", conf,
+				"port 0", "tls-port 6379", "tls-cert-file /tls/cert.pem", "tls-key-file /tls/key.pem",
+				"tls-ca-cert-file /tls/ca.pem", "tls-replication yes", "aclfile /etc/redis/user.acl",
+				"maxmemory 805306368", // 75% of 1Gi
+				"maxmemory-policy allkeys-lru",
+				"include /etc/redis/additional/redis-additional.conf",
+				"include /etc/redis/secret/redis-password.conf")
+			lacksLines(t, "redis.conf", conf, "tls-cluster", "cluster-enabled")
+			wantEqual(t, "auth secret", string(o.Secret("cache-redis-auth").Data[RedisAuthKey]),
+				"requirepass \""+testPassword+"\"\nmasterauth \""+testPassword+"\"\n")
+		},
+	}, {
+		name: "headless and additional disabled, claim without size",
+		cr: func() *v1beta2.Redis {
+			cr := minimalRedis()
+			cr.Spec.KubernetesConfig.Service = &v1beta2.ServiceConfig{
+				Headless:   &v1beta2.ServiceOption{Enabled: ptrTo(false)},
+				Additional: &v1beta2.ServiceOption{Enabled: ptrTo(false)},
+			}
+			cr.Spec.Storage = &v1beta2.Storage{}
+			cr.Spec.RedisExporter = &v1beta2.RedisExporter{Enabled: false, Image: "x"}
+			cr.Spec.InitContainer = &v1beta2.InitContainer{Enabled: ptrTo(false), Image: "busybox"}
+			cr.Spec.KubernetesConfig.Image = "redis"
+			return cr
+		},
+		check: func(t *testing.T, o *Objects) {
+			wantNames(t, "Services", o.Services, "cache")
+			sts := o.StatefulSet("cache")
+			if len(sts.Spec.VolumeClaimTemplates) != 0 || volume(t, sts.Spec.Template.Spec, "cache").EmptyDir == nil {
+				t.Error("a storage section without a size must give an emptyDir")
+			}
+			pod := sts.Spec.Template.Spec
+			if hasContainer(pod, "init") || hasContainer(pod, "redis-exporter") {
+				t.Error("disabled init container or exporter built")
+			}
+			wantEqual(t, "untagged image pull policy", container(t, pod, "redis").ImagePullPolicy, corev1.PullAlways)
+		},
+	}, {
+		name: "ACL from a claim",
+		cr: func() *v1beta2.Redis {
+			cr := minimalRedis()
+			cr.Spec.ACL = &v1beta2.ACLConfig{PersistentVolumeClaim: ptrTo("acl-claim")}
+			return cr
+		},
+		check: func(t *testing.T, o *Objects) {
+			pod := o.StatefulSet("cache").Spec.Template.Spec
+			wantEqual(t, "acl volume", volume(t, pod, "acl").PersistentVolumeClaim.ClaimName, "acl-claim")
+			wantEqual(t, "acl mount", mounts(container(t, pod, "redis"))["/acl"], "acl")
+			wantLines(t, "redis.conf", confOf(t, o, "cache-config", RedisConfKey), "aclfile /acl/user.acl")
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := BuildRedis(RedisInput{CR: tc.cr(), Password: tc.pw})
+			tc.check(t, mustBuild(t)(o, err))
+		})
+	}
+}
+
+// TestBuildDoesNotModifyInput guards the CR (often straight from the informer cache).
+func TestBuildDoesNotModifyInput(t *testing.T) {
+	r, c, rp, s := fullRedis(), fullCluster(), fullReplication(), fullSentinel()
+	r0, c0, rp0, s0 := r.DeepCopy(), c.DeepCopy(), rp.DeepCopy(), s.DeepCopy()
+	objs := []*Objects{}
+	for _, b := range []func() (*Objects, error){
+		func() (*Objects, error) { return BuildRedis(RedisInput{CR: r, Password: testPassword}) },
+		func() (*Objects, error) { return BuildRedisCluster(RedisClusterInput{CR: c, Password: testPassword}) },
+		func() (*Objects, error) {
+			return BuildRedisReplication(RedisReplicationInput{CR: rp, Password: testPassword, SentinelPassword: testSentinelPassword, MasterHost: testMasterHost})
+		},
+		func() (*Objects, error) {
+			return BuildRedisSentinel(RedisSentinelInput{CR: s, Password: testSentinelPassword, MasterPassword: testPassword, MasterHost: testMasterHost})
+		},
+	} {
+		o, err := b()
+		objs = append(objs, mustBuild(t)(o, err))
+	}
+	// Scribble over every output; the inputs must not notice.
+	for _, o := range objs {
+		for _, sts := range o.StatefulSets {
+			p := &sts.Spec.Template.Spec
+			p.NodeSelector["scribble"] = "x"
+			p.Tolerations[0].Key = "scribble"
+			p.Affinity.PodAntiAffinity = nil
+			p.Containers[0].Env = append(p.Containers[0].Env[:0], corev1.EnvVar{Name: "scribble"})
+			p.SecurityContext.RunAsUser = ptrTo[int64](7)
+		}
+		for _, svc := range o.Services {
+			if svc.Annotations != nil {
+				svc.Annotations["scribble"] = "x"
+			}
+		}
+	}
+	for name, pair := range map[string][2]any{"Redis": {r, r0}, "RedisCluster": {c, c0}, "RedisReplication": {rp, rp0}, "RedisSentinel": {s, s0}} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("building or editing the output changed the %s input", name)
+		}
+	}
+}

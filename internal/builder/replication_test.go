@@ -1,0 +1,212 @@
+package builder
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+)
+
+func TestBuildRedisReplication(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    func() RedisReplicationInput
+		check func(t *testing.T, o *Objects)
+	}{{
+		name: "minimal",
+		in:   func() RedisReplicationInput { return RedisReplicationInput{CR: minimalReplication()} },
+		check: func(t *testing.T, o *Objects) {
+			sts := checkWorkloadShape(t, o, "repl", SetupReplication, RoleReplication, "RedisReplication")
+			checkServices(t, o, "repl", 6379, 0)
+			wantEqual(t, "replicas", *sts.Spec.Replicas, int32(3))
+			wantNames(t, "Services", o.Services, "repl", "repl-headless", "repl-additional", "repl-master", "repl-replica")
+			wantNames(t, "StatefulSets", o.StatefulSets, "repl")
+			wantNames(t, "PDBs", o.PodDisruptionBudgets)
+			for svc, role := range map[string]string{"repl-master": RedisRoleMaster, "repl-replica": RedisRoleSlave} {
+				wantEqual(t, svc+" selector", o.Service(svc).Spec.Selector, map[string]string{
+					LabelApp: "repl", LabelSetupType: SetupReplication, LabelRole: RoleReplication, LabelRedisRole: role,
+				})
+				wantEqual(t, svc+" ports", portsOf(o.Service(svc)), map[string]int32{redisPortName: 6379})
+			}
+			conf := confOf(t, o, "repl-config", RedisConfKey)
+			lacksLines(t, "redis.conf", conf, "replicaof", "slaveof", "cluster-")
+		},
+	}, {
+		name: "sentinel waits for a master",
+		in: func() RedisReplicationInput {
+			return RedisReplicationInput{CR: fullReplication(), Password: testPassword, SentinelPassword: testSentinelPassword}
+		},
+		check: func(t *testing.T, o *Objects) {
+			wantNames(t, "StatefulSets", o.StatefulSets, "repl")
+			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth")
+			wantNames(t, "ConfigMaps", o.ConfigMaps, "repl-config")
+		},
+	}, {
+		name: "full with sentinel",
+		in: func() RedisReplicationInput {
+			return RedisReplicationInput{CR: fullReplication(), Password: testPassword, SentinelPassword: testSentinelPassword, MasterHost: testMasterHost}
+		},
+		check: func(t *testing.T, o *Objects) {
+			cr := fullReplication()
+			checkWorkloadShape(t, o, "repl", SetupReplication, RoleReplication, "RedisReplication")
+			checkServices(t, o, "repl", 6379, 9200)
+			wantNames(t, "StatefulSets", o.StatefulSets, "repl", "repl-sentinel")
+			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth", "repl-sentinel-auth")
+			wantNames(t, "ConfigMaps", o.ConfigMaps, "repl-config", "repl-sentinel-config")
+			wantNames(t, "Services", o.Services, "repl", "repl-headless", "repl-additional", "repl-metrics",
+				"repl-master", "repl-replica", "repl-sentinel", "repl-sentinel-headless")
+			wantNames(t, "PDBs", o.PodDisruptionBudgets, "repl")
+			if p := o.PodDisruptionBudget("repl"); p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.MinAvailable != nil {
+				t.Errorf("PDB %+v", p.Spec)
+			}
+			redisPod := o.StatefulSet("repl").Spec.Template.Spec
+			wantEqual(t, "spread", redisPod.TopologySpreadConstraints, cr.Spec.TopologySpreadConstraints)
+			wantEqual(t, "pod management", string(o.StatefulSet("repl").Spec.PodManagementPolicy), "Parallel")
+
+			sts := checkWorkloadShape(t, o, "repl-sentinel", SetupSentinel, RoleSentinel, "RedisReplication")
+			wantEqual(t, "sentinel replicas", *sts.Spec.Replicas, int32(3))
+			wantEqual(t, "sentinel update strategy", sts.Spec.UpdateStrategy.Type, appsv1.OnDeleteStatefulSetStrategyType)
+			wantEqual(t, "sentinel minReadySeconds", sts.Spec.MinReadySeconds, int32(3))
+			pod := sts.Spec.Template.Spec
+			wantEqual(t, "sentinel node selector", pod.NodeSelector, map[string]string{"pool": "sentinel"})
+			wantEqual(t, "sentinel service account", pod.ServiceAccountName, "sentinel-sa")
+			sentinel := container(t, pod, "sentinel")
+			wantEqual(t, "sentinel args", sentinel.Args, []string{"redis-server", "/data/sentinel.conf", "--sentinel"})
+			wantEqual(t, "sentinel ports", containerPorts(sentinel), map[string]int32{sentinelPortName: 26379})
+			wantEqual(t, "sentinel mounts", mounts(sentinel), map[string]string{"/data": "repl-sentinel", "/tls": "tls-certs"})
+			wantEqual(t, "sentinel service ports", portsOf(o.Service("repl-sentinel")), map[string]int32{sentinelPortName: 26379})
+			if o.Service("repl-sentinel-additional") != nil {
+				t.Error("disabled sentinel additional Service built")
+			}
+
+			conf := confOf(t, o, "repl-sentinel-config", SentinelConfKey)
+			wantLines(t, "sentinel.conf", conf,
+				"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes",
+				"sentinel monitor myMaster 10.1.2.3 6379 2", "sentinel down-after-milliseconds myMaster 3000",
+				"sentinel parallel-syncs myMaster 2", "sentinel failover-timeout myMaster 20000",
+				"tls-port 26379", "tls-replication yes")
+			if strings.Index(conf, "resolve-hostnames") > strings.Index(conf, "sentinel monitor") {
+				t.Error("resolve-hostnames must precede the monitor line that may use a hostname")
+			}
+			wantEqual(t, "sentinel auth", string(o.Secret("repl-sentinel-auth").Data[SentinelAuthKey]),
+				"requirepass \""+testSentinelPassword+"\"\nsentinel auth-pass myMaster \""+testPassword+"\"\n")
+			script := container(t, pod, "sentinel-config").Command[2]
+			for _, want := range []string{"/etc/sentinel/sentinel.conf", "/etc/sentinel-additional/*.conf", "/etc/sentinel/secret/sentinel-auth.conf", "/data/sentinel.conf"} {
+				if !strings.Contains(script, want) {
+					t.Errorf("init script lacks %s:\n%s", want, script)
+				}
+			}
+			// The template first, the auth file last: auth-pass must follow the monitor line.
+			if strings.Index(script, "sentinel-auth.conf") < strings.Index(script, "sentinel/sentinel.conf") {
+				t.Errorf("auth file copied before the template:\n%s", script)
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, mustBuild(t)(BuildRedisReplication(tc.in())))
+		})
+	}
+}
+
+// TestSentinelFollowsFailoverWithoutRestart: a new master address changes the seed config
+// but not the pod template, so sentinels are not restarted for a failover.
+func TestSentinelFollowsFailoverWithoutRestart(t *testing.T) {
+	a := mustBuild(t)(BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterHost: "10.0.0.1"}))
+	b := mustBuild(t)(BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterHost: "10.0.0.2"}))
+	wantEqual(t, "pod template", b.StatefulSet("watch-sentinel").Spec.Template, a.StatefulSet("watch-sentinel").Spec.Template)
+	wantLines(t, "new seed", confOf(t, b, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster 10.0.0.2 6379 2")
+}
+
+func TestBuildRedisSentinel(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    RedisSentinelInput
+		check func(t *testing.T, o *Objects)
+	}{{
+		name: "minimal",
+		in:   RedisSentinelInput{CR: minimalSentinel(), MasterHost: testMasterHost},
+		check: func(t *testing.T, o *Objects) {
+			sts := checkWorkloadShape(t, o, "watch-sentinel", SetupSentinel, RoleSentinel, "RedisSentinel")
+			checkServices(t, o, "watch-sentinel", 26379, 0)
+			wantEqual(t, "default size", *sts.Spec.Replicas, int32(3))
+			wantNames(t, "Services", o.Services, "watch-sentinel", "watch-sentinel-headless", "watch-sentinel-additional")
+			wantNames(t, "Secrets", o.Secrets)
+			wantNames(t, "PDBs", o.PodDisruptionBudgets)
+			pod := sts.Spec.Template.Spec
+			wantEqual(t, "init containers", len(pod.InitContainers), 1)
+			init := container(t, pod, "sentinel-config")
+			wantEqual(t, "init mounts", mounts(init), map[string]string{"/data": "watch-sentinel", "/etc/sentinel": "sentinel-config"})
+			if strings.Contains(init.Command[2], "secret") || strings.Contains(init.Command[2], "additional") {
+				t.Errorf("script copies files that do not exist:\n%s", init.Command[2])
+			}
+			s := container(t, pod, "sentinel")
+			if s.ReadinessProbe.TCPSocket.Port.IntValue() != 26379 || s.LivenessProbe.TCPSocket.Port.IntValue() != 26379 {
+				t.Error("default sentinel probes are not TCP on 26379")
+			}
+			conf := confOf(t, o, "watch-sentinel-config", SentinelConfKey)
+			wantLines(t, "sentinel.conf", conf, "port 26379", "dir /data", "sentinel monitor myMaster 10.1.2.3 6379 2",
+				"sentinel down-after-milliseconds myMaster 5000", "sentinel parallel-syncs myMaster 1",
+				"sentinel failover-timeout myMaster 10000")
+			lacksLines(t, "sentinel.conf", conf, "sentinel resolve-hostnames", "sentinel announce-hostnames", "requirepass", "sentinel auth-pass", "tls-")
+		},
+	}, {
+		name: "full",
+		in:   RedisSentinelInput{CR: fullSentinel(), Password: testSentinelPassword, MasterPassword: testPassword, MasterHost: testMasterHost},
+		check: func(t *testing.T, o *Objects) {
+			cr := fullSentinel()
+			sts := checkWorkloadShape(t, o, "watch-sentinel", SetupSentinel, RoleSentinel, "RedisSentinel")
+			checkServices(t, o, "watch-sentinel", 26379, 9200)
+			wantEqual(t, "size", *sts.Spec.Replicas, int32(5))
+			wantNames(t, "Secrets", o.Secrets, "watch-sentinel-auth")
+			wantNames(t, "PDBs", o.PodDisruptionBudgets, "watch-sentinel")
+			wantEqual(t, "PDB minAvailable", o.PodDisruptionBudget("watch-sentinel").Spec.MinAvailable.IntValue(), 3)
+			pod := sts.Spec.Template.Spec
+			s := container(t, pod, "sentinel")
+			wantEqual(t, "host port", s.Ports[0].HostPort, int32(26380))
+			wantEqual(t, "readiness", s.ReadinessProbe, cr.Spec.ReadinessProbe)
+			wantEqual(t, "mounts", mounts(s), map[string]string{"/data": "watch-sentinel", "/tls": "tls-certs", "/extra": "extra"})
+			exp := container(t, pod, "redis-exporter")
+			wantEqual(t, "exporter addr", env(exp, "REDIS_ADDR").Value, "rediss://localhost:26379")
+			wantEqual(t, "exporter password", env(exp, "REDIS_PASSWORD").ValueFrom.SecretKeyRef.Name, "user-redis-secret")
+			if !hasContainer(pod, "init") || !hasContainer(pod, "log-shipper") {
+				t.Error("user init container or sidecar missing")
+			}
+			wantEqual(t, "additional volume", volume(t, pod, "sentinel-additional").ConfigMap.Name, "sentinel-extra")
+			conf := confOf(t, o, "watch-sentinel-config", SentinelConfKey)
+			wantLines(t, "sentinel.conf", conf, "sentinel monitor primary 10.1.2.3 6379 3", "sentinel failover-timeout primary 15000")
+			wantEqual(t, "auth", string(o.Secret("watch-sentinel-auth").Data[SentinelAuthKey]),
+				"requirepass \""+testSentinelPassword+"\"\nsentinel auth-pass primary \""+testPassword+"\"\n")
+		},
+	}, {
+		name: "only a master password",
+		in: func() RedisSentinelInput {
+			cr := minimalSentinel()
+			cr.Spec.RedisSentinelConfig.RedisReplicationPassword = fullSentinel().Spec.RedisSentinelConfig.RedisReplicationPassword
+			return RedisSentinelInput{CR: cr, MasterPassword: testPassword, MasterHost: testMasterHost}
+		}(),
+		check: func(t *testing.T, o *Objects) {
+			wantEqual(t, "auth", string(o.Secret("watch-sentinel-auth").Data[SentinelAuthKey]),
+				"sentinel auth-pass myMaster \""+testPassword+"\"\n")
+			exp := o.StatefulSet("watch-sentinel").Spec.Template.Spec
+			if hasContainer(exp, "redis-exporter") {
+				t.Error("exporter without being enabled")
+			}
+		},
+	}, {
+		name: "size one gets quorum one",
+		in: func() RedisSentinelInput {
+			cr := minimalSentinel()
+			cr.Spec.Size = ptrTo[int32](1)
+			return RedisSentinelInput{CR: cr, MasterHost: "redis-0.redis-headless"}
+		}(),
+		check: func(t *testing.T, o *Objects) {
+			wantLines(t, "conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster redis-0.redis-headless 6379 1")
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, mustBuild(t)(BuildRedisSentinel(tc.in)))
+		})
+	}
+}
