@@ -29,7 +29,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the Go types and kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=redis-operator paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=redis-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are not committed as generated.

@@ -61,7 +61,3 @@ type RedisList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Redis `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Redis{}, &RedisList{})
-}

@@ -131,7 +131,3 @@ type RedisReplicationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []RedisReplication `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&RedisReplication{}, &RedisReplicationList{})
-}

@@ -82,7 +82,3 @@ type RedisSentinelList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []RedisSentinel `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&RedisSentinel{}, &RedisSentinelList{})
-}

@@ -32,19 +32,19 @@ type upstreamDefault struct {
 }
 
 var upstreamDefaults = []upstreamDefault{
-	{"KeyRef.name", `""`},                     // configMapKeyRef, secretKeyRef
-	{"secretRef.name", `""`},                  // volume sources' LocalObjectReference
-	{"nodePublishSecretRef.name", `""`},       // csi
-	{"imagePullSecrets[].name", `""`},         // LocalObjectReference
-	{"configMap.name", `""`},                  // configMap volume and projection
-	{"secret.name", `""`},                     // secret projection
-	{"azureDisk.fsType", `"ext4"`},            //
-	{"azureDisk.readOnly", `false`},           //
-	{"iscsi.iscsiInterface", `"default"`},     //
-	{"rbd.keyring", `"/etc/ceph/keyring"`},    //
-	{"rbd.pool", `"rbd"`},                     //
-	{"rbd.user", `"admin"`},                   //
-	{"scaleIO.fsType", `"xfs"`},               //
+	{"KeyRef.name", `""`},                  // configMapKeyRef, secretKeyRef
+	{"secretRef.name", `""`},               // volume sources' LocalObjectReference
+	{"nodePublishSecretRef.name", `""`},    // csi
+	{"imagePullSecrets[].name", `""`},      // LocalObjectReference
+	{"configMap.name", `""`},               // configMap volume and projection
+	{"secret.name", `""`},                  // secret projection
+	{"azureDisk.fsType", `"ext4"`},         //
+	{"azureDisk.readOnly", `false`},        //
+	{"iscsi.iscsiInterface", `"default"`},  //
+	{"rbd.keyring", `"/etc/ceph/keyring"`}, //
+	{"rbd.pool", `"rbd"`},                  //
+	{"rbd.user", `"admin"`},                //
+	{"scaleIO.fsType", `"xfs"`},            //
 	{"scaleIO.storageMode", `"ThinProvisioned"`},
 }
 
