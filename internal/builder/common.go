@@ -61,7 +61,7 @@ func (w *workload) applyKubernetesConfig(kc *v1beta2.KubernetesConfig) error {
 		w.minReadySeconds = *kc.MinReadySeconds
 	}
 	w.services = resolveServices(kc.Service)
-	return nil
+	return checkVolumeSources(w.tls, w.acl)
 }
 
 func (w *workload) applyExporter(e *v1beta2.RedisExporter) error {
@@ -100,6 +100,23 @@ func (w *workload) applySidecars(s *[]v1beta2.Sidecar) error {
 		}
 	}
 	w.sidecars = *s
+	return nil
+}
+
+// checkVolumeSources refuses TLS and ACL settings that name no Secret or claim: the pods
+// would never start.
+func checkVolumeSources(tls *v1beta2.TLSConfig, acl *v1beta2.ACLConfig) error {
+	if tls != nil && tls.Secret.SecretName == "" {
+		return errors.New("TLS.secret.secretName is required")
+	}
+	if acl != nil {
+		if acl.Secret != nil && acl.Secret.SecretName == "" {
+			return errors.New("acl.secret.secretName is required")
+		}
+		if acl.Secret == nil && acl.PersistentVolumeClaim != nil && *acl.PersistentVolumeClaim == "" {
+			return errors.New("acl.persistentVolumeClaim must name a claim")
+		}
+	}
 	return nil
 }
 

@@ -49,6 +49,54 @@ const (
 	defaultReadinessFailureThresh = 3
 )
 
+// redisUID is the redis user (and, on Debian, group) of the stock redis image.
+const redisUID = 999
+
+// defaultPodSecurityContext applies when the spec sets no podSecurityContext: run as the
+// image's redis user from the start and let the kubelet grant that user's group write access
+// to every volume. The stock entrypoint, started as root, would only chown /data and drop to
+// redis with its own groups, leaving it unable to write /node-conf on a fresh claim. Set
+// podSecurityContext (even to {}) to choose otherwise, e.g. where the platform assigns UIDs.
+func defaultPodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsUser:           ptrTo[int64](redisUID),
+		RunAsGroup:          ptrTo[int64](redisUID),
+		FSGroup:             ptrTo[int64](redisUID),
+		RunAsNonRoot:        ptrTo(true),
+		FSGroupChangePolicy: ptrTo(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// defaultContainerSecurityContext goes on the operator's own containers only together with
+// defaultPodSecurityContext: a pod the user runs as root may need capabilities (chown, setuid)
+// that this drops. Together they meet the "restricted" Pod Security Standard.
+func defaultContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptrTo(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// podSecurity returns the pod security context, and whether the defaults apply.
+func podSecurity(user *corev1.PodSecurityContext) (*corev1.PodSecurityContext, bool) {
+	if user != nil {
+		return user.DeepCopy(), false
+	}
+	return defaultPodSecurityContext(), true
+}
+
+// containerSecurity returns the security context of one of the operator's containers.
+func containerSecurity(user *corev1.SecurityContext, defaulted bool) *corev1.SecurityContext {
+	if user != nil {
+		return user.DeepCopy()
+	}
+	if defaulted {
+		return defaultContainerSecurityContext()
+	}
+	return nil
+}
+
 // pullPolicy mirrors the API server's own defaulting, so the desired object equals the stored
 // one: Always for an untagged or :latest image, IfNotPresent otherwise.
 func pullPolicy(p corev1.PullPolicy, image string) corev1.PullPolicy {

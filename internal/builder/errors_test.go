@@ -58,6 +58,10 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		{"dynamic config without a value", redis(func(r *v1beta2.Redis) {
 			r.Spec.RedisConfig = &v1beta2.RedisConfig{DynamicConfig: []string{"appendonly"}}
 		}, ""), "name value"},
+		{"TLS without secret", redis(func(r *v1beta2.Redis) { r.Spec.TLS = &v1beta2.TLSConfig{} }, ""), "TLS.secret.secretName"},
+		{"ACL claim without name", redis(func(r *v1beta2.Redis) {
+			r.Spec.ACL = &v1beta2.ACLConfig{PersistentVolumeClaim: ptrTo("")}
+		}, ""), "acl.persistentVolumeClaim"},
 		{"cluster without size", func() error {
 			cr := minimalCluster()
 			cr.Spec.Size = nil

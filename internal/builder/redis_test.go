@@ -46,6 +46,8 @@ func TestBuildRedis(t *testing.T) {
 				redis.LivenessProbe.TCPSocket == nil || redis.LivenessProbe.TCPSocket.Port.IntValue() != 6379 {
 				t.Errorf("default probes are not TCP on 6379: %+v %+v", redis.ReadinessProbe, redis.LivenessProbe)
 			}
+			wantEqual(t, "default pod security", pod.SecurityContext, defaultPodSecurityContext())
+			wantEqual(t, "default container security", redis.SecurityContext, defaultContainerSecurityContext())
 			if len(pod.Containers) != 1 || len(pod.InitContainers) != 0 {
 				t.Errorf("containers %d init %d, want 1 and 0", len(pod.Containers), len(pod.InitContainers))
 			}
@@ -180,6 +182,23 @@ func TestBuildRedis(t *testing.T) {
 				t.Error("disabled init container or exporter built")
 			}
 			wantEqual(t, "untagged image pull policy", container(t, pod, "redis").ImagePullPolicy, corev1.PullAlways)
+		},
+	}, {
+		name: "own pod security context, no container defaults",
+		cr: func() *v1beta2.Redis {
+			cr := minimalRedis()
+			cr.Spec.PodSecurityContext = &corev1.PodSecurityContext{}
+			cr.Spec.RedisExporter = &v1beta2.RedisExporter{Enabled: true, Image: "exporter:1"}
+			return cr
+		},
+		check: func(t *testing.T, o *Objects) {
+			pod := o.StatefulSet("cache").Spec.Template.Spec
+			wantEqual(t, "pod security", pod.SecurityContext, &corev1.PodSecurityContext{})
+			for _, c := range pod.Containers {
+				if c.SecurityContext != nil {
+					t.Errorf("%s got a security context %+v the user did not ask for", c.Name, c.SecurityContext)
+				}
+			}
 		},
 	}, {
 		name: "ACL from a claim",

@@ -69,20 +69,21 @@ type workload struct {
 	minReadySeconds     int32
 	podManagementPolicy appsv1.PodManagementPolicyType
 
-	hostNetwork        bool
-	hostPort           *int
-	nodeSelector       map[string]string
-	affinity           *corev1.Affinity
-	tolerations        []corev1.Toleration
-	topologySpread     []corev1.TopologySpreadConstraint
-	podSecurityContext *corev1.PodSecurityContext
-	priorityClassName  string
-	serviceAccountName string
-	terminationGrace   *int64
-	readinessProbe     *corev1.Probe
-	livenessProbe      *corev1.Probe
-	initContainer      *v1beta2.InitContainer // nil unless enabled
-	sidecars           []v1beta2.Sidecar
+	hostNetwork    bool
+	hostPort       *int
+	nodeSelector   map[string]string
+	affinity       *corev1.Affinity
+	tolerations    []corev1.Toleration
+	topologySpread []corev1.TopologySpreadConstraint
+	// userPodSecurityContext is the spec's; nil gets defaultPodSecurityContext.
+	userPodSecurityContext *corev1.PodSecurityContext
+	priorityClassName      string
+	serviceAccountName     string
+	terminationGrace       *int64
+	readinessProbe         *corev1.Probe
+	livenessProbe          *corev1.Probe
+	initContainer          *v1beta2.InitContainer // nil unless enabled
+	sidecars               []v1beta2.Sidecar
 
 	exporter *v1beta2.RedisExporter // nil unless enabled
 
@@ -190,7 +191,7 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 		Affinity:                      w.affinity.DeepCopy(),
 		Tolerations:                   deepCopySlice(w.tolerations, (*corev1.Toleration).DeepCopy),
 		TopologySpreadConstraints:     deepCopySlice(w.topologySpread, (*corev1.TopologySpreadConstraint).DeepCopy),
-		SecurityContext:               w.podSecurityContext.DeepCopy(),
+		SecurityContext:               w.podSecurityContext(),
 		PriorityClassName:             w.priorityClassName,
 		ServiceAccountName:            w.serviceAccountName,
 		TerminationGracePeriodSeconds: copyPtr(w.terminationGrace),
@@ -209,6 +210,18 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 	}
 }
 
+func (w *workload) podSecurityContext() *corev1.PodSecurityContext {
+	sc, _ := podSecurity(w.userPodSecurityContext)
+	return sc
+}
+
+// ownSecurityContext is the security context of the operator's own containers, given the
+// user's (nil when unset).
+func (w *workload) ownSecurityContext(user *corev1.SecurityContext) *corev1.SecurityContext {
+	_, defaulted := podSecurity(w.userPodSecurityContext)
+	return containerSecurity(user, defaulted)
+}
+
 func (w *workload) containers() []corev1.Container {
 	out := []corev1.Container{w.serverContainer()}
 	if w.exporter != nil {
@@ -225,7 +238,7 @@ func (w *workload) serverContainer() corev1.Container {
 		Image:           w.image,
 		ImagePullPolicy: w.pullPolicy,
 		Resources:       derefResources(w.resources),
-		SecurityContext: w.securityContext.DeepCopy(),
+		SecurityContext: w.ownSecurityContext(w.securityContext),
 		ReadinessProbe:  w.readinessProbe.DeepCopy(),
 		LivenessProbe:   w.livenessProbe.DeepCopy(),
 		VolumeMounts:    w.serverMounts(),
@@ -322,7 +335,7 @@ func (w *workload) exporterContainer() corev1.Container {
 		Env:             mergeEnv(env, userEnv),
 		Ports:           []corev1.ContainerPort{{Name: exporterPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}},
 		Resources:       derefResources(e.Resources),
-		SecurityContext: e.SecurityContext.DeepCopy(),
+		SecurityContext: w.ownSecurityContext(e.SecurityContext),
 		VolumeMounts:    mounts,
 	}
 }
@@ -368,7 +381,7 @@ func (w *workload) initContainers() []corev1.Container {
 			ImagePullPolicy: w.pullPolicy,
 			Command:         []string{"sh", "-c", w.sentinelScript},
 			Resources:       derefResources(w.resources),
-			SecurityContext: w.securityContext.DeepCopy(),
+			SecurityContext: w.ownSecurityContext(w.securityContext),
 			VolumeMounts:    mounts,
 		})
 	}
