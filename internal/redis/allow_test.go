@@ -1,0 +1,86 @@
+package redis
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestAllowListRefusesDestructiveCommands(t *testing.T) {
+	for _, args := range [][]any{
+		{"FLUSH" + "ALL"}, {"flush" + "all", "async"}, {"flushdb"}, {"CLUSTER", "RE" + "SET", "HARD"},
+		{"cluster", "re" + "set"}, {"cluster", "delslots", 1}, {"config", "resetstat"}, {"del", "k"},
+		{"shutdown"}, {"debug", "segfault"}, {}, {42},
+	} {
+		if err := checkAllowed(args); !errors.Is(err, ErrCommandNotAllowed) {
+			t.Errorf("%v allowed", args)
+		}
+	}
+	for _, args := range [][]any{
+		{"hello", "3"}, {"ping"}, {"CLUSTER", "NODES"}, {"cluster", "setslot", 1, "node", "x"},
+		{"config", "get", "x"}, {"migrate", "h", 1, "", 0, 5, "keys", "k"}, {"client", "setname", "x"},
+	} {
+		if err := checkAllowed(args); err != nil {
+			t.Errorf("%v refused: %v", args, err)
+		}
+	}
+}
+
+// The package must never send a command that wipes a node's cluster state or its keys.
+// This looks at what code can send: string literals and identifiers (go-redis methods
+// included) of every non-test Go file in this directory and below. Comments may mention them.
+func TestSourcesNeverSendWipeCommands(t *testing.T) {
+	forbidden := regexp.MustCompile(`(?i)flush\s*all|flush\s*db|cluster\s*reset|reset\s*(hard|soft)`)
+	files := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		files++
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			var text string
+			switch x := n.(type) {
+			case *ast.BasicLit:
+				if x.Kind != token.STRING {
+					return true
+				}
+				text = x.Value
+				if strings.EqualFold(strings.Trim(text, "\"`"), "reset") {
+					t.Errorf("%s: string literal %s can build a reset command", fset.Position(x.Pos()), text)
+				}
+			case *ast.Ident:
+				text = x.Name
+			default:
+				return true
+			}
+			if forbidden.MatchString(text) {
+				t.Errorf("%s: %s", fset.Position(n.Pos()), text)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 5 {
+		t.Fatalf("checked only %d files; is the test running in the package directory?", files)
+	}
+}

@@ -1,0 +1,287 @@
+package redis_test
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
+)
+
+func TestStandaloneCommandsAndReplication(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{})
+	primary := redistest.StartServer(t, redistest.ServerOptions{})
+	replica := redistest.StartServer(t, redistest.ServerOptions{})
+	p, err := pool.Client(primary.Addr(), redis.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pool.Client(replica.Addr(), redis.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	server, err := p.Info(ctx, "server")
+	if err != nil || !strings.HasPrefix(server["redis_version"], "7.") || server["tcp_port"] != strconv.Itoa(primary.Port) {
+		t.Errorf("INFO server = %v, %v", server, err)
+	}
+	if _, ok := server["role"]; ok {
+		t.Error("INFO server returned another section")
+	}
+	all, err := p.Info(ctx, "")
+	if err != nil || all["role"] != "master" || all["redis_version"] == "" {
+		t.Errorf("INFO = %v, %v", all, err)
+	}
+
+	if err := p.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.ConfigGet(ctx, "maxmemory-policy"); err != nil || got["maxmemory-policy"] != "allkeys-lru" {
+		t.Errorf("CONFIG GET = %v, %v", got, err)
+	}
+
+	if err := r.ReplicaOf(ctx, primary.Host, primary.Port); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, 30*time.Second, "the replica's link to come up", func() error {
+		role, err := r.Role(ctx)
+		if err != nil {
+			return err
+		}
+		if !role.LinkUp() || role.MasterPort != primary.Port || role.MasterIP != primary.Host {
+			return errors.New("replica role " + string(role.Kind) + " " + role.ReplicationState)
+		}
+		return nil
+	})
+	redistest.WaitFor(t, 30*time.Second, "the master to list its replica", func() error {
+		role, err := p.Role(ctx)
+		if err != nil {
+			return err
+		}
+		if role.Kind != redis.RoleMaster || len(role.Replicas) != 1 || role.Replicas[0].Port != replica.Port {
+			return errors.New("master role without the replica")
+		}
+		return nil
+	})
+	if err := r.ReplicaOfNoOne(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if role, err := r.Role(ctx); err != nil || role.Kind != redis.RoleMaster {
+		t.Errorf("after REPLICAOF NO ONE: %+v, %v", role, err)
+	}
+
+	// Cluster commands on a non-cluster node fail with a server error naming the node.
+	_, err = p.ClusterNodes(ctx)
+	var rerr *redis.Error
+	if err == nil || !errors.As(err, &rerr) || rerr.Addr != primary.Addr() || !redis.IsServerError(err) ||
+		!strings.Contains(err.Error(), primary.Addr()) || !strings.Contains(err.Error(), "CLUSTER NODES") {
+		t.Errorf("CLUSTER NODES on a standalone server: %v", err)
+	}
+}
+
+func TestClientArgumentChecks(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{})
+	// Nothing listens there: every call below must fail before dialing.
+	c, err := pool.Client("127.0.0.1:1", redis.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "7bcf39e4f06614da599a25eeefc7bff3ac751ea3"
+	checks := map[string]error{
+		"meet without ip":     c.ClusterMeet(ctx, "", 6379, 16379),
+		"meet bad port":       c.ClusterMeet(ctx, "127.0.0.1", 70000, 0),
+		"addslots bad range":  c.ClusterAddSlotsRange(ctx, redis.SlotRange{Start: 10, End: 16384}),
+		"replicate bad id":    c.ClusterReplicate(ctx, "nope"),
+		"forget bad id":       c.ClusterForget(ctx, "nope"),
+		"failover bad mode":   c.ClusterFailover(ctx, "gently"),
+		"setslot bad slot":    c.ClusterSetSlot(ctx, -1, redis.SlotNode, id),
+		"setslot no node":     c.ClusterSetSlot(ctx, 1, redis.SlotImporting, ""),
+		"setslot stable node": c.ClusterSetSlot(ctx, 1, redis.SlotStable, id),
+		"setslot bad state":   c.ClusterSetSlot(ctx, 1, "moving", id),
+		"replicaof no host":   c.ReplicaOf(ctx, "", 6379),
+	}
+	_, checks["countkeys bad slot"] = c.ClusterCountKeysInSlot(ctx, 16384)
+	_, checks["getkeys bad count"] = c.ClusterGetKeysInSlot(ctx, 1, 0)
+	_, checks["migrate bad target"] = c.MigrateKeys(ctx, 1, "", 6379, redis.MigrateOptions{})
+	for name, err := range checks {
+		var rerr *redis.Error
+		if err == nil || !errors.As(err, &rerr) || rerr.Addr != "127.0.0.1:1" {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if c.CommandCount() != 0 {
+		t.Errorf("invalid calls sent %d commands", c.CommandCount())
+	}
+	if err := c.ClusterAddSlotsRange(ctx); err != nil {
+		t.Errorf("no ranges: %v", err)
+	}
+	if _, err := pool.Client("no-port", redis.Auth{}); err == nil {
+		t.Error("address without port accepted")
+	}
+}
+
+func TestPoolReusesEvictsAndCounts(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	pool := newPool(t, redis.Options{OnCommand: func(addr, command string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[command]++
+	}})
+	s := redistest.StartServer(t, redistest.ServerOptions{Password: "s3cret"})
+
+	a, _ := pool.Client(s.Addr(), redis.Auth{Password: "s3cret"})
+	b, _ := pool.Client(s.Addr(), redis.Auth{Password: "s3cret"})
+	if a != b {
+		t.Error("same address and password gave two clients")
+	}
+	wrong, _ := pool.Client(s.Addr(), redis.Auth{Password: "wrong"})
+	if wrong == a {
+		t.Error("another password shared the client")
+	}
+
+	if err := a.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := a.CommandCount()
+	beforePool := pool.CommandCount()
+	for i := 0; i < 5; i++ {
+		if err := a.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.CommandCount() - before; got != 5 {
+		t.Errorf("5 pings on a warm connection counted %d commands", got)
+	}
+	if got := pool.CommandCount() - beforePool; got != 5 {
+		t.Errorf("pool counted %d commands", got)
+	}
+	mu.Lock()
+	if seen["ping"] != 6 || seen["hello"] == 0 {
+		t.Errorf("OnCommand saw %v", seen)
+	}
+	mu.Unlock()
+
+	err := wrong.Ping(ctx)
+	if err == nil || !strings.Contains(err.Error(), s.Addr()) || !redis.IsServerError(err) {
+		t.Errorf("wrong password: %v", err)
+	}
+	noAuth, _ := pool.Client(s.Addr(), redis.Auth{})
+	if err := noAuth.Ping(ctx); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("no password: %v", err)
+	}
+
+	if n := pool.Evict(s.Addr()); n != 3 {
+		t.Errorf("Evict closed %d clients, want 3", n)
+	}
+	if err := a.Ping(ctx); err == nil {
+		t.Error("evicted client still works")
+	}
+	fresh, _ := pool.Client(s.Addr(), redis.Auth{Password: "s3cret"})
+	if fresh == a {
+		t.Error("pool handed out an evicted client")
+	}
+	if err := fresh.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := pool.Addrs(); len(got) != 1 || got[0] != s.Addr() {
+		t.Errorf("Addrs = %v", got)
+	}
+	if n := pool.EvictIdle(time.Hour); n != 0 {
+		t.Errorf("EvictIdle(1h) closed %d busy clients", n)
+	}
+	if n := pool.EvictIdle(0); n != 1 || len(pool.Addrs()) != 0 {
+		t.Errorf("EvictIdle(0) closed %d, left %v", n, pool.Addrs())
+	}
+
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Client(s.Addr(), redis.Auth{}); !errors.Is(err, redis.ErrPoolClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestPoolClosesIdleClientsLazily(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{IdleClientTimeout: 50 * time.Millisecond})
+	s1 := redistest.StartServer(t, redistest.ServerOptions{})
+	s2 := redistest.StartServer(t, redistest.ServerOptions{})
+	c1, _ := pool.Client(s1.Addr(), redis.Auth{})
+	if err := c1.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := pool.Client(s2.Addr(), redis.Auth{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pool.Addrs(); len(got) != 1 || got[0] != s2.Addr() {
+		t.Errorf("after idle timeout Addrs = %v, want only %s", got, s2.Addr())
+	}
+}
+
+func TestTimeoutsAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	// A peer that accepts connections and never answers, like a frozen pod.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+
+	pool := newPool(t, redis.Options{ReadTimeout: 200 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
+	c, _ := pool.Client(l.Addr().String(), redis.Auth{})
+	done := make(chan error, 1)
+	go func() { done <- c.Ping(ctx) }()
+	select {
+	case err := <-done:
+		var nerr net.Error
+		if err == nil || !errors.As(err, &nerr) || !nerr.Timeout() || !strings.Contains(err.Error(), l.Addr().String()) {
+			t.Errorf("PING to a silent peer: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("PING to a silent peer did not time out")
+	}
+
+	// A closed port fails at once, naming the address.
+	closed, _ := pool.Client("127.0.0.1:1", redis.Auth{})
+	if err := closed.Ping(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || redis.IsServerError(err) {
+		t.Errorf("PING to a closed port: %v", err)
+	}
+}

@@ -1,0 +1,283 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
+)
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newPool(t *testing.T, opts redis.Options) *redis.Pool {
+	pool := redis.NewPool(opts)
+	t.Cleanup(func() {
+		if err := pool.Close(); err != nil {
+			t.Errorf("close pool: %v", err)
+		}
+	})
+	return pool
+}
+
+func clusterClient(t *testing.T, c *redistest.Cluster) *goredis.ClusterClient {
+	var addrs []string
+	for _, s := range c.Servers {
+		addrs = append(addrs, s.Addr())
+	}
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Password: c.Auth.Password})
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+func TestClusterFormationReshardAndKeys(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{})
+	c := redistest.StartCluster(t, pool, 3, 1, redistest.ServerOptions{})
+
+	// The model, from every node's point of view.
+	for _, s := range c.Servers {
+		topo, err := c.Client(t, s).ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters := topo.Masters()
+		if len(masters) != 3 {
+			t.Fatalf("%s sees %d masters, want 3:\n%s", s.Addr(), len(masters), topo)
+		}
+		for _, m := range masters {
+			if reps := topo.ReplicasOf(m.ID); len(reps) != 1 {
+				t.Errorf("%s: master %s has %d replicas, want 1", s.Addr(), m.ID, len(reps))
+			}
+		}
+		if !topo.AllSlotsCovered() {
+			t.Errorf("%s: unassigned slots %v", s.Addr(), topo.UnassignedSlots())
+		}
+		me, ok := topo.Myself()
+		if !ok || me.ID != c.IDs[s.Addr()] || me.Addr.HostPort() != s.Addr() || me.Addr.BusPort != s.BusPort {
+			t.Errorf("%s: myself = %+v, want ID %s", s.Addr(), me, c.IDs[s.Addr()])
+		}
+		if n, ok := topo.NodeByAddr(c.Servers[5].Addr()); !ok || n.ID != c.IDs[c.Servers[5].Addr()] {
+			t.Errorf("%s: NodeByAddr(%s) = %+v", s.Addr(), c.Servers[5].Addr(), n)
+		}
+		if len(topo.FailedNodes())+len(topo.HandshakeNodes())+len(topo.NodesWithoutAddr()) != 0 {
+			t.Errorf("%s: unhealthy nodes in a healthy cluster:\n%s", s.Addr(), topo)
+		}
+	}
+
+	first := c.Client(t, c.Servers[0])
+	info, err := first.ClusterInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.OK() || info.SlotsAssigned != redis.SlotCount || info.SlotsOK != redis.SlotCount ||
+		info.KnownNodes != 6 || info.Size != 3 || info.SlotsFail != 0 || info.SlotsPFail != 0 {
+		t.Errorf("CLUSTER INFO = %+v", info)
+	}
+
+	shards, err := first.ClusterShards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromShards := redis.TopologyFromShards(shards)
+	if len(shards) != 3 || len(fromShards.Masters()) != 3 || len(fromShards.Replicas()) != 3 || !fromShards.AllSlotsCovered() {
+		t.Errorf("CLUSTER SHARDS = %+v", shards)
+	}
+	for _, sh := range shards {
+		master, ok := sh.Master()
+		if !ok || len(sh.Nodes) != 2 || master.Health != redis.HealthOnline || master.IP != redistest.Host {
+			t.Errorf("shard %+v", sh)
+		}
+	}
+
+	// Keys across all slots through a cluster-aware client.
+	cc := clusterClient(t, c)
+	const keys = 300
+	for i := 0; i < keys; i++ {
+		if err := cc.Set(ctx, fmt.Sprintf("key:%d", i), i, 0).Err(); err != nil {
+			t.Fatalf("SET key:%d: %v", i, err)
+		}
+	}
+	for i := 0; i < keys; i++ {
+		if got, err := cc.Get(ctx, fmt.Sprintf("key:%d", i)).Int(); err != nil || got != i {
+			t.Fatalf("GET key:%d = %d, %v", i, got, err)
+		}
+	}
+	for _, m := range c.Masters {
+		ks, err := c.Client(t, m).Info(ctx, "keyspace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks["db0"] == "" {
+			t.Errorf("master %s holds no keys: %v", m.Addr(), ks)
+		}
+	}
+
+	t.Run("reshard one slot with its keys", func(t *testing.T) {
+		const tag = "{moving}"
+		slot := int(cc.ClusterKeySlot(ctx, tag).Val())
+		topo, _ := first.ClusterNodes(ctx)
+		owner, _ := topo.SlotOwner(slot)
+		var source, target *redistest.Server
+		for _, m := range c.Masters {
+			if c.IDs[m.Addr()] == owner.ID {
+				source = m
+			} else if target == nil {
+				target = m
+			}
+		}
+		src, dst := c.Client(t, source), c.Client(t, target)
+		srcID, dstID := c.IDs[source.Addr()], c.IDs[target.Addr()]
+		const moving = 57
+		for i := 0; i < moving; i++ {
+			if err := cc.Set(ctx, fmt.Sprintf("%s:%d", tag, i), i, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := src.ClusterCountKeysInSlot(ctx, slot); err != nil || n != moving {
+			t.Fatalf("source holds %d keys in slot %d, %v", n, slot, err)
+		}
+
+		if err := dst.ClusterSetSlot(ctx, slot, redis.SlotImporting, srcID); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.ClusterSetSlot(ctx, slot, redis.SlotMigrating, dstID); err != nil {
+			t.Fatal(err)
+		}
+		// Both ends now print the move; the model keeps it apart from owned slots.
+		srcTopo, err := src.ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcMe, _ := srcTopo.Myself()
+		if !reflect.DeepEqual(srcMe.Migrating, []redis.SlotMigration{{Slot: slot, NodeID: dstID}}) || !srcMe.OwnsSlot(slot) {
+			t.Errorf("source: migrating %+v, owns %v", srcMe.Migrating, srcMe.OwnsSlot(slot))
+		}
+		dstTopo, err := dst.ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dstMe, _ := dstTopo.Myself()
+		if !reflect.DeepEqual(dstMe.Importing, []redis.SlotMigration{{Slot: slot, NodeID: srcID}}) || dstMe.OwnsSlot(slot) {
+			t.Errorf("target: importing %+v, owns %v", dstMe.Importing, dstMe.OwnsSlot(slot))
+		}
+
+		before := src.CommandCount()
+		moved, err := src.MigrateKeys(ctx, slot, target.Host, target.Port, redis.MigrateOptions{BatchSize: 10})
+		if err != nil || moved != moving {
+			t.Fatalf("MigrateKeys moved %d keys, %v", moved, err)
+		}
+		// 6 batches of GETKEYSINSLOT+MIGRATE, the final empty GETKEYSINSLOT, and the HELLO
+		// opening the connection MIGRATE runs on.
+		if got := src.CommandCount() - before; got != 14 {
+			t.Errorf("MigrateKeys sent %d commands, want 14", got)
+		}
+		for _, m := range c.Masters {
+			if err := c.Client(t, m).ClusterSetSlot(ctx, slot, redis.SlotNode, dstID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		redistest.WaitFor(t, redistest.FormTimeout, "every node to see the slot on the target", func() error {
+			for _, s := range c.Servers {
+				topo, err := c.Client(t, s).ClusterNodes(ctx)
+				if err != nil {
+					return err
+				}
+				if owner, _ := topo.SlotOwner(slot); owner.ID != dstID {
+					return fmt.Errorf("%s sees slot %d on %s", s.Addr(), slot, owner.ID)
+				}
+				if len(topo.MigratingSlots())+len(topo.ImportingSlots()) != 0 {
+					return fmt.Errorf("%s still shows a move", s.Addr())
+				}
+			}
+			return nil
+		})
+		if n, err := dst.ClusterCountKeysInSlot(ctx, slot); err != nil || n != moving {
+			t.Errorf("target holds %d keys in slot %d, %v", n, slot, err)
+		}
+		if n, err := src.ClusterCountKeysInSlot(ctx, slot); err != nil || n != 0 {
+			t.Errorf("source still holds %d keys in slot %d, %v", n, slot, err)
+		}
+		for i := 0; i < moving; i++ {
+			if got, err := cc.Get(ctx, fmt.Sprintf("%s:%d", tag, i)).Int(); err != nil || got != i {
+				t.Fatalf("GET after reshard = %d, %v", got, err)
+			}
+		}
+		c.WaitHealthy(t)
+	})
+}
+
+func TestClusterFailover(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{})
+	c := redistest.StartCluster(t, pool, 3, 1, redistest.ServerOptions{})
+	cc := clusterClient(t, c)
+	for i := 0; i < 100; i++ {
+		if err := cc.Set(ctx, fmt.Sprintf("before:%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	replica := c.Replicas[0]
+	oldMaster := c.Masters[0]
+	replicaID, oldMasterID := c.IDs[replica.Addr()], c.IDs[oldMaster.Addr()]
+	topo, err := c.Client(t, replica).ClusterNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me, _ := topo.Myself(); !me.IsReplica() || me.MasterID != oldMasterID {
+		t.Fatalf("replica before failover: %+v", me)
+	}
+
+	if err := c.Client(t, replica).ClusterFailover(ctx, redis.FailoverDefault); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, redistest.FormTimeout, "the replica to be master in every node's model", func() error {
+		for _, s := range c.Servers {
+			topo, err := c.Client(t, s).ClusterNodes(ctx)
+			if err != nil {
+				return err
+			}
+			promoted, _ := topo.NodeByID(replicaID)
+			demoted, _ := topo.NodeByID(oldMasterID)
+			if !promoted.IsMaster() || !demoted.IsReplica() || demoted.MasterID != replicaID {
+				return fmt.Errorf("%s: promoted %v, demoted %v of %s", s.Addr(), promoted.Flags, demoted.Flags, demoted.MasterID)
+			}
+			if got := ids(topo.ReplicasOf(replicaID)); !reflect.DeepEqual(got, []string{oldMasterID}) {
+				return fmt.Errorf("%s: replicas of the new master: %v", s.Addr(), got)
+			}
+		}
+		return nil
+	})
+	role, err := c.Client(t, replica).Role(ctx)
+	if err != nil || role.Kind != redis.RoleMaster {
+		t.Errorf("ROLE of the promoted node = %+v, %v", role, err)
+	}
+	c.WaitHealthy(t)
+	for i := 0; i < 100; i++ {
+		if got, err := cc.Get(ctx, fmt.Sprintf("before:%d", i)).Int(); err != nil || got != i {
+			t.Fatalf("GET before:%d after failover = %d, %v", i, got, err)
+		}
+	}
+}
+
+func ids(nodes []redis.Node) []string {
+	out := []string{}
+	for _, n := range nodes {
+		out = append(out, n.ID)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,273 @@
+// Package redistest runs real redis-server processes on loopback for tests, and forms
+// clusters of them with the operator's own client.
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Host is the only address test servers listen on.
+const Host = "127.0.0.1"
+
+// ServerOptions configure one redis-server.
+type ServerOptions struct {
+	// Cluster enables cluster mode with a 2s node timeout.
+	Cluster bool
+	// Password sets requirepass and masterauth.
+	Password string
+	// Config adds redis.conf lines ("maxmemory 10mb").
+	Config []string
+}
+
+// Server is a running redis-server owned by a test.
+type Server struct {
+	Host    string
+	Port    int
+	BusPort int // cluster bus port, 0 outside cluster mode
+	Dir     string
+
+	opts    ServerOptions
+	binary  string
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+// Addr is "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// Binary finds redis-server on PATH and fails the test, not skips it, when it is missing.
+func Binary(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server is not on PATH (%v): run `make test`, which installs it "+
+			"(apt-get install -y redis-server redis-tools)", err)
+	}
+	return path
+}
+
+// StartServer starts a redis-server on free loopback ports in a temporary directory,
+// waits until it answers, and stops it when the test ends. Its log is printed if the test fails.
+func StartServer(t testing.TB, opts ServerOptions) *Server {
+	t.Helper()
+	s := &Server{Host: Host, Dir: t.TempDir(), opts: opts, binary: Binary(t)}
+	s.logPath = filepath.Join(s.Dir, "redis.log")
+	t.Cleanup(func() {
+		s.Stop(t)
+		if t.Failed() {
+			t.Logf("log of redis-server %s:\n%s", s.Addr(), s.LogTail(40))
+		}
+	})
+	var err error
+	// A free port can be taken between picking and binding it; pick again then.
+	for attempt := 0; attempt < 5; attempt++ {
+		s.Port, s.BusPort, err = freePorts(opts.Cluster)
+		if err != nil {
+			t.Fatalf("pick free ports: %v", err)
+		}
+		if err = s.start(); err == nil {
+			return s
+		}
+		if !strings.Contains(s.LogTail(20), "Address already in use") {
+			break
+		}
+	}
+	t.Fatalf("start redis-server: %v\n%s", err, s.LogTail(40))
+	return nil
+}
+
+// StartServers starts n servers with the same options.
+func StartServers(t testing.TB, n int, opts ServerOptions) []*Server {
+	t.Helper()
+	servers := make([]*Server, n)
+	for i := range servers {
+		servers[i] = StartServer(t, opts)
+	}
+	return servers
+}
+
+func freePorts(withBus bool) (port, busPort int, err error) {
+	pick := func() (int, net.Listener, error) {
+		l, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
+		if err != nil {
+			return 0, nil, err
+		}
+		return l.Addr().(*net.TCPAddr).Port, l, nil
+	}
+	port, l1, err := pick()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l1.Close()
+	if !withBus {
+		return port, 0, nil
+	}
+	busPort, l2, err := pick()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l2.Close()
+	return port, busPort, nil
+}
+
+func (s *Server) config() string {
+	lines := []string{
+		"bind " + s.Host,
+		"port " + strconv.Itoa(s.Port),
+		"dir " + s.Dir,
+		"daemonize no",
+		`logfile ""`,
+		`save ""`,
+		"appendonly no",
+		"repl-diskless-sync-delay 0",
+	}
+	if s.opts.Cluster {
+		lines = append(lines,
+			"cluster-enabled yes",
+			"cluster-config-file "+filepath.Join(s.Dir, "nodes.conf"),
+			"cluster-port "+strconv.Itoa(s.BusPort),
+			"cluster-node-timeout 2000",
+		)
+	}
+	if s.opts.Password != "" {
+		lines = append(lines, "requirepass "+s.opts.Password, "masterauth "+s.opts.Password)
+	}
+	lines = append(lines, s.opts.Config...)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (s *Server) start() error {
+	confPath := filepath.Join(s.Dir, "redis.conf")
+	if err := os.WriteFile(confPath, []byte(s.config()), 0o600); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(s.binary, confPath)
+	cmd.Dir = s.Dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func(exited chan struct{}) {
+		_ = cmd.Wait()
+		close(exited)
+	}(s.exited)
+
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("redis-server on port %d exited: %v", s.Port, cmd.ProcessState)
+		default:
+		}
+		if s.answers() {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.kill()
+	return errors.New("redis-server did not answer PING within 15s")
+}
+
+// answers reports whether the server replies to PING, or refuses it for lack of a password.
+func (s *Server) answers() bool {
+	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
+}
+
+// Running reports whether the process is alive.
+func (s *Server) Running() bool {
+	if s.exited == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop shuts the server down (SIGTERM, then SIGKILL after 10s). It keeps the directory, so
+// Restart brings the same node back.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if !s.Running() {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		t.Logf("redis-server %s ignored SIGTERM for 10s; killing it", s.Addr())
+		s.kill()
+	}
+}
+
+// Kill stops the server abruptly, as a crashed pod would.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.kill()
+}
+
+func (s *Server) kill() {
+	if !s.Running() {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// Restart starts a stopped server again on the same ports and directory; a cluster node
+// comes back with its nodes.conf.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.Running() {
+		t.Fatalf("restart redis-server %s: still running", s.Addr())
+	}
+	if err := s.start(); err != nil {
+		t.Fatalf("restart redis-server %s: %v\n%s", s.Addr(), err, s.LogTail(40))
+	}
+}
+
+// LogTail returns the last n lines of the server's log.
+func (s *Server) LogTail(n int) string {
+	data, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
