@@ -2,6 +2,7 @@ package builder
 
 import (
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,6 +115,9 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err
+	}
+	if s.HostNetwork && s.HostPort != nil && int32(*s.HostPort) != w.port {
+		return nil, nil, fmt.Errorf("hostPort %d differs from port %d: on the host network Redis listens on the host at port", *s.HostPort, w.port)
 	}
 	switch {
 	case r.Resources != nil:

@@ -115,7 +115,10 @@ func TestBuildRedisCluster(t *testing.T) {
 				redis := container(t, pod, "redis")
 				wantEqual(t, "role resources win", redis.Resources.Limits[corev1.ResourceMemory], resource.MustParse(want.memory))
 				wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.RedisLeader.ReadinessProbe)
-				wantEqual(t, "host port", redis.Ports[0].HostPort, int32(16380))
+				wantEqual(t, "host ports on the host network", redis.Ports, []corev1.ContainerPort{
+					{Name: redisPortName, ContainerPort: 6380, HostPort: 6380, Protocol: corev1.ProtocolTCP},
+					{Name: busPortName, ContainerPort: 16380, HostPort: 16380, Protocol: corev1.ProtocolTCP},
+				})
 				wantEqual(t, "mounts", mounts(redis), map[string]string{
 					"/data": name, "/etc/redis": "redis-config", "/node-conf": "node-conf", "/acl": "acl",
 					"/tls": "tls-certs", "/extra": "extra",

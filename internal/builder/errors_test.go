@@ -68,6 +68,13 @@ func TestBuildRefusesBadInput(t *testing.T) {
 			_, err := BuildRedisCluster(RedisClusterInput{CR: cr})
 			return err
 		}, "clusterSize"},
+		{"cluster host port on the host network", func() error {
+			cr := minimalCluster()
+			cr.Spec.HostNetwork = true
+			cr.Spec.HostPort = ptrTo(16379)
+			_, err := BuildRedisCluster(RedisClusterInput{CR: cr})
+			return err
+		}, "hostPort"},
 		{"cluster without leaders", func() error {
 			cr := minimalCluster()
 			cr.Spec.RedisLeader.Replicas = ptrTo[int32](0)

@@ -239,7 +239,7 @@ func fullCluster() *v1beta2.RedisCluster {
 		Size:             ptrTo[int32](3),
 		KubernetesConfig: fullKubernetesConfig(),
 		HostNetwork:      true,
-		HostPort:         ptrTo(16380),
+		HostPort:         ptrTo(6380),
 		Port:             ptrTo(6380),
 		ClusterVersion:   ptrTo("v7"),
 		RedisConfig:      fullRedisConfig(),

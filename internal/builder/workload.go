@@ -200,6 +200,15 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 	if w.hostNetwork {
 		// Keep cluster DNS working for a pod on the host's network.
 		spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		// On the host's network every container port is a host port; the API server would
+		// default it so, and writing it keeps desired and stored objects equal.
+		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+			for i := range cs {
+				for j := range cs[i].Ports {
+					cs[i].Ports[j].HostPort = cs[i].Ports[j].ContainerPort
+				}
+			}
+		}
 	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
