@@ -1,0 +1,494 @@
+// Package clusterplan decides, from what every pod of a Redis Cluster reports, the next Redis
+// commands that bring the cluster to its designed shape: every node knows every other at its
+// current address, no node remembers pods that are gone, all 16384 slots are served, every
+// shard has its replicas, and leader pods are the masters. It is pure: observations in, steps
+// out, so that each healing rule is a table test; the controller runs the steps.
+//
+// A plan holds the steps of one stage only. Later stages depend on the effects of earlier ones
+// (slots can be assigned only once nodes know each other), so the controller runs the steps,
+// observes again and asks for the next plan.
+package clusterplan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// PodRole is the role a pod is designed for: the StatefulSet it belongs to.
+type PodRole string
+
+// Designed roles.
+const (
+	Leader   PodRole = "leader"
+	Follower PodRole = "follower"
+)
+
+// Member is one pod of the cluster: what it is designed to be and what it reports.
+type Member struct {
+	Pod     string
+	Role    PodRole
+	Ordinal int
+	// NodeName is the Kubernetes node the pod runs on; a follower is kept off its master's node.
+	NodeName string
+	IP       string
+	Port     int
+	BusPort  int
+	// View is CLUSTER NODES as this member answers it; nil when it did not answer.
+	View *redis.Topology
+	// Replication is ROLE as this member answers it.
+	Replication redis.Role
+}
+
+// Design is the shape the custom resource asks for.
+type Design struct {
+	Leaders   int
+	Followers int
+}
+
+// StepKind names a Redis command the plan asks for.
+type StepKind string
+
+// The commands a plan may ask for. There is deliberately no reset or flush.
+const (
+	StepMeet      StepKind = "Meet"
+	StepForget    StepKind = "Forget"
+	StepAddSlots  StepKind = "AddSlots"
+	StepReplicate StepKind = "Replicate"
+	StepFailover  StepKind = "Failover"
+)
+
+// Step is one command to run on one pod.
+type Step struct {
+	Kind StepKind
+	// On is the pod that runs the command.
+	On string
+	// Meet: the address to meet.
+	IP      string
+	Port    int
+	BusPort int
+	// AddSlots: the ranges to take.
+	Slots []redis.SlotRange
+	// Replicate: the master to follow; Forget: the node to forget.
+	NodeID string
+	// Reason says why, for events and logs.
+	Reason string
+}
+
+func (s Step) String() string { return fmt.Sprintf("%s on %s: %s", s.Kind, s.On, s.Reason) }
+
+// Plan is what to do next.
+type Plan struct {
+	Steps []Step
+	// Wait, when there are no steps, says what the cluster is converging on by itself
+	// (gossip, a handshake, a replica's sync) or which pod is missing.
+	Wait string
+	// Problems are what the operator will not mend by itself, each naming the node.
+	Problems []string
+}
+
+// Converged reports whether the cluster has its designed shape.
+func (p Plan) Converged() bool { return len(p.Steps) == 0 && p.Wait == "" && len(p.Problems) == 0 }
+
+// observed is the input indexed once.
+type observed struct {
+	design  Design
+	members []Member
+	seed    *Member
+	ids     map[string]*Member // node ID → member
+	idOf    map[string]string  // pod → node ID
+}
+
+// Compute returns the next steps for the cluster. members must list every pod of the design,
+// those that did not answer with a nil View.
+func Compute(design Design, members []Member) Plan {
+	o, plan, ok := index(design, members)
+	if !ok {
+		return plan
+	}
+	for _, stage := range []func(*observed) Plan{meet, forget, assignSlots, replicate, failBack} {
+		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
+			return p
+		}
+	}
+	return Plan{}
+}
+
+func index(design Design, members []Member) (*observed, Plan, bool) {
+	sorted := slices.Clone(members)
+	slices.SortFunc(sorted, func(a, b Member) int {
+		if a.Role != b.Role {
+			if a.Role == Leader {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Ordinal, b.Ordinal)
+	})
+	if want := design.Leaders + design.Followers; len(sorted) != want {
+		return nil, Plan{Wait: fmt.Sprintf("waiting for pods: %d of %d are running", len(sorted), want)}, false
+	}
+	o := &observed{design: design, members: sorted, ids: map[string]*Member{}, idOf: map[string]string{}}
+	var silent []string
+	for i := range o.members {
+		m := &o.members[i]
+		if m.View == nil {
+			silent = append(silent, m.Pod)
+			continue
+		}
+		me, ok := m.View.Myself()
+		if !ok {
+			return nil, Plan{Problems: []string{fmt.Sprintf("pod %s: CLUSTER NODES has no myself line", m.Pod)}}, false
+		}
+		if other, dup := o.ids[me.ID]; dup {
+			return nil, Plan{Problems: []string{fmt.Sprintf("pods %s and %s report the same node ID %s (a copied nodes.conf?)", other.Pod, m.Pod, me.ID)}}, false
+		}
+		o.ids[me.ID] = m
+		o.idOf[m.Pod] = me.ID
+	}
+	if len(silent) > 0 {
+		return nil, Plan{Wait: "waiting for Redis to answer on pods " + strings.Join(silent, ", ")}, false
+	}
+	o.seed = &o.members[0]
+	return o, Plan{}, true
+}
+
+// meet introduces nodes that do not know each other, and nodes that know each other at an old
+// address (pods recreated with new IPs keep their node ID in nodes.conf). A brand-new node is
+// met by the seed only; gossip spreads it.
+func meet(o *observed) Plan {
+	var plan Plan
+	var waits []string
+	seedID := o.idOf[o.seed.Pod]
+	for i := range o.members {
+		from := &o.members[i]
+		for j := range o.members {
+			to := &o.members[j]
+			if i == j {
+				continue
+			}
+			toID := o.idOf[to.Pod]
+			known, ok := from.View.NodeByID(toID)
+			if ok && known.Addr.IP == to.IP && known.Addr.Port == to.Port && !known.Is(redis.FlagHandshake) {
+				continue
+			}
+			if handshaking(from.View, to) {
+				waits = append(waits, fmt.Sprintf("%s is in handshake with %s", from.Pod, to.Pod))
+				continue
+			}
+			switch {
+			case ok:
+				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("knows node %s at %s, it is now at %s", short(toID), known.Addr.HostPort(), hostPort(to))))
+			case from == o.seed:
+				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("introduce node %s at %s", short(toID), hostPort(to))))
+			case to == o.seed:
+				if _, seedKnowsFrom := o.seed.View.NodeByID(o.idOf[from.Pod]); !seedKnowsFrom {
+					continue // the seed's own meet comes first
+				}
+				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("does not know the seed %s", short(seedID))))
+			default:
+				waits = append(waits, fmt.Sprintf("%s does not know %s yet (gossip)", from.Pod, to.Pod))
+			}
+		}
+	}
+	if len(plan.Steps) == 0 && len(waits) > 0 {
+		plan.Wait = "waiting for gossip: " + strings.Join(firstN(waits, 3), "; ")
+	}
+	return plan
+}
+
+func handshaking(view *redis.Topology, to *Member) bool {
+	for _, n := range view.HandshakeNodes() {
+		if n.Addr.IP == to.IP && n.Addr.Port == to.Port {
+			return true
+		}
+	}
+	return false
+}
+
+func meetStep(from, to *Member, reason string) Step {
+	return Step{Kind: StepMeet, On: from.Pod, IP: to.IP, Port: to.Port, BusPort: to.BusPort, Reason: reason}
+}
+
+// forget removes nodes that no pod is any more (a pod replaced by an empty one, a follower
+// scaled away) from every view, so that they are not counted as failed masters or replicas.
+// A gone node that still serves slots is left alone until Redis fails its shard over.
+func forget(o *observed) Plan {
+	var plan Plan
+	for _, m := range o.members {
+		myMaster := ""
+		if me, ok := m.View.Myself(); ok {
+			myMaster = me.MasterID
+		}
+		for _, n := range m.View.Nodes {
+			if _, member := o.ids[n.ID]; member || n.Is(redis.FlagHandshake) {
+				continue
+			}
+			if n.SlotCount() > 0 {
+				if hasReplicaAmong(o, m.View, n.ID) {
+					plan.Wait = fmt.Sprintf("node %s (%s) is gone but still serves %d slots: waiting for its replica to take over", short(n.ID), n.Addr.HostPort(), n.SlotCount())
+				} else {
+					plan.Problems = appendOnce(plan.Problems, fmt.Sprintf("node %s (%s) is gone and serves %d slots with no replica left: its data is lost unless the pod comes back", short(n.ID), n.Addr.HostPort(), n.SlotCount()))
+				}
+				continue
+			}
+			if n.ID == myMaster {
+				continue // replicate moves this member first
+			}
+			plan.Steps = append(plan.Steps, Step{Kind: StepForget, On: m.Pod, NodeID: n.ID,
+				Reason: fmt.Sprintf("node %s (%s) is no pod of this cluster", short(n.ID), n.Addr.HostPort())})
+		}
+	}
+	if len(plan.Steps) > 0 {
+		plan.Wait, plan.Problems = "", nil
+	}
+	return plan
+}
+
+func hasReplicaAmong(o *observed, view *redis.Topology, masterID string) bool {
+	for _, r := range view.ReplicasOf(masterID) {
+		if _, member := o.ids[r.ID]; member {
+			return true
+		}
+	}
+	return false
+}
+
+// assignSlots gives unserved slots to the leader designed for them: all of them on a new
+// cluster, the rest after a bootstrap that was interrupted.
+func assignSlots(o *observed) Plan {
+	view := o.seed.View
+	missing := view.UnassignedSlots()
+	if len(missing) == 0 {
+		return Plan{}
+	}
+	var plan Plan
+	designed := redis.SplitSlots(o.design.Leaders)
+	for i, want := range designed {
+		leader := o.member(Leader, i)
+		var take []redis.SlotRange
+		for _, gap := range missing {
+			if r, ok := intersect(want, gap); ok {
+				take = append(take, r)
+			}
+		}
+		if len(take) == 0 {
+			continue
+		}
+		node, _ := view.NodeByID(o.idOf[leader.Pod])
+		if !node.IsMaster() {
+			plan.Problems = append(plan.Problems, fmt.Sprintf("slots %s are unserved and their leader %s is a replica", formatRanges(take), leader.Pod))
+			continue
+		}
+		plan.Steps = append(plan.Steps, Step{Kind: StepAddSlots, On: leader.Pod, Slots: take,
+			Reason: fmt.Sprintf("serve slots %s", formatRanges(take))})
+	}
+	return plan
+}
+
+// shard is a master that serves slots, with its replicas.
+type shard struct {
+	master   redis.Node
+	replicas []string // node IDs
+	leader   *Member  // the leader pod in the shard, master or replica
+}
+
+// replicate attaches nodes that serve nothing (new followers, pods that came back empty) as
+// replicas: follower i to the shard of leader i mod n, unless that keeps it on its master's
+// Kubernetes node while another shard on another node needs a replica; an empty leader to the
+// shard that has no leader pod left (its follower was promoted).
+func replicate(o *observed) Plan {
+	view := o.seed.View
+	shards := o.shards()
+	perShard := 0
+	if o.design.Leaders > 0 {
+		perShard = o.design.Followers / o.design.Leaders
+	}
+	var plan Plan
+	var waits []string
+	for _, m := range o.members {
+		id := o.idOf[m.Pod]
+		node, _ := view.NodeByID(id)
+		if node.IsReplica() {
+			if !m.Replication.LinkUp() {
+				waits = append(waits, fmt.Sprintf("replica %s is syncing with its master", m.Pod))
+			}
+			continue
+		}
+		if node.SlotCount() > 0 || len(view.ReplicasOf(id)) > 0 {
+			continue
+		}
+		target := o.chooseShard(m, shards, perShard)
+		if target == nil {
+			plan.Problems = append(plan.Problems, fmt.Sprintf("pod %s serves no slots and no shard needs a replica", m.Pod))
+			continue
+		}
+		target.replicas = append(target.replicas, id)
+		if m.Role == Leader && target.leader == nil {
+			target.leader = &m
+		}
+		plan.Steps = append(plan.Steps, Step{Kind: StepReplicate, On: m.Pod, NodeID: target.master.ID,
+			Reason: fmt.Sprintf("replicate master %s (%s)", short(target.master.ID), o.podOf(target.master.ID))})
+	}
+	if len(plan.Steps) == 0 {
+		for _, s := range shards {
+			if len(s.replicas) < perShard {
+				plan.Problems = append(plan.Problems, fmt.Sprintf("master %s (%s) has %d of %d replicas", short(s.master.ID), o.podOf(s.master.ID), len(s.replicas), perShard))
+			}
+		}
+		if len(waits) > 0 {
+			plan.Wait = strings.Join(firstN(waits, 3), "; ")
+		}
+	}
+	return plan
+}
+
+func (o *observed) shards() []*shard {
+	view := o.seed.View
+	var out []*shard
+	for _, n := range view.Masters() {
+		if n.SlotCount() == 0 || n.Is(redis.FlagFail) {
+			continue
+		}
+		s := &shard{master: n}
+		for _, r := range view.ReplicasOf(n.ID) {
+			s.replicas = append(s.replicas, r.ID)
+		}
+		for _, id := range append([]string{n.ID}, s.replicas...) {
+			if m, ok := o.ids[id]; ok && m.Role == Leader {
+				s.leader = m
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (o *observed) chooseShard(m Member, shards []*shard, perShard int) *shard {
+	if m.Role == Leader {
+		// An empty leader belongs where its follower was promoted: a shard without a leader pod.
+		var best *shard
+		for _, s := range shards {
+			if s.leader != nil {
+				continue
+			}
+			if master, ok := o.ids[s.master.ID]; ok && master.Role == Follower && master.Ordinal%o.design.Leaders == m.Ordinal {
+				return s
+			}
+			if best == nil {
+				best = s
+			}
+		}
+		return best
+	}
+	designed := o.member(Leader, m.Ordinal%max(o.design.Leaders, 1))
+	var candidates []*shard
+	for _, s := range shards {
+		if len(s.replicas) < perShard {
+			candidates = append(candidates, s)
+		}
+	}
+	score := func(s *shard) int {
+		points := 0
+		if s.leader != nil && s.leader.Pod == designed.Pod {
+			points += 2
+		}
+		if master, ok := o.ids[s.master.ID]; !ok || master.NodeName == "" || master.NodeName != m.NodeName {
+			points += 4 // never on its master's node when another choice exists
+		}
+		return points
+	}
+	var best *shard
+	for _, s := range candidates {
+		if best == nil || score(s) > score(best) {
+			best = s
+		}
+	}
+	return best
+}
+
+// failBack makes each leader pod the master of its shard again once it is a replica in sync:
+// CLUSTER FAILOVER run on the replica swaps the roles without losing acknowledged writes.
+func failBack(o *observed) Plan {
+	var plan Plan
+	var waits []string
+	for _, m := range o.members {
+		if m.Role != Leader {
+			continue
+		}
+		node, _ := o.seed.View.NodeByID(o.idOf[m.Pod])
+		if !node.IsReplica() {
+			continue
+		}
+		master, ok := o.ids[node.MasterID]
+		if !ok || master.Role != Follower {
+			continue
+		}
+		if !m.Replication.LinkUp() {
+			waits = append(waits, fmt.Sprintf("leader %s is syncing from %s before it fails back", m.Pod, master.Pod))
+			continue
+		}
+		plan.Steps = append(plan.Steps, Step{Kind: StepFailover, On: m.Pod,
+			Reason: fmt.Sprintf("leader pod takes its shard back from %s", master.Pod)})
+	}
+	if len(plan.Steps) == 0 && len(waits) > 0 {
+		plan.Wait = strings.Join(waits, "; ")
+	}
+	return plan
+}
+
+func (o *observed) member(role PodRole, ordinal int) *Member {
+	for i := range o.members {
+		if o.members[i].Role == role && o.members[i].Ordinal == ordinal {
+			return &o.members[i]
+		}
+	}
+	return nil
+}
+
+func (o *observed) podOf(id string) string {
+	if m, ok := o.ids[id]; ok {
+		return m.Pod
+	}
+	return "no pod"
+}
+
+func intersect(a, b redis.SlotRange) (redis.SlotRange, bool) {
+	r := redis.SlotRange{Start: max(a.Start, b.Start), End: min(a.End, b.End)}
+	return r, r.Start <= r.End
+}
+
+func formatRanges(ranges []redis.SlotRange) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func hostPort(m *Member) string { return fmt.Sprintf("%s:%d", m.IP, m.Port) }
+
+// short abbreviates a node ID for messages, as redis-cli does.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}

@@ -1,0 +1,371 @@
+package clusterplan
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// node is one line of a fixture cluster: a pod's node as everybody sees it.
+type node struct {
+	pod    string
+	ip     string
+	master string // pod name of the master, for replicas
+	slots  string // "0-5460" etc.
+	flags  string // extra flags such as "fail"
+	idSeed string // defaults to pod: a pod recreated empty gets another
+}
+
+func (n node) id() string {
+	seed := n.idSeed
+	if seed == "" {
+		seed = n.pod
+	}
+	sum := sha1.Sum([]byte(seed))
+	return hex.EncodeToString(sum[:])
+}
+
+// cluster is a fixture: the nodes as they are known, and the pods that exist now.
+type cluster struct {
+	known []node
+}
+
+func (c cluster) byPod(pod string) node {
+	for _, n := range c.known {
+		if n.pod == pod {
+			return n
+		}
+	}
+	panic("no node for pod " + pod)
+}
+
+// viewOf renders CLUSTER NODES as the node me sees the known nodes, and parses it.
+func (c cluster) viewOf(me node, known []node) *redis.Topology {
+	var lines []string
+	for _, n := range known {
+		flags := []string{}
+		if n.id() == me.id() {
+			flags = append(flags, "myself")
+		}
+		if n.master != "" {
+			flags = append(flags, "slave")
+		} else {
+			flags = append(flags, "master")
+		}
+		if n.flags != "" {
+			flags = append(flags, n.flags)
+		}
+		master := "-"
+		if n.master != "" {
+			master = c.byPod(n.master).id()
+		}
+		line := fmt.Sprintf("%s %s:6379@16379 %s %s 0 0 1 connected", n.id(), n.ip, strings.Join(flags, ","), master)
+		if n.slots != "" {
+			line += " " + n.slots
+		}
+		lines = append(lines, line)
+	}
+	topo, err := redis.ParseClusterNodes(strings.Join(lines, "\n") + "\n")
+	if err != nil {
+		panic(err)
+	}
+	return &topo
+}
+
+// members builds the members for pods at their current addresses; everybody sees all known
+// nodes unless alone names pods that know only themselves.
+func (c cluster) members(pods []node, alone ...string) []Member {
+	var out []Member
+	for _, p := range pods {
+		role, ordinal := Leader, 0
+		name := p.pod
+		if strings.Contains(name, "follower") {
+			role = Follower
+		}
+		_, _ = fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &ordinal)
+		known := c.known
+		for _, a := range alone {
+			if a == p.pod {
+				known = []node{p}
+			}
+		}
+		// Followers run one node over from their leaders, as the scheduler spreads them.
+		nodeIndex := ordinal % 3
+		if role == Follower {
+			nodeIndex = (ordinal + 1) % 3
+		}
+		m := Member{Pod: name, Role: role, Ordinal: ordinal, NodeName: fmt.Sprint("node-", nodeIndex), IP: p.ip, Port: 6379, BusPort: 16379,
+			View: c.viewOf(p, known)}
+		if p.master != "" {
+			m.Replication = redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected"}
+		} else {
+			m.Replication = redis.Role{Kind: redis.RoleMaster}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+var threeByThree = Design{Leaders: 3, Followers: 3}
+
+func healthy() []node {
+	return []node{
+		{pod: "c-leader-0", ip: "10.0.0.1", slots: "0-5461"},
+		{pod: "c-leader-1", ip: "10.0.0.2", slots: "5462-10922"},
+		{pod: "c-leader-2", ip: "10.0.0.3", slots: "10923-16383"},
+		{pod: "c-follower-0", ip: "10.0.0.4", master: "c-leader-0"},
+		{pod: "c-follower-1", ip: "10.0.0.5", master: "c-leader-1"},
+		{pod: "c-follower-2", ip: "10.0.0.6", master: "c-leader-2"},
+	}
+}
+
+func empty(nodes []node) []node {
+	out := make([]node, len(nodes))
+	for i, n := range nodes {
+		out[i] = node{pod: n.pod, ip: n.ip}
+	}
+	return out
+}
+
+func TestFreshClusterIsMetThenGivenSlotsThenReplicas(t *testing.T) {
+	pods := empty(healthy())
+	c := cluster{known: pods}
+	all := []string{}
+	for _, p := range pods {
+		all = append(all, p.pod)
+	}
+
+	plan := Compute(threeByThree, c.members(pods, all...))
+	assertSteps(t, plan, StepMeet, 5)
+	for _, s := range plan.Steps {
+		if s.On != "c-leader-0" {
+			t.Errorf("a new node is met by the seed only, got %v", s)
+		}
+	}
+
+	plan = Compute(threeByThree, c.members(pods))
+	assertSteps(t, plan, StepAddSlots, 3)
+	want := map[string]string{"c-leader-0": "0-5461", "c-leader-1": "5462-10922", "c-leader-2": "10923-16383"}
+	for _, s := range plan.Steps {
+		if got := formatRanges(s.Slots); got != want[s.On] {
+			t.Errorf("%s takes %s, want %s", s.On, got, want[s.On])
+		}
+	}
+
+	withSlots := healthy()
+	for i := 3; i < 6; i++ {
+		withSlots[i].master = ""
+	}
+	c = cluster{known: withSlots}
+	plan = Compute(threeByThree, c.members(withSlots))
+	assertSteps(t, plan, StepReplicate, 3)
+	for _, s := range plan.Steps {
+		ordinal := s.On[len(s.On)-1:]
+		if wantMaster := c.byPod("c-leader-" + ordinal).id(); s.NodeID != wantMaster {
+			t.Errorf("%s replicates %s, want leader %s", s.On, s.NodeID, ordinal)
+		}
+	}
+}
+
+func TestHealthyClusterIsConverged(t *testing.T) {
+	c := cluster{known: healthy()}
+	if plan := Compute(threeByThree, c.members(healthy())); !plan.Converged() {
+		t.Fatalf("want converged, got %+v", plan)
+	}
+}
+
+func TestReplicaStillSyncingIsWaitedFor(t *testing.T) {
+	c := cluster{known: healthy()}
+	members := c.members(healthy())
+	members[4].Replication.ReplicationState = "sync"
+	plan := Compute(threeByThree, members)
+	if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "c-follower-1 is syncing") {
+		t.Fatalf("want a wait for the syncing replica, got %+v", plan)
+	}
+}
+
+func TestPodsBackWithNewAddressesAreMetByNodeID(t *testing.T) {
+	old := healthy()
+	moved := healthy()
+	for i := range moved {
+		moved[i].ip = fmt.Sprintf("10.0.1.%d", i+1)
+	}
+	// Every pod kept its nodes.conf (same IDs) but all came back with new IPs: each still
+	// knows the others at the old addresses.
+	c := cluster{known: old}
+	var members []Member
+	for i, p := range moved {
+		m := c.members([]node{p})[0]
+		m.View = c.viewOf(old[i], old)
+		members = append(members, m)
+	}
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepMeet, 30)
+	for _, s := range plan.Steps {
+		if !strings.HasPrefix(s.IP, "10.0.1.") {
+			t.Errorf("meet must use the new address, got %v", s)
+		}
+	}
+}
+
+func TestLeaderThatFailedOverTakesItsShardBack(t *testing.T) {
+	nodes := healthy()
+	nodes[1].master, nodes[1].slots = "c-follower-1", ""
+	nodes[4].master, nodes[4].slots = "", "5462-10922"
+	c := cluster{known: nodes}
+	plan := Compute(threeByThree, c.members(nodes))
+	assertSteps(t, plan, StepFailover, 1)
+	if plan.Steps[0].On != "c-leader-1" {
+		t.Errorf("failover must run on the leader pod, got %v", plan.Steps[0])
+	}
+
+	members := c.members(nodes)
+	members[1].Replication.ReplicationState = "sync"
+	if plan := Compute(threeByThree, members); len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "c-leader-1 is syncing") {
+		t.Errorf("no failover before the leader is in sync; got %+v", plan)
+	}
+}
+
+func TestReplacedFollowerIsForgottenThenReattached(t *testing.T) {
+	nodes := healthy()
+	gone := nodes[5]
+	gone.flags = "fail"
+	gone.ip = "10.0.0.66"
+	fresh := node{pod: "c-follower-2", ip: "10.0.0.7", idSeed: "c-follower-2-new"}
+	known := append(append([]node{}, nodes[:5]...), gone, fresh)
+	c := cluster{known: known}
+	pods := append(append([]node{}, nodes[:5]...), fresh)
+
+	plan := Compute(threeByThree, c.members(pods))
+	assertSteps(t, plan, StepForget, 6)
+	for _, s := range plan.Steps {
+		if s.NodeID != gone.id() {
+			t.Errorf("forget must name the gone node, got %v", s)
+		}
+	}
+
+	c = cluster{known: pods}
+	plan = Compute(threeByThree, c.members(pods))
+	assertSteps(t, plan, StepReplicate, 1)
+	if s := plan.Steps[0]; s.On != "c-follower-2" || s.NodeID != c.byPod("c-leader-2").id() {
+		t.Errorf("the new follower must replicate leader 2, got %v", s)
+	}
+}
+
+func TestLeaderBackEmptyJoinsTheShardItsFollowerTookOver(t *testing.T) {
+	nodes := healthy()
+	nodes[3].master, nodes[3].slots = "", "0-5461" // follower-0 was promoted
+	nodes[0] = node{pod: "c-leader-0", ip: "10.0.0.9", idSeed: "c-leader-0-new"}
+	c := cluster{known: nodes}
+	plan := Compute(threeByThree, c.members(nodes))
+	assertSteps(t, plan, StepReplicate, 1)
+	if s := plan.Steps[0]; s.On != "c-leader-0" || s.NodeID != c.byPod("c-follower-0").id() {
+		t.Errorf("the empty leader must replicate follower-0, got %v", s)
+	}
+}
+
+func TestGoneMasterWithSlots(t *testing.T) {
+	nodes := healthy()
+	gone := nodes[1]
+	gone.flags = "fail"
+	gone.ip = "10.0.0.99"
+	fresh := node{pod: "c-leader-1", ip: "10.0.0.8", idSeed: "c-leader-1-new"}
+	known := []node{nodes[0], gone, nodes[2], nodes[3], nodes[4], nodes[5], fresh}
+	pods := []node{nodes[0], fresh, nodes[2], nodes[3], nodes[4], nodes[5]}
+	c := cluster{known: known}
+	plan := Compute(threeByThree, c.members(pods))
+	if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "waiting for its replica to take over") {
+		t.Errorf("want a wait for the replica's failover, got %+v", plan)
+	}
+
+	known[4].master = "" // follower-1 is no replica of it any more: nobody can take over
+	c = cluster{known: known}
+	pods[4].master = ""
+	plan = Compute(threeByThree, c.members(pods))
+	if len(plan.Problems) == 0 || !strings.Contains(plan.Problems[0], "no replica left") {
+		t.Errorf("want a problem naming the lost shard, got %+v", plan)
+	}
+}
+
+func TestInterruptedBootstrapAssignsOnlyTheMissingSlots(t *testing.T) {
+	nodes := empty(healthy())
+	nodes[0].slots = "0-5461"
+	nodes[1].slots = "5462-6000"
+	c := cluster{known: nodes}
+	plan := Compute(threeByThree, c.members(nodes))
+	assertSteps(t, plan, StepAddSlots, 2)
+	got := map[string]string{}
+	for _, s := range plan.Steps {
+		got[s.On] = formatRanges(s.Slots)
+	}
+	if got["c-leader-1"] != "6001-10922" || got["c-leader-2"] != "10923-16383" {
+		t.Errorf("want only the missing slots assigned, got %v", got)
+	}
+}
+
+func TestMissingOrSilentPodsAreWaitedFor(t *testing.T) {
+	c := cluster{known: healthy()}
+	members := c.members(healthy())
+	if plan := Compute(threeByThree, members[:5]); !strings.Contains(plan.Wait, "5 of 6") {
+		t.Errorf("want a wait for the missing pod, got %+v", plan)
+	}
+	members[2].View = nil
+	if plan := Compute(threeByThree, members); !strings.Contains(plan.Wait, "c-leader-2") {
+		t.Errorf("want a wait naming the silent pod, got %+v", plan)
+	}
+}
+
+func TestFollowerIsKeptOffItsMastersNode(t *testing.T) {
+	nodes := healthy()
+	nodes[3].master = ""
+	nodes[4].master = ""
+	c := cluster{known: nodes}
+	members := c.members(nodes)
+	// follower-0 runs on the node of leader-0; follower-1 on the node of leader-1's neighbour.
+	members[0].NodeName, members[1].NodeName = "a", "b"
+	members[3].NodeName, members[4].NodeName = "a", "c"
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepReplicate, 2)
+	got := map[string]string{}
+	for _, s := range plan.Steps {
+		got[s.On] = s.NodeID
+	}
+	if got["c-follower-0"] == c.byPod("c-leader-0").id() {
+		t.Errorf("follower-0 must not replicate the master on its own node while leader-1 needs a replica on another: %v", plan.Steps)
+	}
+}
+
+func TestSmallShapes(t *testing.T) {
+	t.Run("one shard", func(t *testing.T) {
+		nodes := []node{{pod: "c-leader-0", ip: "10.0.0.1"}, {pod: "c-follower-0", ip: "10.0.0.2"}}
+		c := cluster{known: nodes}
+		plan := Compute(Design{Leaders: 1, Followers: 1}, c.members(nodes))
+		assertSteps(t, plan, StepAddSlots, 1)
+		if got := formatRanges(plan.Steps[0].Slots); got != "0-16383" {
+			t.Errorf("one shard takes every slot, got %s", got)
+		}
+	})
+	t.Run("no followers", func(t *testing.T) {
+		nodes := healthy()[:3]
+		c := cluster{known: nodes}
+		if plan := Compute(Design{Leaders: 3}, c.members(nodes)); !plan.Converged() {
+			t.Errorf("three leaders without followers are converged, got %+v", plan)
+		}
+	})
+}
+
+func assertSteps(t *testing.T, plan Plan, kind StepKind, n int) {
+	t.Helper()
+	if len(plan.Steps) != n {
+		t.Fatalf("want %d %s steps, got %d: %+v", n, kind, len(plan.Steps), plan)
+	}
+	for _, s := range plan.Steps {
+		if s.Kind != kind {
+			t.Fatalf("want only %s steps, got %v", kind, s)
+		}
+	}
+}
