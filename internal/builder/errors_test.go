@@ -120,6 +120,11 @@ func TestBuildRefusesBadInput(t *testing.T) {
 			_, err := BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterPassword: "x", MasterHost: testMasterHost})
 			return err
 		}, "redisReplicationPassword"},
+		{"sentinel master password sentinel cannot rewrite", func() error {
+			cr := fullSentinel()
+			_, err := BuildRedisSentinel(RedisSentinelInput{CR: cr, Password: "ok", MasterPassword: "has space", MasterHost: testMasterHost})
+			return err
+		}, "unquoted"},
 		{"sentinel quorum not a number", func() error {
 			cr := minimalSentinel()
 			cr.Spec.RedisSentinelConfig.Quorum = "2\nsentinel monitor evil 1.2.3.4 6379 1"

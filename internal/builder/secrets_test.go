@@ -103,6 +103,12 @@ func TestPasswordsAreQuoted(t *testing.T) {
 				t.Errorf("%q: sentinel line %q reads back as %q", pw, line, args)
 			}
 		}
+		// Sentinel rewrites auth-pass unquoted; only passwords that survive that are accepted:
+		// no whitespace, no quote (one starts a quoted string even mid-word), no control byte.
+		survives := map[string]bool{"plain": true, `back\slash`: true, "ünïcødé": true}[pw]
+		if err := checkSentinelMasterPassword(pw); (err == nil) != survives {
+			t.Errorf("%q: accepted as a sentinel master password = %v, want %v", pw, err == nil, survives)
+		}
 	}
 }
 

@@ -107,6 +107,9 @@ func finishSentinel(w *workload, out *Objects, settings sentinelSettings, master
 	if !isConfigWord(masterHost) {
 		return fmt.Errorf("the monitored master's address %q is missing or not one word", masterHost)
 	}
+	if err := checkSentinelMasterPassword(masterPassword); err != nil {
+		return err
+	}
 	w.additionalConfigMap = settings.additionalConfigMap
 	if password != "" || masterPassword != "" {
 		w.authSecretName = SentinelAuthSecretName(w.instance)
@@ -121,5 +124,20 @@ func finishSentinel(w *workload, out *Objects, settings sentinelSettings, master
 	w.configHash = hashOf(hashed.render())
 	out.ConfigMaps = append(out.ConfigMaps, w.configMap(SentinelConfKey, conf.render()))
 	out.add(w)
+	return nil
+}
+
+// checkSentinelMasterPassword refuses a monitored master's password that a sentinel cannot
+// keep: when it rewrites its config (at start and on every failover) Redis (7.0 at least)
+// writes "sentinel auth-pass" unquoted, and on its next start cannot parse a value with
+// whitespace or quotes, so the sentinel would crash-loop after its first restart.
+func checkSentinelMasterPassword(pw string) error {
+	for i := 0; i < len(pw); i++ {
+		if c := pw[i]; c <= ' ' || c == 0x7f || c == '"' || c == '\'' {
+			return errors.New("the monitored Redis password contains whitespace, a quote or a control character, " +
+				"which sentinel writes back unquoted when it rewrites its config and then cannot read on restart; " +
+				"use a password without them")
+		}
+	}
 	return nil
 }
