@@ -14,6 +14,7 @@ import (
 
 // Every default the builders apply lives in this file.
 
+// Ports, names and sizes the builders use when the spec leaves them unset.
 const (
 	DefaultRedisPort     = 6379
 	DefaultSentinelPort  = 26379
@@ -235,7 +236,7 @@ func resolveServices(c *v1beta2.ServiceConfig) services {
 	return out
 }
 
-// pdbSpec returns nil when no PodDisruptionBudget is wanted; otherwise the bounds with
+// pdbBounds reports whether a PodDisruptionBudget is wanted and its bounds, with
 // maxUnavailable 1 when the spec sets neither.
 func pdbBounds(p *v1beta2.RedisPodDisruptionBudget) (minAvailable, maxUnavailable *intstr.IntOrString, wanted bool) {
 	if p == nil || !p.Enabled {

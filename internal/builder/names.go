@@ -94,7 +94,8 @@ func PodName(stsName string, ordinal int32) string {
 	return stsName + "-" + itoa(int64(ordinal))
 }
 
-// PodDNSName is the stable in-cluster DNS name of a pod of a StatefulSet built here.
+// PodDNSName is the stable in-cluster DNS name of a pod of a StatefulSet built here; it
+// resolves only while the headless Service is enabled (the default).
 func PodDNSName(stsName string, ordinal int32, namespace string) string {
 	return PodName(stsName, ordinal) + "." + HeadlessServiceName(stsName) + "." + namespace + ".svc"
 }

@@ -283,10 +283,9 @@ func (w *workload) serverContainer() corev1.Container {
 }
 
 func (w *workload) serverMounts() []corev1.VolumeMount {
+	// A sentinel needs only /data, which holds its writable copy of sentinel.conf.
 	m := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
-	if w.server == sentinelServer {
-		// The sentinel gets only the writable copy of sentinel.conf under /data.
-	} else {
+	if w.server == redisServer {
 		m = append(m, corev1.VolumeMount{Name: configVolume, MountPath: redisConfigDir, ReadOnly: true})
 		if w.nodeConfClaim != nil {
 			m = append(m, corev1.VolumeMount{Name: nodeConfVolume, MountPath: nodeConfDir})
