@@ -401,7 +401,8 @@ func parseNodeID(s string) (string, error) {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+		isHex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+		if !isHex {
 			return "", fmt.Errorf("node ID %q: not hexadecimal", s)
 		}
 	}

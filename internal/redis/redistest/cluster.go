@@ -3,6 +3,8 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,18 +97,30 @@ func FormCluster(t testing.TB, pool *redis.Pool, servers []*Server, masters int,
 	return c
 }
 
-// WaitHealthy waits until every running server reports cluster_state:ok with all slots ok
-// and every running replica's replication link is up.
+// WaitHealthy waits until every running server reports cluster_state:ok with all slots ok,
+// every running replica's replication link is up, and all running servers agree on every
+// node's role, master and slots (cluster_state:ok alone does not mean gossip has settled).
 func (c *Cluster) WaitHealthy(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), FormTimeout)
 	defer cancel()
-	WaitFor(t, FormTimeout, "cluster_state:ok on every node with replicas in sync", func() error {
+	WaitFor(t, FormTimeout, "cluster_state:ok on every node, replicas in sync, and one shared view", func() error {
+		var firstView, firstAddr string
 		for _, s := range c.Servers {
 			if !s.Running() {
 				continue
 			}
 			client := c.Client(t, s)
+			topo, err := client.ClusterNodes(ctx)
+			if err != nil {
+				return err
+			}
+			view := summarize(topo)
+			if firstAddr == "" {
+				firstView, firstAddr = view, s.Addr()
+			} else if view != firstView {
+				return fmt.Errorf("%s and %s disagree:\n%s\n%s", firstAddr, s.Addr(), firstView, view)
+			}
 			info, err := client.ClusterInfo(ctx)
 			if err != nil {
 				return err
@@ -124,6 +138,19 @@ func (c *Cluster) WaitHealthy(t testing.TB) {
 		}
 		return nil
 	})
+}
+
+// summarize renders what all nodes must agree on: each node's role, master, slots and
+// failure flags, in ID order.
+func summarize(topo redis.Topology) string {
+	nodes := append([]redis.Node(nil), topo.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	var b strings.Builder
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "%s master=%v of=%s fail=%v pfail=%v slots=%v\n", n.ID, n.IsMaster(), n.MasterID,
+			n.Is(redis.FlagFail), n.Is(redis.FlagPFail), redis.NormalizeSlotRanges(n.Slots))
+	}
+	return b.String()
 }
 
 // WaitFor polls cond every 100ms until it returns nil, failing the test with the last

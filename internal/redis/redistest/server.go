@@ -110,7 +110,8 @@ func freePorts(withBus bool) (port, busPort int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer l1.Close()
+	// Closing only frees the port for redis-server; an error changes nothing.
+	defer func() { _ = l1.Close() }()
 	if !withBus {
 		return port, 0, nil
 	}
@@ -118,7 +119,7 @@ func freePorts(withBus bool) (port, busPort int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	defer l2.Close()
+	defer func() { _ = l2.Close() }()
 	return port, busPort, nil
 }
 
@@ -157,7 +158,8 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	// The child holds its own descriptor of the log.
+	defer func() { _ = logFile.Close() }()
 	cmd := exec.Command(s.binary, confPath)
 	cmd.Dir = s.Dir
 	cmd.Stdout = logFile
@@ -195,7 +197,7 @@ func (s *Server) answers() bool {
 	if err != nil {
 		return false
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
 	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
 		return false
