@@ -100,6 +100,18 @@ func TestClusterFormationReshardAndKeys(t *testing.T) {
 			t.Errorf("shard %+v", sh)
 		}
 	}
+	// RESP2 sends the same reply as flat arrays; the model must come out the same.
+	resp2, err := newPool(t, redis.Options{Protocol: 2}).Client(c.Servers[0].Addr(), redis.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards2, err := resp2.ClusterShards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := shardLayout(shards), shardLayout(shards2); !reflect.DeepEqual(a, b) {
+		t.Errorf("RESP3 and RESP2 shards differ:\n%v\n%v", a, b)
+	}
 
 	// Keys across all slots through a cluster-aware client.
 	cc := clusterClient(t, c)
@@ -271,6 +283,63 @@ func TestClusterFailover(t *testing.T) {
 			t.Fatalf("GET before:%d after failover = %d, %v", i, got, err)
 		}
 	}
+
+	t.Run("a killed master is failed over and rejoins as replica", func(t *testing.T) {
+		// replica is the master now, with oldMaster as its replica.
+		replica.Kill(t)
+		observer := c.Client(t, c.Masters[1])
+		redistest.WaitFor(t, redistest.FormTimeout, "the cluster to mark the dead master failed and promote its replica", func() error {
+			topo, err := observer.ClusterNodes(ctx)
+			if err != nil {
+				return err
+			}
+			if got := ids(topo.FailedNodes()); !reflect.DeepEqual(got, []string{replicaID}) {
+				return fmt.Errorf("failed nodes %v", got)
+			}
+			if promoted, _ := topo.NodeByID(oldMasterID); !promoted.IsMaster() {
+				return fmt.Errorf("old master not promoted back: %v", promoted.Flags)
+			}
+			if !topo.AllSlotsCovered() {
+				return fmt.Errorf("unassigned %v", topo.UnassignedSlots())
+			}
+			return nil
+		})
+		info, err := observer.ClusterInfo(ctx)
+		if err != nil || info.KnownNodes != 6 {
+			t.Errorf("CLUSTER INFO with a dead node: %+v, %v", info, err)
+		}
+
+		pool.Evict(replica.Addr())
+		replica.Restart(t)
+		c.WaitHealthy(t)
+		topo, err := c.Client(t, replica).ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if me, _ := topo.Myself(); me.ID != replicaID || !me.IsReplica() || me.MasterID != oldMasterID {
+			t.Errorf("restarted node: %+v", me)
+		}
+		if len(topo.FailedNodes()) != 0 {
+			t.Errorf("failed nodes after restart: %v", ids(topo.FailedNodes()))
+		}
+		for i := 0; i < 100; i++ {
+			if got, err := cc.Get(ctx, fmt.Sprintf("before:%d", i)).Int(); err != nil || got != i {
+				t.Fatalf("GET before:%d after the crash = %d, %v", i, got, err)
+			}
+		}
+	})
+}
+
+// shardLayout is what must not depend on the protocol: who serves which slots, and in which role.
+func shardLayout(shards []redis.Shard) []string {
+	var out []string
+	for _, sh := range shards {
+		for _, n := range sh.Nodes {
+			out = append(out, fmt.Sprintf("%v %s %s %s:%d", sh.Slots, n.ID, n.Role, n.IP, n.Port))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func ids(nodes []redis.Node) []string {
