@@ -21,6 +21,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/controller"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 func main() {
@@ -113,6 +115,22 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	// One pool of Redis connections for every controller: pods are dialled once, then reused.
+	redisPool := redis.NewPool(redis.Options{})
+	defer func() {
+		if err := redisPool.Close(); err != nil {
+			log.Error(err, "close Redis connections")
+		}
+	}()
+	if err := (&controller.RedisClusterReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("redis-operator"),
+		Redis:    redisPool,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the RedisCluster controller: %w", err)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
+)
+
+// fakeKubelet stands in for the StatefulSet controller and the kubelet of a real cluster: for
+// each StatefulSet it creates the pods, runs each pod as a real redis-server bound to the pod's
+// own loopback address (127.0.<net>.<n>, a new one at every start, as a recreated pod gets a new
+// IP) and reports the pod Running and Ready. The sandbox's end-to-end tests run real pods; these
+// tests run the controller's logic against real Redis in seconds.
+type fakeKubelet struct {
+	t      *testing.T
+	c      client.Client
+	port   int
+	net    int
+	mu     sync.Mutex
+	nextIP int
+	pods   map[string]*fakePod
+}
+
+type fakePod struct {
+	name    string
+	ip      string
+	dataDir string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+func newFakeKubelet(t *testing.T, c client.Client, port int) *fakeKubelet {
+	k := &fakeKubelet{t: t, c: c, port: port, net: 100 + os.Getpid()%100, nextIP: 10, pods: map[string]*fakePod{}}
+	t.Cleanup(func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		for _, p := range k.pods {
+			p.stop(syscall.SIGKILL)
+		}
+	})
+	return k
+}
+
+// runStatefulSet creates and starts the pods of a StatefulSet once it exists.
+func (k *fakeKubelet) runStatefulSet(ctx context.Context, namespace, name string) {
+	k.t.Helper()
+	var sts appsv1.StatefulSet
+	waitUntil(k.t, 30*time.Second, "StatefulSet "+name+" exists", func() error {
+		return k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &sts)
+	})
+	for i := 0; i < int(*sts.Spec.Replicas); i++ {
+		k.startPod(ctx, &sts, i, "")
+	}
+}
+
+// startPod creates pod <sts>-<ordinal> and runs it; dataDir "" gives it a new empty volume.
+func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ordinal int, dataDir string) *fakePod {
+	k.t.Helper()
+	k.mu.Lock()
+	ip := fmt.Sprintf("127.0.%d.%d", k.net, k.nextIP)
+	k.nextIP++
+	k.mu.Unlock()
+	if dataDir == "" {
+		dataDir = k.t.TempDir()
+	}
+	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
+	p := &fakePod{name: name, ip: ip, dataDir: dataDir}
+	p.start(k.t, k.port)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: sts.Namespace, Labels: sts.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))},
+		},
+		Spec: *sts.Spec.Template.Spec.DeepCopy(),
+	}
+	// Spread as a scheduler would: followers one node over from the leader of the same ordinal.
+	node := ordinal % 3
+	if strings.HasSuffix(sts.Name, "-follower") {
+		node = (ordinal + 1) % 3
+	}
+	pod.Spec.NodeName = fmt.Sprintf("node-%d", node)
+	if err := k.c.Create(ctx, pod); err != nil {
+		k.t.Fatalf("create pod %s: %v", name, err)
+	}
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
+	}
+	if err := k.c.Status().Update(ctx, pod); err != nil {
+		k.t.Fatalf("report pod %s ready: %v", name, err)
+	}
+	k.mu.Lock()
+	k.pods[name] = p
+	k.mu.Unlock()
+	return p
+}
+
+// deletePod stops the pod's process and deletes the pod, as a node losing it would.
+func (k *fakeKubelet) deletePod(ctx context.Context, namespace, name string, signal syscall.Signal) *fakePod {
+	k.t.Helper()
+	k.mu.Lock()
+	p := k.pods[name]
+	delete(k.pods, name)
+	k.mu.Unlock()
+	if p == nil {
+		k.t.Fatalf("no pod %s", name)
+	}
+	p.stop(signal)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := k.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+		k.t.Fatalf("delete pod %s: %v", name, err)
+	}
+	waitUntil(k.t, 30*time.Second, "pod "+name+" is gone", func() error {
+		err := k.c.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	return p
+}
+
+func (k *fakeKubelet) pod(name string) *fakePod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.pods[name]
+}
+
+func (p *fakePod) addr(port int) string { return p.ip + ":" + strconv.Itoa(port) }
+
+func (p *fakePod) start(t *testing.T, port int) {
+	t.Helper()
+	conf := fmt.Sprintf(`bind %s
+port %d
+dir %s
+daemonize no
+appendonly yes
+appendfsync always
+save ""
+cluster-enabled yes
+cluster-config-file %s
+cluster-port %d
+cluster-announce-ip %s
+cluster-node-timeout 2000
+repl-diskless-sync-delay 0
+`, p.ip, port, p.dataDir, filepath.Join(p.dataDir, "nodes.conf"), port+10000, p.ip)
+	confPath := filepath.Join(p.dataDir, "redis.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.OpenFile(filepath.Join(p.dataDir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }()
+	p.cmd = exec.Command(redistest.Binary(t), confPath)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start redis-server for %s: %v", p.name, err)
+	}
+	p.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(p.cmd, p.exited)
+	waitUntil(t, 15*time.Second, "redis-server of "+p.name+" answers", func() error {
+		select {
+		case <-p.exited:
+			log, _ := os.ReadFile(filepath.Join(p.dataDir, "redis.log"))
+			t.Fatalf("redis-server of %s exited:\n%s", p.name, log)
+		default:
+		}
+		return dialable(p.addr(port))
+	})
+}
+
+// stop ends the process: SIGTERM lets Redis write its AOF and nodes.conf, SIGKILL is a crash.
+func (p *fakePod) stop(signal syscall.Signal) {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(signal)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}

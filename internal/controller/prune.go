@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/internal/builder"
+)
+
+// pruneOwned deletes the objects of the kinds we build that the owner controls but the spec no
+// longer wants (the metrics Service once the exporter is off, the follower StatefulSet of a
+// cluster scaled to zero followers...). It returns the names it deleted.
+func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desired []builder.Object) ([]string, error) {
+	wanted := map[string]bool{}
+	for _, obj := range desired {
+		wanted[kindOf(obj)+"/"+obj.GetName()] = true
+	}
+	lists := []struct {
+		kind string
+		list client.ObjectList
+	}{
+		{"StatefulSet", &appsv1.StatefulSetList{}},
+		{"Service", &corev1.ServiceList{}},
+		{"ConfigMap", &corev1.ConfigMapList{}},
+		{"Secret", &corev1.SecretList{}},
+		{"PodDisruptionBudget", &policyv1.PodDisruptionBudgetList{}},
+	}
+	var deleted []string
+	for _, l := range lists {
+		if err := c.List(ctx, l.list, client.InNamespace(owner.GetNamespace()),
+			client.MatchingLabels{builder.LabelInstance: owner.GetName(), builder.LabelManagedBy: builder.ManagedByValue}); err != nil {
+			return deleted, fmt.Errorf("list %ss: %w", l.kind, err)
+		}
+		items, err := metaItems(l.list)
+		if err != nil {
+			return deleted, err
+		}
+		for _, obj := range items {
+			if wanted[l.kind+"/"+obj.GetName()] || !metav1.IsControlledBy(obj, owner) || obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+				return deleted, fmt.Errorf("delete %s %s: %w", l.kind, obj.GetName(), err)
+			}
+			deleted = append(deleted, l.kind+"/"+obj.GetName())
+		}
+	}
+	return deleted, nil
+}
+
+func metaItems(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	switch l := list.(type) {
+	case *appsv1.StatefulSetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ConfigMapList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.SecretList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *policyv1.PodDisruptionBudgetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("unexpected list type %T", list)
+	}
+	return out, nil
+}

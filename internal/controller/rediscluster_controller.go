@@ -1,0 +1,319 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+)
+
+// Compatible status strings of a RedisCluster.
+const (
+	ClusterStateInitializing = "Initializing"
+	ClusterStateBootstrap    = "Bootstrap"
+	ClusterStateReady        = "Ready"
+	ClusterStateFailed       = "Failed"
+
+	ClusterReasonInitializingLeaders   = "RedisCluster is initializing leaders"
+	ClusterReasonInitializingFollowers = "RedisCluster is initializing followers"
+	ClusterReasonBootstrapping         = "RedisCluster is bootstrapping"
+	ClusterReasonReady                 = "RedisCluster is ready"
+)
+
+// SkipReconcileClusterAnnotation stops all action on a RedisCluster while "true".
+const SkipReconcileClusterAnnotation = "rediscluster.opstreelabs.in/skip-reconcile"
+
+// RedisClusterReconciler makes a RedisCluster's objects and Redis topology match its spec.
+type RedisClusterReconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Redis    *redis.Pool
+}
+
+// clusterScope is what the phases of one reconcile share.
+type clusterScope struct {
+	cr         *v1beta2.RedisCluster
+	conditions conditionSet
+	password   string
+	objects    *builder.Objects
+	leaders    []corev1.Pod
+	followers  []corev1.Pod
+	members    []clusterplan.Member
+	// result is what the reconcile returns once a phase stops it.
+	result ctrl.Result
+}
+
+// clusterPhase is one named step of a reconcile; stop ends the reconcile early.
+type clusterPhase struct {
+	name string
+	run  func(context.Context, *clusterScope) (stop bool, err error)
+}
+
+func (r *RedisClusterReconciler) phases() []clusterPhase {
+	return []clusterPhase{
+		{"deletion", r.reconcileDeletion},
+		{"skip-reconcile", r.skipReconcile},
+		{"finalizer", r.ensureFinalizer},
+		{"password", r.resolvePassword},
+		{"objects", r.applyObjects},
+		{"pods", r.observePods},
+		{"topology", r.reconcileTopology},
+		{"pod-roles", r.labelPodRoles},
+		{"dynamic-config", r.applyDynamicConfig},
+		{"health", r.checkHealth},
+	}
+}
+
+// Reconcile runs the phases in order; the status is written once, at the end, and only when
+// it changed.
+func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	cr := &v1beta2.RedisCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cr.Status.DeepCopy()
+	s := &clusterScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
+	defer func() {
+		if cr.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(cr, Finalizer) {
+			return // gone
+		}
+		cr.Status.ObservedGeneration = cr.Generation
+		if equality.Semantic.DeepEqual(before, &cr.Status) {
+			return
+		}
+		// A merge patch of the status alone: no conflict with spec or metadata writers.
+		base := cr.DeepCopy()
+		base.Status = *before
+		if patchErr := r.Client.Status().Patch(ctx, cr, client.MergeFrom(base)); patchErr != nil && !apierrors.IsNotFound(patchErr) {
+			err = errors.Join(err, fmt.Errorf("write status: %w", patchErr))
+		}
+	}()
+
+	for _, phase := range r.phases() {
+		stop, err := phase.run(ctx, s)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", phase.name)
+			return ctrl.Result{}, fmt.Errorf("%s: %w", phase.name, err)
+		}
+		if stop {
+			return s.result, nil
+		}
+	}
+	return s.result, nil
+}
+
+func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clusterScope) (bool, error) {
+	cr := s.cr
+	if cr.DeletionTimestamp == nil {
+		return false, nil
+	}
+	if !controllerutil.ContainsFinalizer(cr, Finalizer) {
+		return true, nil
+	}
+	if cr.Spec.Storage == nil || !cr.Spec.Storage.KeepAfterDelete {
+		objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: cr, Password: placeholderPassword(cr.Spec.KubernetesConfig.ExistingPasswordSecret)})
+		if err != nil {
+			return false, err
+		}
+		deleted, err := deleteClaims(ctx, r.Client, cr.Namespace, objects.StatefulSets)
+		if err != nil {
+			return false, err
+		}
+		if len(deleted) > 0 {
+			r.Recorder.Eventf(cr, nil, corev1.EventTypeNormal, "DeletedPVCs", "Delete", "deleted PVCs %v", deleted)
+		}
+	}
+	controllerutil.RemoveFinalizer(cr, Finalizer)
+	if err := r.Client.Update(ctx, cr); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return true, nil
+}
+
+func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
+	if s.cr.Annotations[SkipReconcileClusterAnnotation] != "true" {
+		return false, nil
+	}
+	s.conditions.skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this cluster", SkipReconcileClusterAnnotation))
+	return true, nil
+}
+
+func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *clusterScope) (bool, error) {
+	if controllerutil.ContainsFinalizer(s.cr, Finalizer) {
+		return false, nil
+	}
+	controllerutil.AddFinalizer(s.cr, Finalizer)
+	status := s.cr.Status.DeepCopy()
+	if err := r.Client.Update(ctx, s.cr); err != nil {
+		return false, fmt.Errorf("add finalizer: %w", err)
+	}
+	s.cr.Status = *status // Update returns the stored status; keep what this reconcile computed
+	return false, nil
+}
+
+func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (bool, error) {
+	password, err := readPassword(ctx, r.Client, s.cr.Namespace, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+	var missing *SecretKeyError
+	if errors.As(err, &missing) {
+		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, missing.Error()
+		s.conditions.degraded(ReasonSecretMissing, missing.Error())
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonSecretMissing, "ReadPassword", "%s", missing.Error())
+		return true, nil // the Secret watch brings us back when it appears
+	}
+	if err != nil {
+		return false, err
+	}
+	s.password = password
+	return false, nil
+}
+
+func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
+	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password})
+	if err != nil {
+		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, err.Error()
+		s.conditions.degraded(ReasonInvalidSpec, err.Error())
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", err.Error())
+		return true, nil
+	}
+	s.objects = objects
+	for _, obj := range objects.All() {
+		written, err := applyOwned(ctx, r.Client, s.cr, obj)
+		var notOwned *NotOwnedError
+		if errors.As(err, &notOwned) {
+			s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, notOwned.Error()
+			s.conditions.degraded(ReasonNotOwned, notOwned.Error())
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if written {
+			log.FromContext(ctx).Info("wrote object", "kind", kindOf(obj), "name", obj.GetName())
+		}
+	}
+	deleted, err := pruneOwned(ctx, r.Client, s.cr, objects.All())
+	if err != nil {
+		return false, err
+	}
+	if len(deleted) > 0 {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "Pruned", "Delete", "deleted objects the spec no longer asks for: %v", deleted)
+	}
+	return false, nil
+}
+
+func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
+	cr := s.cr
+	leaderSet := builder.ClusterStatefulSetName(cr.Name, builder.RoleLeader)
+	followerSet := builder.ClusterStatefulSetName(cr.Name, builder.RoleFollower)
+	var err error
+	if s.leaders, err = r.podsOf(ctx, cr.Namespace, leaderSet); err != nil {
+		return false, err
+	}
+	if s.followers, err = r.podsOf(ctx, cr.Namespace, followerSet); err != nil {
+		return false, err
+	}
+	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)
+	cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas = readyLeaders, readyFollowers
+
+	wantLeaders, wantFollowers := builder.LeaderReplicas(cr), builder.FollowerReplicas(cr)
+	switch {
+	case readyLeaders < wantLeaders:
+		r.notReady(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are ready", readyLeaders, wantLeaders))
+		return true, nil // pod events bring us back
+	case readyFollowers < wantFollowers:
+		r.notReady(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are ready", readyFollowers, wantFollowers))
+		return true, nil
+	}
+	return false, nil
+}
+
+// notReady reports pods that are not ready: a new cluster is initializing, an established one
+// is degraded while Redis fails over by itself.
+func (r *RedisClusterReconciler) notReady(s *clusterScope, reason, message string) {
+	if s.cr.Status.State == "" || s.cr.Status.State == ClusterStateInitializing {
+		s.cr.Status.State, s.cr.Status.Reason = ClusterStateInitializing, reason
+		s.conditions.progressing(ReasonPodsNotReady, message)
+		return
+	}
+	s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
+	s.conditions.degraded(ReasonPodsNotReady, message)
+}
+
+func (r *RedisClusterReconciler) podsOf(ctx context.Context, namespace, statefulSet string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{builder.LabelApp: statefulSet}); err != nil {
+		return nil, fmt.Errorf("list pods of %s: %w", statefulSet, err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && ownedByStatefulSet(&p, statefulSet) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func ownedByStatefulSet(pod *corev1.Pod, statefulSet string) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == "StatefulSet" && ref.Name == statefulSet && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func countReady(pods []corev1.Pod) int32 {
+	var n int32
+	for i := range pods {
+		if podReady(&pods[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func podReady(pod *corev1.Pod) bool {
+	if pod.Status.PodIP == "" {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// requeue asks to come back after d for a reason that raises no Kubernetes event (Redis
+// gossip, a replica's sync).
+func (s *clusterScope) requeue(ctx context.Context, d time.Duration, reason string) {
+	log.FromContext(ctx).V(1).Info("requeue", "after", d, "reason", reason)
+	if s.result.RequeueAfter == 0 || d < s.result.RequeueAfter {
+		s.result.RequeueAfter = d
+	}
+}
+
+// placeholderPassword lets the builders run where only object names matter (deletion).
+func placeholderPassword(ref *v1beta2.ExistingPasswordSecret) string {
+	if ref != nil && ref.Name != nil && *ref.Name != "" {
+		return "unused"
+	}
+	return ""
+}

@@ -1,0 +1,462 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// clusterFixture is one RedisCluster with its fake pods, in its own namespace.
+type clusterFixture struct {
+	t       *testing.T
+	ctx     context.Context
+	c       client.Client
+	kubelet *fakeKubelet
+	name    string
+	ns      string
+	port    int
+}
+
+var testPort = 7100
+
+func testNamespace(t *testing.T) string {
+	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+}
+
+func newClusterFixture(t *testing.T, leaders, followers int32) *clusterFixture {
+	t.Helper()
+	testPort++ // each test its own port, so no address is ever reused across tests
+	f := &clusterFixture{t: t, ctx: context.Background(), c: newClient(t), name: "shards", ns: testNamespace(t), port: testPort}
+	f.kubelet = newFakeKubelet(t, f.c, f.port)
+	if err := f.c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	port := f.port
+	size := leaders
+	cr := &v1beta2.RedisCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: f.name, Namespace: f.ns},
+		Spec: v1beta2.RedisClusterSpec{
+			Size:             &size,
+			Port:             &port,
+			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+		},
+	}
+	cr.Spec.RedisFollower.Replicas = &followers
+	if err := f.c.Create(f.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *clusterFixture) runPods() {
+	f.kubelet.runStatefulSet(f.ctx, f.ns, f.name+"-leader")
+	if n := f.get().Spec.RedisFollower.Replicas; n != nil && *n > 0 {
+		f.kubelet.runStatefulSet(f.ctx, f.ns, f.name+"-follower")
+	}
+}
+
+func (f *clusterFixture) get() *v1beta2.RedisCluster {
+	f.t.Helper()
+	cr := &v1beta2.RedisCluster{}
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: f.name}, cr); err != nil {
+		f.t.Fatal(err)
+	}
+	return cr
+}
+
+// waitReady waits for the status to say Ready, for the current generation.
+func (f *clusterFixture) waitReady(timeout time.Duration) *v1beta2.RedisCluster {
+	f.t.Helper()
+	var cr *v1beta2.RedisCluster
+	waitUntil(f.t, timeout, "RedisCluster Ready", func() error {
+		cr = f.get()
+		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+		if cr.Status.State == ClusterStateReady && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == cr.Generation {
+			return nil
+		}
+		return fmt.Errorf("state %q reason %q conditions %s", cr.Status.State, cr.Status.Reason, describeConditions(cr.Status.Conditions))
+	})
+	return cr
+}
+
+func describeConditions(conds []metav1.Condition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f *clusterFixture) addrs() []string {
+	var out []string
+	for _, name := range f.podNames() {
+		out = append(out, f.kubelet.pod(name).addr(f.port))
+	}
+	return out
+}
+
+func (f *clusterFixture) podNames() []string {
+	cr := f.get()
+	var out []string
+	for i := 0; i < int(builder.LeaderReplicas(cr)); i++ {
+		out = append(out, fmt.Sprintf("%s-leader-%d", f.name, i))
+	}
+	for i := 0; i < int(builder.FollowerReplicas(cr)); i++ {
+		out = append(out, fmt.Sprintf("%s-follower-%d", f.name, i))
+	}
+	return out
+}
+
+func (f *clusterFixture) clusterClient() *goredis.ClusterClient {
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: f.addrs(), MaxRedirects: 8})
+	f.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (f *clusterFixture) writeKeys(n int) {
+	f.t.Helper()
+	c := f.clusterClient()
+	for i := 0; i < n; i++ {
+		if err := c.Set(f.ctx, fmt.Sprintf("key-%d", i), fmt.Sprintf("value-%d", i), 0).Err(); err != nil {
+			f.t.Fatalf("SET key-%d: %v", i, err)
+		}
+	}
+	// Wait until every replica has the writes, so a failover loses none of them.
+	for _, addr := range f.addrs() {
+		node := goredis.NewClient(&goredis.Options{Addr: addr})
+		_ = node.Do(f.ctx, "WAIT", 1, 2000).Err()
+		_ = node.Close()
+	}
+}
+
+func (f *clusterFixture) readKeys(n int) {
+	f.t.Helper()
+	c := f.clusterClient()
+	for i := 0; i < n; i++ {
+		got, err := c.Get(f.ctx, fmt.Sprintf("key-%d", i)).Result()
+		if err != nil || got != fmt.Sprintf("value-%d", i) {
+			f.t.Fatalf("GET key-%d = %q, %v; want value-%d", i, got, err, i)
+		}
+	}
+}
+
+// topology reads CLUSTER NODES from the pod.
+func (f *clusterFixture) topology(pod string) redis.Topology {
+	f.t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod(pod).addr(f.port)})
+	defer func() { _ = c.Close() }()
+	text, err := c.ClusterNodes(f.ctx).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	topo, err := redis.ParseClusterNodes(text)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return topo
+}
+
+func (f *clusterFixture) clusterInfo(pod string) map[string]string {
+	f.t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod(pod).addr(f.port)})
+	defer func() { _ = c.Close() }()
+	text, err := c.ClusterInfo(f.ctx).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// assertDesignedShape checks, from every pod's view, that leader pods are the masters, each
+// with its follower, and that every slot is served.
+func (f *clusterFixture) assertDesignedShape(leaders, followersPerLeader int) {
+	f.t.Helper()
+	for _, pod := range f.podNames() {
+		info := f.clusterInfo(pod)
+		want := map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384", "cluster_slots_ok": "16384",
+			"cluster_known_nodes": strconv.Itoa(leaders * (1 + followersPerLeader)), "cluster_size": strconv.Itoa(leaders)}
+		for k, v := range want {
+			if info[k] != v {
+				f.t.Errorf("pod %s: %s = %s, want %s", pod, k, info[k], v)
+			}
+		}
+	}
+	topo := f.topology(f.name + "-leader-0")
+	for i := 0; i < leaders; i++ {
+		leaderIP := f.kubelet.pod(fmt.Sprintf("%s-leader-%d", f.name, i)).ip
+		leader, ok := topo.NodeByAddr(fmt.Sprintf("%s:%d", leaderIP, f.port))
+		if !ok || !leader.IsMaster() || leader.SlotCount() == 0 {
+			f.t.Errorf("leader-%d (%s) should be a master with slots: %+v", i, leaderIP, leader)
+			continue
+		}
+		if got := len(topo.ReplicasOf(leader.ID)); got != followersPerLeader {
+			f.t.Errorf("leader-%d has %d replicas, want %d", i, got, followersPerLeader)
+		}
+	}
+	// Pods carry the role Redis gives them.
+	var pods corev1.PodList
+	if err := f.c.List(f.ctx, &pods, client.InNamespace(f.ns)); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		want := builder.RedisRoleMaster
+		if strings.Contains(p.Name, "follower") {
+			want = builder.RedisRoleSlave
+		}
+		if got := p.Labels[builder.LabelRedisRole]; got != want {
+			f.t.Errorf("pod %s has redis-role=%q, want %q", p.Name, got, want)
+		}
+	}
+}
+
+func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
+	op := startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	cr := f.waitReady(60 * time.Second)
+	if cr.Status.ReadyLeaderReplicas != 3 || cr.Status.ReadyFollowerReplicas != 3 {
+		t.Errorf("ready counts %d/%d, want 3/3", cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas)
+	}
+	f.assertDesignedShape(3, 1)
+	f.writeKeys(300)
+	f.readKeys(300)
+	for _, kind := range []string{"StatefulSet/shards-leader", "StatefulSet/shards-follower", "Service/shards-leader-headless", "Service/shards-master"} {
+		name := strings.Split(kind, "/")[1]
+		var obj client.Object = &appsv1.StatefulSet{}
+		if strings.HasPrefix(kind, "Service") {
+			obj = &corev1.Service{}
+		}
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, obj); err != nil {
+			t.Errorf("%s: %v", kind, err)
+		} else if !metav1.IsControlledBy(obj, cr) {
+			t.Errorf("%s is not controlled by the RedisCluster", kind)
+		}
+	}
+
+	// Steady state: several reconciles (forced by an annotation) write nothing.
+	time.Sleep(2 * time.Second)
+	apiBefore, redisBefore := op.apiWrites.Load(), op.redisWrites.Load()
+	for i := 0; i < 3; i++ {
+		cr := f.get()
+		if cr.Annotations == nil {
+			cr.Annotations = map[string]string{}
+		}
+		cr.Annotations["test/poke"] = strconv.Itoa(i)
+		if err := f.c.Update(f.ctx, cr); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	if d := op.apiWrites.Load() - apiBefore; d != 0 {
+		t.Errorf("steady-state reconciles made %d API writes, want 0: %v", d, op.writesSince(apiBefore))
+	}
+	if d := op.redisWrites.Load() - redisBefore; d != 0 {
+		t.Errorf("steady-state reconciles sent %d Redis commands that write, want 0", d)
+	}
+
+	// Every pod goes away at once and comes back with a new IP and its volume.
+	var dirs []string
+	names := f.podNames()
+	for _, name := range names {
+		dirs = append(dirs, f.kubelet.deletePod(f.ctx, f.ns, name, syscall.SIGTERM).dataDir)
+	}
+	for i, name := range names {
+		var sts appsv1.StatefulSet
+		stsName := name[:strings.LastIndex(name, "-")]
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: stsName}, &sts); err != nil {
+			t.Fatal(err)
+		}
+		f.kubelet.startPod(f.ctx, &sts, podOrdinal(name), dirs[i])
+	}
+	f.waitReady(90 * time.Second)
+	f.assertDesignedShape(3, 1)
+	f.readKeys(300)
+}
+
+func TestLeaderCrashFailsOverAndBack(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	f.writeKeys(200)
+
+	before := f.topology("shards-leader-0")
+	leader, _ := before.NodeByAddr(f.kubelet.pod("shards-leader-1").addr(f.port))
+	replicas := before.ReplicasOf(leader.ID)
+	if len(replicas) != 1 {
+		t.Fatalf("leader-1 has %d replicas, want 1", len(replicas))
+	}
+	if want := f.kubelet.pod("shards-follower-1").ip; replicas[0].Addr.IP != want {
+		t.Errorf("leader-1 is replicated by %s, want follower-1 (%s)", replicas[0].Addr.IP, want)
+	}
+	crashed := f.kubelet.deletePod(f.ctx, f.ns, "shards-leader-1", syscall.SIGKILL)
+	waitUntil(t, 30*time.Second, "the replica of leader-1 promoted by Redis", func() error {
+		n, _ := f.topology("shards-leader-0").NodeByID(replicas[0].ID)
+		if !n.IsMaster() || n.SlotCount() == 0 {
+			return fmt.Errorf("it is %s", n.Flags)
+		}
+		return nil
+	})
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-leader"}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	f.kubelet.startPod(f.ctx, &sts, 1, crashed.dataDir)
+	f.waitReady(90 * time.Second)
+	f.assertDesignedShape(3, 1)
+	f.readKeys(200)
+}
+
+func TestReplacedFollowerIsReattachedAndItsOldNodeForgotten(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	f.writeKeys(100)
+
+	f.kubelet.deletePod(f.ctx, f.ns, "shards-follower-2", syscall.SIGKILL)
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-follower"}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	f.kubelet.startPod(f.ctx, &sts, 2, "") // an empty volume: a new node ID
+	f.waitReady(90 * time.Second)
+	f.assertDesignedShape(3, 1) // known nodes is 6 on every pod: the old ID is forgotten
+	f.readKeys(100)
+}
+
+func TestOperatorKilledDuringBootstrapIsFinishedByTheNext(t *testing.T) {
+	first := startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	waitUntil(t, 60*time.Second, "bootstrap under way", func() error {
+		if first.redisWrites.Load() > 0 {
+			return nil
+		}
+		return fmt.Errorf("no Redis command sent yet")
+	})
+	first.stop()
+	startOperator(t, testNamespace(t))
+	f.waitReady(90 * time.Second)
+	f.assertDesignedShape(3, 1)
+	f.writeKeys(100)
+	f.readKeys(100)
+}
+
+func TestSmallClusterShapes(t *testing.T) {
+	t.Run("one shard", func(t *testing.T) {
+		startOperator(t, testNamespace(t))
+		f := newClusterFixture(t, 1, 1)
+		f.runPods()
+		f.waitReady(60 * time.Second)
+		f.assertDesignedShape(1, 1)
+		f.writeKeys(50)
+		f.readKeys(50)
+	})
+	t.Run("no followers", func(t *testing.T) {
+		startOperator(t, testNamespace(t))
+		f := newClusterFixture(t, 3, 0)
+		f.runPods()
+		f.waitReady(60 * time.Second)
+		f.assertDesignedShape(3, 0)
+		var sts appsv1.StatefulSet
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-follower"}, &sts); err == nil {
+			t.Errorf("a cluster without followers has a follower StatefulSet")
+		}
+	})
+}
+
+func TestSkipReconcileStopsAllAction(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 1, 0)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+
+	cr := f.get()
+	cr.Annotations = map[string]string{SkipReconcileClusterAnnotation: "true"}
+	if err := f.c.Update(f.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "skip condition", func() error {
+		c := meta.FindStatusCondition(f.get().Status.Conditions, v1beta2.ConditionProgressing)
+		if c != nil && c.Reason == ReasonSkipReconcile {
+			return nil
+		}
+		return fmt.Errorf("progressing is %+v", c)
+	})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "shards-master"}}
+	if err := f.c.Delete(f.ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(svc), svc); err == nil {
+		t.Fatal("the Service was recreated although reconciling is skipped")
+	}
+
+	cr = f.get()
+	delete(cr.Annotations, SkipReconcileClusterAnnotation)
+	if err := f.c.Update(f.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "Service recreated", func() error {
+		return f.c.Get(f.ctx, client.ObjectKeyFromObject(svc), svc)
+	})
+}
+
+func TestMissingPasswordSecretIsReported(t *testing.T) {
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	c := newClient(t)
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	size := int32(3)
+	name, key := "redis-password", "password"
+	cr := &v1beta2.RedisCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "locked", Namespace: ns},
+		Spec: v1beta2.RedisClusterSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{
+			Image: "redis:7.0.15", ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &name, Key: &key}}},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "Degraded condition naming the Secret", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonSecretMissing && strings.Contains(d.Message, name) {
+			return nil
+		}
+		return fmt.Errorf("conditions: %s", describeConditions(cr.Status.Conditions))
+	})
+	// The Secret appearing is seen without a timer: the StatefulSets follow.
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string][]byte{key: []byte("s3cret")}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "StatefulSet after the Secret appears", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "locked-leader"}, &appsv1.StatefulSet{})
+	})
+}

@@ -1,0 +1,282 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+)
+
+// Gossip, handshakes and replica syncs raise no Kubernetes event: while they run the cluster
+// is looked at again after these delays.
+const (
+	afterRedisCommands = 500 * time.Millisecond
+	whileConverging    = time.Second
+	whileBroken        = 10 * time.Second
+	// healthCheckInterval re-reads a Ready cluster: a Redis-level failure need not touch any pod.
+	healthCheckInterval = 30 * time.Second
+)
+
+// reconcileTopology observes every pod's view of the cluster and runs the next stage of the
+// plan: meet, forget, assign slots, replicate, fail back.
+func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clusterScope) (bool, error) {
+	s.members = r.observeMembers(ctx, s)
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	plan := clusterplan.Compute(design, s.members)
+
+	switch {
+	case len(plan.Steps) > 0:
+		s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
+		s.conditions.progressing(ReasonBootstrapping, summarizeSteps(plan.Steps))
+		for _, step := range plan.Steps {
+			if err := r.runStep(ctx, s, step); err != nil {
+				return false, err
+			}
+		}
+		s.requeue(ctx, afterRedisCommands, "waiting for Redis to act on "+string(plan.Steps[0].Kind))
+		return true, nil
+	case plan.Wait != "":
+		if s.cr.Status.State != ClusterStateReady {
+			s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
+		}
+		s.conditions.progressing(ReasonConverging, plan.Wait)
+		s.requeue(ctx, whileConverging, plan.Wait)
+		return true, nil
+	case len(plan.Problems) > 0:
+		message := strings.Join(plan.Problems, "; ")
+		if !degradedWith(s, message) {
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonTopologyProblem, "Observe", "%s", message)
+		}
+		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, message
+		s.conditions.degraded(ReasonTopologyProblem, message)
+		s.requeue(ctx, whileBroken, "a topology problem may clear once pods come back")
+		return true, nil
+	}
+	return false, nil
+}
+
+// observeMembers asks every pod for CLUSTER NODES and ROLE; a pod that does not answer is a
+// member without a view, which the plan waits for.
+func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterScope) []clusterplan.Member {
+	port, busPort := int(builder.ClusterPort(s.cr)), int(builder.ClusterBusPort(s.cr))
+	var members []clusterplan.Member
+	add := func(pods []corev1.Pod, role clusterplan.PodRole) {
+		for i := range pods {
+			pod := &pods[i]
+			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
+				IP: pod.Status.PodIP, Port: port, BusPort: busPort}
+			if c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(port), redis.Auth{Password: s.password}); err == nil {
+				if view, err := c.ClusterNodes(ctx); err == nil {
+					m.View = &view
+				} else {
+					log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", pod.Name, "error", err.Error())
+				}
+				if m.View != nil {
+					if role, err := c.Role(ctx); err == nil {
+						m.Replication = role
+					}
+				}
+			}
+			members = append(members, m)
+		}
+	}
+	add(s.leaders, clusterplan.Leader)
+	add(s.followers, clusterplan.Follower)
+	return members
+}
+
+func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, step clusterplan.Step) error {
+	member := memberByPod(s.members, step.On)
+	if member == nil {
+		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
+	}
+	c, err := r.Redis.Client(member.IP+":"+strconv.Itoa(member.Port), redis.Auth{Password: s.password})
+	if err != nil {
+		return err
+	}
+	switch step.Kind {
+	case clusterplan.StepMeet:
+		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
+	case clusterplan.StepForget:
+		err = c.ClusterForget(ctx, step.NodeID)
+		if err != nil && redis.IsServerError(err) && strings.Contains(err.Error(), "Unknown node") {
+			err = nil // gossip removed it meanwhile
+		}
+	case clusterplan.StepAddSlots:
+		err = c.ClusterAddSlotsRange(ctx, step.Slots...)
+	case clusterplan.StepReplicate:
+		err = c.ClusterReplicate(ctx, step.NodeID)
+	case clusterplan.StepFailover:
+		err = c.ClusterFailover(ctx, redis.FailoverDefault)
+	default:
+		return fmt.Errorf("unknown step %s", step.Kind)
+	}
+	if err != nil {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "Cluster"+string(step.Kind)+"Failed", string(step.Kind), "%s on %s failed: %v", step.Kind, step.On, err)
+		return fmt.Errorf("%s: %w", step, err)
+	}
+	log.FromContext(ctx).Info("ran cluster step", "step", step.Kind, "pod", step.On, "reason", step.Reason)
+	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s on %s: %s", step.Kind, step.On, step.Reason)
+	return nil
+}
+
+// labelPodRoles keeps the redis-role label of every pod on what Redis says it is, for the
+// -master Service and for users' selectors.
+func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterScope) (bool, error) {
+	pods := append(append([]corev1.Pod{}, s.leaders...), s.followers...)
+	for i := range pods {
+		pod := &pods[i]
+		member := memberByPod(s.members, pod.Name)
+		if member == nil || member.View == nil {
+			continue
+		}
+		me, ok := member.View.Myself()
+		if !ok {
+			continue
+		}
+		want := builder.RedisRoleMaster
+		if me.IsReplica() {
+			want = builder.RedisRoleSlave
+		}
+		if pod.Labels[builder.LabelRedisRole] == want {
+			continue
+		}
+		original := pod.DeepCopy()
+		labels := maps.Clone(pod.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[builder.LabelRedisRole] = want
+		pod.Labels = labels
+		if err := r.Client.Patch(ctx, pod, client.MergeFrom(original)); err != nil {
+			return false, fmt.Errorf("label pod %s %s=%s: %w", pod.Name, builder.LabelRedisRole, want, err)
+		}
+	}
+	return false, nil
+}
+
+// applyDynamicConfig sets redisConfig.dynamicConfig on every pod with CONFIG SET when CONFIG
+// GET shows another value, so a change needs no restart and a steady state writes nothing.
+func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clusterScope) (bool, error) {
+	for _, m := range s.members {
+		lines := s.cr.Spec.RedisLeader.RedisConfig
+		if m.Role == clusterplan.Follower {
+			lines = s.cr.Spec.RedisFollower.RedisConfig
+		}
+		var dynamic []string
+		switch {
+		case lines != nil && lines.DynamicConfig != nil:
+			dynamic = lines.DynamicConfig
+		case s.cr.Spec.RedisConfig != nil:
+			dynamic = s.cr.Spec.RedisConfig.DynamicConfig
+		}
+		if len(dynamic) == 0 {
+			continue
+		}
+		c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), redis.Auth{Password: s.password})
+		if err != nil {
+			return false, err
+		}
+		changed, err := setDynamicConfig(ctx, c, dynamic)
+		if err != nil {
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "DynamicConfigFailed", "ConfigSet", "pod %s: %v", m.Pod, err)
+			return false, fmt.Errorf("pod %s: %w", m.Pod, err)
+		}
+		if len(changed) > 0 {
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "DynamicConfig", "ConfigSet", "pod %s: set %s", m.Pod, strings.Join(changed, ", "))
+		}
+	}
+	return false, nil
+}
+
+// checkHealth reports Ready only when every pod says cluster_state:ok with all slots served and
+// every link between members is up.
+func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScope) (bool, error) {
+	for _, m := range s.members {
+		c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), redis.Auth{Password: s.password})
+		if err != nil {
+			return false, err
+		}
+		info, err := c.ClusterInfo(ctx)
+		if err != nil {
+			s.conditions.progressing(ReasonRedisUnreachable, fmt.Sprintf("pod %s: %v", m.Pod, err))
+			s.requeue(ctx, whileConverging, "CLUSTER INFO failed")
+			return true, nil
+		}
+		if info.State != "ok" || info.SlotsOK != redis.SlotCount {
+			wait := fmt.Sprintf("pod %s reports cluster_state:%s with %d of %d slots ok", m.Pod, info.State, info.SlotsOK, redis.SlotCount)
+			s.conditions.progressing(ReasonConverging, wait)
+			s.requeue(ctx, whileConverging, wait)
+			return true, nil
+		}
+		for _, n := range m.View.Nodes {
+			if !n.Is(redis.FlagMyself) && (n.Link != redis.LinkConnected || n.Is(redis.FlagPFail) || n.Is(redis.FlagFail)) {
+				wait := fmt.Sprintf("pod %s: link to node %s (%s) is %s [%s]", m.Pod, n.ID[:8], n.Addr.HostPort(), n.Link, n.Flags)
+				s.conditions.progressing(ReasonConverging, wait)
+				s.requeue(ctx, whileConverging, wait)
+				return true, nil
+			}
+		}
+	}
+	leaders, followers := builder.LeaderReplicas(s.cr), builder.FollowerReplicas(s.cr)
+	if s.cr.Status.State != ClusterStateReady {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
+	}
+	s.cr.Status.State, s.cr.Status.Reason = ClusterStateReady, ClusterReasonReady
+	s.conditions.ready(fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers))
+	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+	return false, nil
+}
+
+func degradedWith(s *clusterScope, message string) bool {
+	for _, c := range s.cr.Status.Conditions {
+		if c.Type == "Degraded" && c.Status == "True" && c.Message == message {
+			return true
+		}
+	}
+	return false
+}
+
+func memberByPod(members []clusterplan.Member, pod string) *clusterplan.Member {
+	for i := range members {
+		if members[i].Pod == pod {
+			return &members[i]
+		}
+	}
+	return nil
+}
+
+func podOrdinal(name string) int {
+	i := strings.LastIndex(name, "-")
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func summarizeSteps(steps []clusterplan.Step) string {
+	counts := map[clusterplan.StepKind]int{}
+	var order []clusterplan.StepKind
+	for _, s := range steps {
+		if counts[s.Kind] == 0 {
+			order = append(order, s.Kind)
+		}
+		counts[s.Kind]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%d× %s", counts[k], k))
+	}
+	return "running " + strings.Join(parts, ", ") + ": " + steps[0].Reason
+}

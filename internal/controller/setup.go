@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+)
+
+// passwordSecretIndex indexes custom resources by the name of their password Secret, so that
+// a change to a Secret reaches the resources that use it.
+const passwordSecretIndex = "spec.kubernetesConfig.redisSecret.name"
+
+// SetupWithManager registers the RedisCluster controller: it watches its resources and what
+// it owns (Pods included, through their StatefulSet's owner) and the password Secrets.
+func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta2.RedisCluster{}, passwordSecretIndex,
+		func(obj client.Object) []string {
+			return secretNames(obj.(*v1beta2.RedisCluster).Spec.KubernetesConfig.ExistingPasswordSecret)
+		}); err != nil {
+		return fmt.Errorf("index RedisCluster by password Secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1beta2.RedisCluster{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(builder.SetupCluster))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), &v1beta2.RedisClusterList{}))).
+		Named("rediscluster").
+		Complete(r)
+}
+
+// podToInstance maps a pod to the custom resource named by its instance label, for pods of the
+// given setup type: pods are owned by StatefulSets, not by the resource itself.
+func podToInstance(setupType string) handler.MapFunc {
+	return func(_ context.Context, obj client.Object) []reconcile.Request {
+		labels := obj.GetLabels()
+		instance := labels[builder.LabelInstance]
+		if instance == "" || labels[builder.LabelSetupType] != setupType || labels[builder.LabelManagedBy] != builder.ManagedByValue {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: instance}}}
+	}
+}
+
+// secretToUsers maps a Secret to the resources of a kind whose password it holds.
+func secretToUsers(c client.Client, list client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, client.InNamespace(obj.GetNamespace()), client.MatchingFields{passwordSecretIndex: obj.GetName()}); err != nil {
+			return nil
+		}
+		items, _ := metaListItems(l)
+		requests := make([]reconcile.Request, 0, len(items))
+		for _, item := range items {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(item)})
+		}
+		return requests
+	}
+}
+
+func secretNames(ref *v1beta2.ExistingPasswordSecret) []string {
+	if ref == nil || ref.Name == nil || *ref.Name == "" {
+		return nil
+	}
+	return []string{*ref.Name}
+}
+
+func metaListItems(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	switch l := list.(type) {
+	case *v1beta2.RedisClusterList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *v1beta2.RedisList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("unexpected list type %T", list)
+	}
+	return out, nil
+}

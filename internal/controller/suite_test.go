@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+var (
+	restConfig *rest.Config
+	testScheme = runtime.NewScheme()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
+	goredis.SetLogger(quietLogger{}) // dial failures to stopped pods are expected here
+	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
+		panic(err)
+	}
+	if err := v1beta2.AddToScheme(testScheme); err != nil {
+		panic(err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join("..", "..", "bin")
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	var err error
+	restConfig, err = env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start kube-apiserver from %s (run `make test`, it builds it): %v\n", assets, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	return m.Run()
+}
+
+// operator is one running instance of the operator's manager, as main starts it.
+type operator struct {
+	cancel context.CancelFunc
+	done   chan error
+	pool   *redis.Pool
+	// apiWrites counts the requests of the operator that change something in the API server.
+	apiWrites atomic.Int64
+	writesMu  sync.Mutex
+	writes    []string // method and path of each write, to name them when a test fails
+	// redisWrites counts the Redis commands the operator sent that are not read-only.
+	redisWrites atomic.Int64
+	redisReads  atomic.Int64
+}
+
+var readOnlyCommands = map[string]bool{
+	"ping": true, "cluster nodes": true, "cluster info": true, "cluster shards": true, "cluster myid": true,
+	"role": true, "info": true, "config get": true, "hello": true, "client setinfo": true, "client": true,
+}
+
+func startOperator(t *testing.T, namespace string) *operator {
+	t.Helper()
+	op := &operator{done: make(chan error, 1)}
+	cfg := rest.CopyConfig(restConfig)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+			default:
+				op.apiWrites.Add(1)
+				op.writesMu.Lock()
+				op.writes = append(op.writes, req.Method+" "+req.URL.Path)
+				op.writesMu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	op.pool = redis.NewPool(redis.Options{OnCommand: func(_, command string) {
+		if readOnlyCommands[command] {
+			op.redisReads.Add(1)
+		} else {
+			op.redisWrites.Add(1)
+		}
+	}})
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     testScheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip},
+		// Each test's operator sees only its own namespace: objects of earlier tests stay in
+		// the API server (envtest runs no namespace controller).
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&RedisClusterReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op.cancel = cancel
+	go func() { op.done <- mgr.Start(ctx) }()
+	t.Cleanup(op.stop)
+	return op
+}
+
+// stop ends the operator as a crash would end its work: whatever it was doing stops.
+func (op *operator) stop() {
+	if op.cancel == nil {
+		return
+	}
+	op.cancel()
+	<-op.done
+	_ = op.pool.Close()
+	op.cancel = nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(restConfig, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitUntil polls cond until it returns nil, failing the test with the last error after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = cond(); last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func dialable(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+func zapLevel() zapcore.Level {
+	if os.Getenv("TEST_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel // errors only: the tests' own messages say what happened
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// writesSince lists the writes after the first n.
+func (op *operator) writesSince(n int64) []string {
+	op.writesMu.Lock()
+	defer op.writesMu.Unlock()
+	return append([]string(nil), op.writes[n:]...)
+}
