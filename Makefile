@@ -83,3 +83,31 @@ $(GOLANGCI_LINT):
 .PHONY: help
 help:
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ Sandbox
+
+SANDBOX_DIR ?= $(ROOT)/.sandbox
+SANDBOX_SLOT ?= 0
+SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
+
+.PHONY: sandbox-deps
+sandbox-deps: ## Install the Debian packages the sandbox needs (redis-server, redis-tools, redis-sentinel, iproute2).
+	hack/sandbox-deps.sh
+
+.PHONY: sandbox-bin
+sandbox-bin: ## Build bin/sandbox.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
+
+.PHONY: sandbox
+sandbox: sandbox-deps control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample.
+	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
+	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) $(foreach s,$(SANDBOX_SAMPLE),--sample $(s))
+
+.PHONY: sandbox-down
+sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, link and route it made.
+	@test -x $(BIN)/sandbox || $(MAKE) --no-print-directory sandbox-bin
+	$(BIN)/sandbox down --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT)
+
+.PHONY: e2e
+e2e: sandbox-deps control-plane ## Run the sandbox's end-to-end tests (as root).
+	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./test/e2e/...

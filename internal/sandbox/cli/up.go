@@ -1,0 +1,455 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/rediskube/redis-operator/internal/sandbox/cleanup"
+	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/internal/sandbox/fault"
+	"github.com/rediskube/redis-operator/internal/sandbox/images"
+	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+	"github.com/rediskube/redis-operator/internal/sandbox/manifests"
+)
+
+type upOptions struct {
+	dir, slot, bin, repo string
+	nodes                int
+	operatorImage        string
+	samples              multiFlag
+	noApply              bool
+	exitWithPid          int
+	timeout              time.Duration
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func up(args []string) error {
+	var c common
+	var o upOptions
+	fs := newFlags("up", &c)
+	fs.StringVar(&o.slot, "slot", "0", "slot (selects bridge, IP ranges and ports), or auto for the first free slot from 1")
+	fs.IntVar(&o.nodes, "nodes", 3, "number of virtual nodes (zones a, b, c, ...)")
+	fs.StringVar(&o.bin, "bin", binDir(), "directory with the control-plane binaries, kubectl and redis-operator")
+	fs.StringVar(&o.repo, "repo", repoDir(), "repository with config/crd/bases, config/rbac and config/default")
+	fs.StringVar(&o.operatorImage, "operator-image", "redis-operator:dev", "image name of the operator in the sandbox")
+	fs.Var(&o.samples, "sample", "manifest to apply after the operator (repeatable)")
+	fs.BoolVar(&o.noApply, "no-apply", false, "only start the sandbox: no CRDs, RBAC, operator or sample")
+	fs.IntVar(&o.exitWithPid, "exit-with-pid", 0, "stop the sandbox when this process is gone")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the sandbox and the sample")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.dir, err = filepath.Abs(c.dir); err != nil {
+		return err
+	}
+	if o.bin, err = filepath.Abs(o.bin); err != nil {
+		return err
+	}
+	if _, err := parseSlot(o.slot); err != nil {
+		return err
+	}
+	if err := controlplane.CheckBinaries(o.bin); err != nil {
+		return err
+	}
+	start := time.Now()
+	cl := fault.New(filepath.Join(o.dir, "control.sock"))
+	st, err := cl.Status(context.Background())
+	already := err == nil && st.Ready
+	if !already {
+		startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		st, err = startDaemon(startCtx, cl, o)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	readyAt := time.Since(start)
+	inst, err := instance.Load(o.dir)
+	if err != nil {
+		return err
+	}
+	var notes []string
+	if !o.noApply {
+		applyCtx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		notes, err = applyAll(applyCtx, inst, o)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	total := time.Since(start)
+	cx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if st, err = cl.Status(cx); err != nil {
+		return err
+	}
+	if already {
+		fmt.Printf("The sandbox in %s was already running (slot %d).\n", o.dir, st.Slot)
+	} else {
+		fmt.Printf("Sandbox up in %.1f s (control plane and %d nodes ready after %.1f s), slot %d, state in %s.\n",
+			total.Seconds(), len(st.Nodes), readyAt.Seconds(), st.Slot, o.dir)
+	}
+	return summary(cx, os.Stdout, inst, st, o, notes)
+}
+
+// startDaemon cleans up whatever an earlier sandbox in the directory left, starts the
+// daemon in its own session (it outlives this command) and waits until it is ready.
+func startDaemon(ctx context.Context, cl *fault.Client, o upOptions) (*fault.Status, error) {
+	if inst, err := instance.Load(o.dir); err == nil {
+		if err := cleanup.Down(inst, cleanup.Options{}); err != nil {
+			return nil, fmt.Errorf("clean up the earlier sandbox in %s: %w", o.dir, err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(o.dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(o.dir, "logs", "sandbox.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"run", "--dir", o.dir, "--slot", o.slot, "--nodes", strconv.Itoa(o.nodes), "--bin", o.bin}
+	if o.exitWithPid > 0 {
+		args = append(args, "--exit-with-pid", strconv.Itoa(o.exitWithPid))
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for {
+		st, err := cl.Status(ctx)
+		if err == nil && st.Ready {
+			return st, nil
+		}
+		if err == nil && st.Error != "" {
+			return nil, fmt.Errorf("sandbox failed to start: %s\n%s", st.Error, tail(logPath, 30))
+		}
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("sandbox daemon exited (%v)\n%s", err, tail(logPath, 30))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sandbox not ready: %w\n%s", ctx.Err(), tail(logPath, 30))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "--- " + path + " ---\n" + strings.Join(lines, "\n")
+}
+
+// applyAll installs the CRDs, the RBAC and (when built) the operator, then the samples, and
+// waits for their workloads. It returns notes for the user.
+func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]string, error) {
+	cfg, err := controlplane.RESTConfig(inst)
+	if err != nil {
+		return nil, err
+	}
+	ap, err := manifests.NewApplier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kubectl := filepath.Join(o.bin, "kubectl")
+	var notes []string
+	crds := filepath.Join(o.repo, "config", "crd", "bases")
+	if _, err := os.Stat(crds); err == nil {
+		objs, err := manifests.Load(crds)
+		if err != nil {
+			return nil, err
+		}
+		if err := ap.Apply(ctx, objs, "default"); err != nil {
+			return nil, fmt.Errorf("CRDs: %w", err)
+		}
+	}
+	var workloads []*unstructured.Unstructured
+	opBin := images.Table{BinDir: o.bin}.OperatorBinary()
+	opConfig := filepath.Join(o.repo, "config", "default")
+	_, binErr := os.Stat(opBin)
+	deployOperator := binErr == nil && manifests.HasKustomization(opConfig)
+	if deployOperator {
+		objs, err := manifests.Kustomize(kubectl, opConfig)
+		if err != nil {
+			return nil, err
+		}
+		setOperatorImage(objs, o.operatorImage)
+		if err := applyEach(ctx, ap, objs); err != nil {
+			notes = append(notes, "WARNING: some operator objects were not applied: "+err.Error())
+		}
+		workloads = append(workloads, workloadsOf(objs)...)
+	} else {
+		why := "bin/redis-operator is not built (run `make build`)"
+		if binErr == nil {
+			why = "config/default has no kustomization"
+		}
+		notes = append(notes, "Operator not deployed: "+why+"; run `make sandbox` again afterwards.")
+		rbac := filepath.Join(o.repo, "config", "rbac")
+		if _, err := os.Stat(rbac); err == nil {
+			var objs []*unstructured.Unstructured
+			if manifests.HasKustomization(rbac) {
+				objs, err = manifests.Kustomize(kubectl, rbac)
+			} else {
+				objs, err = manifests.Load(rbac)
+			}
+			if err == nil {
+				err = applyEach(ctx, ap, objs)
+			}
+			if err != nil {
+				notes = append(notes, "WARNING: RBAC not fully applied: "+err.Error())
+			}
+		}
+	}
+	for _, s := range o.samples {
+		objs, err := manifests.Load(s)
+		if err != nil {
+			return nil, fmt.Errorf("sample %s: %w", s, err)
+		}
+		if err := ap.Apply(ctx, objs, "default"); err != nil {
+			return nil, fmt.Errorf("sample %s: %w", s, err)
+		}
+		workloads = append(workloads, workloadsOf(objs)...)
+	}
+	errs := make(chan error, len(workloads))
+	for _, w := range workloads {
+		go func() { errs <- waitWorkload(ctx, kc, w) }()
+	}
+	for range workloads {
+		if err := <-errs; err != nil {
+			notes = append(notes, "WARNING: "+err.Error())
+		}
+	}
+	return notes, nil
+}
+
+func applyEach(ctx context.Context, ap *manifests.Applier, objs []*unstructured.Unstructured) error {
+	var errs []error
+	if err := ap.EnsureNamespaces(ctx, objs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ap.Apply(ctx, filter(objs, true), "default"); err != nil {
+		errs = append(errs, err)
+	}
+	for _, obj := range filter(objs, false) {
+		if err := ap.Apply(ctx, []*unstructured.Unstructured{obj}, "default"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func filter(objs []*unstructured.Unstructured, first bool) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		isFirst := o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition"
+		if isFirst == first {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// setOperatorImage points the operator's Deployment at the sandbox's operator image, which
+// the image table maps to bin/redis-operator.
+func setOperatorImage(objs []*unstructured.Unstructured, image string) {
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for i, c := range containers {
+			m, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			img, _ := m["image"].(string)
+			repo := images.Repository(img)
+			if repo == "controller" || repo == "manager" || strings.Contains(repo, "redis-operator") {
+				m["image"] = image
+				m["imagePullPolicy"] = "IfNotPresent"
+				containers[i] = m
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
+	}
+}
+
+func workloadsOf(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" || o.GetKind() == "StatefulSet" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func waitWorkload(ctx context.Context, kc kubernetes.Interface, w *unstructured.Unstructured) error {
+	ns, name, kind := w.GetNamespace(), w.GetName(), w.GetKind()
+	if ns == "" {
+		ns = "default"
+	}
+	var last string
+	for {
+		var ready, want int32
+		var err error
+		switch kind {
+		case "Deployment":
+			var d *appsv1.Deployment
+			if d, err = kc.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				want, ready = ptrOr(d.Spec.Replicas, 1), d.Status.AvailableReplicas
+				if d.Status.UpdatedReplicas < want {
+					ready = min(ready, d.Status.UpdatedReplicas)
+				}
+			}
+		case "StatefulSet":
+			var s *appsv1.StatefulSet
+			if s, err = kc.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				want, ready = ptrOr(s.Spec.Replicas, 1), s.Status.ReadyReplicas
+			}
+		}
+		if err == nil && ready >= want {
+			return nil
+		}
+		last = fmt.Sprintf("%d/%d ready", ready, want)
+		if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s %s/%s not ready (%s): see bin/kubectl -n %s describe pods", kind, ns, name, last, ns)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func ptrOr(p *int32, d int32) int32 {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault.Status, o upOptions, notes []string) error {
+	cfg, err := controlplane.RESTConfig(inst)
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kubectl := relative(filepath.Join(o.bin, "kubectl"))
+	kubeconfig := relative(inst.Kubeconfig())
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\nKubeconfig: %s\nkubectl:    %s --kubeconfig %s get nodes,pods -A\n", kubeconfig, kubectl, kubeconfig)
+	fmt.Fprintf(&b, "API server: %s (pods reach it at %s)\nPod IPs:    %s on bridge %s (reachable from this machine); ClusterIPs %s are not routed\n\n",
+		st.APIServer, st.Gateway, st.PodCIDR, st.Bridge, st.ServiceCIDR)
+	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tZONE\tREADY")
+	for _, n := range nodes.Items {
+		ready := "False"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = string(c.Status)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels["topology.kubernetes.io/zone"], ready)
+	}
+	tw.Flush()
+	pods, err := kc.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var redis []corev1.Pod
+	if len(pods.Items) > 0 {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tIP\tPHASE\tREADY")
+		for _, p := range pods.Items {
+			ready := "false"
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready = "true"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, ready)
+			for _, c := range p.Spec.Containers {
+				if images.Repository(c.Image) == "redis" && p.Status.PodIP != "" {
+					redis = append(redis, p)
+					break
+				}
+			}
+		}
+		tw.Flush()
+	}
+	if len(redis) > 0 {
+		p := redis[0]
+		fmt.Fprintf(&b, "\nReach Redis:\n  redis-cli -h %s -p 6379 ping\n  %s --kubeconfig %s -n %s exec -it %s -- redis-cli\n",
+			p.Status.PodIP, kubectl, kubeconfig, p.Namespace, p.Name)
+	}
+	fmt.Fprintf(&b, "\nFaults: bin/sandbox crash-container|stop-node|start-node|cut|heal|restart-workload (bin/sandbox help)\n")
+	fmt.Fprintf(&b, "Logs:   %s\nStop:   make sandbox-down\n", relative(inst.LogDir()))
+	for _, n := range notes {
+		fmt.Fprintf(&b, "\n%s\n", n)
+	}
+	_, err = w.Write(b.Bytes())
+	return err
+}
+
+func relative(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}

@@ -1,0 +1,281 @@
+// Package network gives every pod of a sandbox its own network namespace and IP on a bridge
+// the sandbox owns. The host reaches pods through the bridge and pods reach each other; no
+// packet for a sandbox address leaves the machine: pods get no default route, the ClusterIP
+// range is "unreachable" on the host and in every pod, and nothing is NATed or forwarded.
+package network
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+)
+
+// Manager owns the bridge of one sandbox and allocates pod IPs.
+type Manager struct {
+	inst instance.Instance
+
+	mu     sync.Mutex
+	inUse  map[netip.Addr]bool
+	cursor netip.Addr
+}
+
+// New returns the network manager of inst; call Setup before Attach.
+func New(inst instance.Instance) *Manager {
+	return &Manager{inst: inst, inUse: map[netip.Addr]bool{}, cursor: inst.Gateway()}
+}
+
+// Setup creates the bridge with the gateway address and the routes that keep sandbox
+// traffic on the machine.
+func (m *Manager) Setup() error {
+	br := m.inst.Bridge()
+	gw := netip.PrefixFrom(m.inst.Gateway(), m.inst.PodCIDR().Bits())
+	cmds := [][]string{
+		{"link", "add", br, "type", "bridge"},
+		{"addr", "add", gw.String(), "dev", br},
+		{"link", "set", br, "up"},
+		// A backstop behind the bridge's connected route: should the bridge lose its route,
+		// pod addresses still never follow the default route off the machine.
+		{"route", "add", "unreachable", m.inst.PodCIDR().String(), "metric", "4000"},
+		{"route", "add", "unreachable", m.inst.ServiceCIDR().String()},
+	}
+	_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
+	for _, c := range cmds {
+		if err := ip(c...); err != nil {
+			return err
+		}
+		if c[0] == "link" && c[1] == "add" {
+			_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
+		}
+	}
+	return nil
+}
+
+// Pod is the network of one pod sandbox.
+type Pod struct {
+	// NetNS is the name of the network namespace (under /run/netns).
+	NetNS string
+	// Veth is the host end of the pod's link, on the bridge.
+	Veth string
+	// IP is the pod's address.
+	IP netip.Addr
+}
+
+// NetNSPath is the namespace's bind-mount path, which processes join with setns.
+func (p Pod) NetNSPath() string { return filepath.Join("/run/netns", p.NetNS) }
+
+// Attach creates a network namespace for a pod with a new IP (never the IP the pod's previous
+// incarnation had while other addresses are free) and links it to the bridge.
+func (m *Manager) Attach(label string) (Pod, error) {
+	addr, err := m.allocate()
+	if err != nil {
+		return Pod{}, err
+	}
+	id := randomID()
+	p := Pod{
+		NetNS: trim(m.inst.NamePrefix()+id+"-"+instance.SanitizeName(label), 200),
+		Veth:  m.inst.NamePrefix() + id, // rksbN-xxxxxx: at most 13 of the 15 characters allowed
+		IP:    addr,
+	}
+	cidr := netip.PrefixFrom(addr, m.inst.PodCIDR().Bits()).String()
+	steps := [][]string{
+		{"netns", "add", p.NetNS},
+		{"link", "add", p.Veth, "type", "veth", "peer", "name", "eth0", "netns", p.NetNS},
+		{"link", "set", p.Veth, "master", m.inst.Bridge(), "up"},
+		{"-n", p.NetNS, "addr", "add", cidr, "dev", "eth0"},
+		{"-n", p.NetNS, "link", "set", "lo", "up"},
+		{"-n", p.NetNS, "link", "set", "eth0", "up"},
+		{"-n", p.NetNS, "route", "add", "unreachable", m.inst.ServiceCIDR().String()},
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			m.Detach(p)
+			return Pod{}, err
+		}
+	}
+	return p, nil
+}
+
+// Detach removes the pod's namespace and link and frees its IP. Processes still in the
+// namespace must have been killed first.
+func (m *Manager) Detach(p Pod) {
+	if p.Veth != "" {
+		_ = ip("link", "del", p.Veth)
+	}
+	if p.NetNS != "" {
+		_ = ip("netns", "del", p.NetNS)
+	}
+	m.mu.Lock()
+	delete(m.inUse, p.IP)
+	m.mu.Unlock()
+}
+
+// Cut takes the pod's link down: the pod can neither send nor receive, established
+// connections stall as in a real partition.
+func (m *Manager) Cut(p Pod) error { return ip("link", "set", p.Veth, "down") }
+
+// Heal brings the pod's link back.
+func (m *Manager) Heal(p Pod) error { return ip("link", "set", p.Veth, "up") }
+
+// IsCut reports whether the pod's link is down.
+func IsCut(p Pod) bool {
+	out, err := exec.Command("ip", "-br", "link", "show", "dev", p.Veth).Output()
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(out))
+	return len(f) > 1 && f[1] == "DOWN"
+}
+
+func (m *Manager) allocate() (netip.Addr, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cidr := m.inst.PodCIDR()
+	a := m.cursor
+	for range 1 << (32 - cidr.Bits()) {
+		a = a.Next()
+		if !cidr.Contains(a) || a == lastAddr(cidr) {
+			a = m.inst.Gateway().Next()
+		}
+		if !m.inUse[a] {
+			m.inUse[a] = true
+			m.cursor = a
+			return a, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("pod range %s exhausted", cidr)
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// Teardown removes everything a sandbox of inst's slot created in the network: its pod
+// namespaces, links, bridge and routes. It works from names alone, so it also cleans up
+// after a crashed sandbox.
+func Teardown(inst instance.Instance) error {
+	var errs []error
+	for _, ns := range Namespaces(inst) {
+		if err := ip("netns", "del", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Deleting a namespace deletes its veth pair: list the links only now.
+	for _, l := range Links(inst) {
+		if err := ip("link", "del", l); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range Routes(inst) {
+		if err := ip(append([]string{"route", "del"}, strings.Fields(r)...)...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Namespaces lists the network namespaces of inst's slot.
+func Namespaces(inst instance.Instance) []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), inst.NamePrefix()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// Links lists the links (bridge and veths) of inst's slot.
+func Links(inst instance.Instance) []string {
+	entries, _ := os.ReadDir("/sys/class/net")
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), inst.NamePrefix()) || e.Name() == inst.Bridge() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// Routes lists the host routes of inst's slot, each as "[type] prefix [metric n]".
+func Routes(inst instance.Instance) []string {
+	out, err := exec.Command("ip", "-4", "route", "show", "table", "all").Output()
+	if err != nil {
+		return nil
+	}
+	var routes []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		dst := f[0]
+		typ := ""
+		if dst == "unreachable" || dst == "blackhole" || dst == "prohibit" {
+			typ, dst = f[0], f[1]
+		}
+		p, err := netip.ParsePrefix(dst)
+		if err != nil || (p != inst.PodCIDR() && p != inst.ServiceCIDR()) {
+			continue
+		}
+		if strings.Contains(line, "dev "+inst.Bridge()) {
+			continue // goes away with the bridge
+		}
+		r := strings.TrimSpace(typ + " " + dst)
+		for i := range f {
+			if f[i] == "metric" && i+1 < len(f) {
+				r += " metric " + f[i+1]
+			}
+			if f[i] == "table" && i+1 < len(f) && f[i+1] != "main" {
+				r += " table " + f[i+1]
+			}
+		}
+		routes = append(routes, r)
+	}
+	return routes
+}
+
+// PidsIn lists the processes that live in the network namespace ns.
+func PidsIn(ns string) []string {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
+}
+
+func ip(args ...string) error {
+	cmd := exec.Command("ip", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+func randomID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func trim(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
