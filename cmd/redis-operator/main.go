@@ -131,6 +131,15 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return fmt.Errorf("set up the RedisCluster controller: %w", err)
 	}
 
+	if err := (&controller.RedisReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("redis-operator"),
+		Redis:    redisPool,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the Redis controller: %w", err)
+	}
+
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}

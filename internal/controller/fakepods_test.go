@@ -28,13 +28,16 @@ import (
 // IP) and reports the pod Running and Ready. The sandbox's end-to-end tests run real pods; these
 // tests run the controller's logic against real Redis in seconds.
 type fakeKubelet struct {
-	t      *testing.T
-	c      client.Client
-	port   int
-	net    int
-	mu     sync.Mutex
-	nextIP int
-	pods   map[string]*fakePod
+	t    *testing.T
+	c    client.Client
+	port int
+	// standalone runs plain redis-server instead of cluster nodes; password sets requirepass.
+	standalone bool
+	password   string
+	net        int
+	mu         sync.Mutex
+	nextIP     int
+	pods       map[string]*fakePod
 }
 
 type fakePod struct {
@@ -81,7 +84,7 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
 	p := &fakePod{name: name, ip: ip, dataDir: dataDir}
-	p.start(k.t, k.port)
+	p.start(k.t, k.port, k.config(p))
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -145,22 +148,23 @@ func (k *fakeKubelet) pod(name string) *fakePod {
 
 func (p *fakePod) addr(port int) string { return p.ip + ":" + strconv.Itoa(port) }
 
-func (p *fakePod) start(t *testing.T, port int) {
+// config is the redis.conf of a pod: what the builders render, reduced to what a test needs.
+func (k *fakeKubelet) config(p *fakePod) string {
+	conf := fmt.Sprintf("bind %s\nport %d\ndir %s\ndaemonize no\nappendonly yes\nappendfsync always\nsave \"\"\nrepl-diskless-sync-delay 0\n",
+		p.ip, k.port, p.dataDir)
+	if !k.standalone {
+		// Nodes sharing the loopback interface must announce their own address.
+		conf += fmt.Sprintf("cluster-enabled yes\ncluster-config-file %s\ncluster-port %d\ncluster-announce-ip %s\ncluster-node-timeout 2000\n",
+			filepath.Join(p.dataDir, "nodes.conf"), k.port+10000, p.ip)
+	}
+	if k.password != "" {
+		conf += fmt.Sprintf("requirepass %q\nmasterauth %q\n", k.password, k.password)
+	}
+	return conf
+}
+
+func (p *fakePod) start(t *testing.T, port int, conf string) {
 	t.Helper()
-	conf := fmt.Sprintf(`bind %s
-port %d
-dir %s
-daemonize no
-appendonly yes
-appendfsync always
-save ""
-cluster-enabled yes
-cluster-config-file %s
-cluster-port %d
-cluster-announce-ip %s
-cluster-node-timeout 2000
-repl-diskless-sync-delay 0
-`, p.ip, port, p.dataDir, filepath.Join(p.dataDir, "nodes.conf"), port+10000, p.ip)
 	confPath := filepath.Join(p.dataDir, "redis.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,11 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -90,19 +88,10 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	before := cr.Status.DeepCopy()
 	s := &clusterScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
 	defer func() {
-		if cr.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(cr, Finalizer) {
-			return // gone
-		}
 		cr.Status.ObservedGeneration = cr.Generation
-		if equality.Semantic.DeepEqual(before, &cr.Status) {
-			return
-		}
-		// A merge patch of the status alone: no conflict with spec or metadata writers.
 		base := cr.DeepCopy()
 		base.Status = *before
-		if patchErr := r.Client.Status().Patch(ctx, cr, client.MergeFrom(base)); patchErr != nil && !apierrors.IsNotFound(patchErr) {
-			err = errors.Join(err, fmt.Errorf("write status: %w", patchErr))
-		}
+		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
 	}()
 
 	for _, phase := range r.phases() {
@@ -123,27 +112,12 @@ func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clust
 	if cr.DeletionTimestamp == nil {
 		return false, nil
 	}
-	if !controllerutil.ContainsFinalizer(cr, Finalizer) {
-		return true, nil
+	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: cr, Password: placeholderPassword(cr.Spec.KubernetesConfig.ExistingPasswordSecret)})
+	if err != nil {
+		return false, err
 	}
-	if cr.Spec.Storage == nil || !cr.Spec.Storage.KeepAfterDelete {
-		objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: cr, Password: placeholderPassword(cr.Spec.KubernetesConfig.ExistingPasswordSecret)})
-		if err != nil {
-			return false, err
-		}
-		deleted, err := deleteClaims(ctx, r.Client, cr.Namespace, objects.StatefulSets)
-		if err != nil {
-			return false, err
-		}
-		if len(deleted) > 0 {
-			r.Recorder.Eventf(cr, nil, corev1.EventTypeNormal, "DeletedPVCs", "Delete", "deleted PVCs %v", deleted)
-		}
-	}
-	controllerutil.RemoveFinalizer(cr, Finalizer)
-	if err := r.Client.Update(ctx, cr); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("remove finalizer: %w", err)
-	}
-	return true, nil
+	keep := cr.Spec.Storage != nil && cr.Spec.Storage.KeepAfterDelete
+	return true, finalize(ctx, r.Client, r.Recorder, cr, keep, objects.StatefulSets)
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
@@ -155,16 +129,7 @@ func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScop
 }
 
 func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *clusterScope) (bool, error) {
-	if controllerutil.ContainsFinalizer(s.cr, Finalizer) {
-		return false, nil
-	}
-	controllerutil.AddFinalizer(s.cr, Finalizer)
-	status := s.cr.Status.DeepCopy()
-	if err := r.Client.Update(ctx, s.cr); err != nil {
-		return false, fmt.Errorf("add finalizer: %w", err)
-	}
-	s.cr.Status = *status // Update returns the stored status; keep what this reconcile computed
-	return false, nil
+	return false, addFinalizer(ctx, r.Client, s.cr)
 }
 
 func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (bool, error) {
@@ -192,30 +157,14 @@ func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterSco
 		return true, nil
 	}
 	s.objects = objects
-	for _, obj := range objects.All() {
-		written, err := applyOwned(ctx, r.Client, s.cr, obj)
-		var notOwned *NotOwnedError
-		if errors.As(err, &notOwned) {
-			s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, notOwned.Error()
-			s.conditions.degraded(ReasonNotOwned, notOwned.Error())
-			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if written {
-			log.FromContext(ctx).Info("wrote object", "kind", kindOf(obj), "name", obj.GetName())
-		}
+	err = applyAll(ctx, r.Client, r.Recorder, s.cr, objects)
+	var notOwned *NotOwnedError
+	if errors.As(err, &notOwned) {
+		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, notOwned.Error()
+		s.conditions.degraded(ReasonNotOwned, notOwned.Error())
+		return true, nil
 	}
-	deleted, err := pruneOwned(ctx, r.Client, s.cr, objects.All())
-	if err != nil {
-		return false, err
-	}
-	if len(deleted) > 0 {
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "Pruned", "Delete", "deleted objects the spec no longer asks for: %v", deleted)
-	}
-	return false, nil
+	return false, err
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
@@ -223,10 +172,10 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	leaderSet := builder.ClusterStatefulSetName(cr.Name, builder.RoleLeader)
 	followerSet := builder.ClusterStatefulSetName(cr.Name, builder.RoleFollower)
 	var err error
-	if s.leaders, err = r.podsOf(ctx, cr.Namespace, leaderSet); err != nil {
+	if s.leaders, err = podsOf(ctx, r.Client, cr.Namespace, leaderSet); err != nil {
 		return false, err
 	}
-	if s.followers, err = r.podsOf(ctx, cr.Namespace, followerSet); err != nil {
+	if s.followers, err = podsOf(ctx, r.Client, cr.Namespace, followerSet); err != nil {
 		return false, err
 	}
 	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)
@@ -256,9 +205,10 @@ func (r *RedisClusterReconciler) notReady(s *clusterScope, reason, message strin
 	s.conditions.degraded(ReasonPodsNotReady, message)
 }
 
-func (r *RedisClusterReconciler) podsOf(ctx context.Context, namespace, statefulSet string) ([]corev1.Pod, error) {
+// podsOf lists the live pods of a StatefulSet.
+func podsOf(ctx context.Context, c client.Client, namespace, statefulSet string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{builder.LabelApp: statefulSet}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{builder.LabelApp: statefulSet}); err != nil {
 		return nil, fmt.Errorf("list pods of %s: %w", statefulSet, err)
 	}
 	var out []corev1.Pod

@@ -1,0 +1,241 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// Status strings of a standalone Redis.
+const (
+	StandaloneStateInitializing = "Initializing"
+	StandaloneStateReady        = "Ready"
+	StandaloneStateFailed       = "Failed"
+)
+
+// SkipReconcileAnnotation stops all action on a Redis while "true".
+const SkipReconcileAnnotation = "redis.opstreelabs.in/skip-reconcile"
+
+// RedisReconciler runs a standalone Redis: one pod, its Services, config and optional volume.
+type RedisReconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Redis    *redis.Pool
+}
+
+type redisScope struct {
+	cr         *v1beta2.Redis
+	conditions conditionSet
+	password   string
+	objects    *builder.Objects
+	pod        *corev1.Pod
+	result     ctrl.Result
+}
+
+type redisPhase struct {
+	name string
+	run  func(context.Context, *redisScope) (stop bool, err error)
+}
+
+func (r *RedisReconciler) phases() []redisPhase {
+	return []redisPhase{
+		{"deletion", r.reconcileDeletion},
+		{"skip-reconcile", r.skipReconcile},
+		{"finalizer", func(ctx context.Context, s *redisScope) (bool, error) {
+			return false, addFinalizer(ctx, r.Client, s.cr)
+		}},
+		{"password", r.resolvePassword},
+		{"objects", r.applyObjects},
+		{"pod", r.observePod},
+		{"dynamic-config", r.applyDynamicConfig},
+		{"health", r.checkHealth},
+	}
+}
+
+// Reconcile runs the phases in order and writes the status once, when it changed.
+func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	cr := &v1beta2.Redis{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cr.Status.DeepCopy()
+	s := &redisScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
+	defer func() {
+		cr.Status.ObservedGeneration = cr.Generation
+		base := cr.DeepCopy()
+		base.Status = *before
+		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
+	}()
+	for _, phase := range r.phases() {
+		stop, err := phase.run(ctx, s)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", phase.name)
+			return ctrl.Result{}, fmt.Errorf("%s: %w", phase.name, err)
+		}
+		if stop {
+			break
+		}
+	}
+	return s.result, nil
+}
+
+func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
+	cr := s.cr
+	if cr.DeletionTimestamp == nil {
+		return false, nil
+	}
+	objects, err := builder.BuildRedis(builder.RedisInput{CR: cr, Password: placeholderPassword(cr.Spec.KubernetesConfig.ExistingPasswordSecret)})
+	if err != nil {
+		return false, err
+	}
+	keep := cr.Spec.Storage != nil && cr.Spec.Storage.KeepAfterDelete
+	return true, finalize(ctx, r.Client, r.Recorder, cr, keep, objects.StatefulSets)
+}
+
+func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
+	if s.cr.Annotations[SkipReconcileAnnotation] != "true" {
+		return false, nil
+	}
+	s.conditions.skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this Redis", SkipReconcileAnnotation))
+	return true, nil
+}
+
+func (r *RedisReconciler) fail(s *redisScope, reason, message string) {
+	s.cr.Status.State, s.cr.Status.Reason = StandaloneStateFailed, message
+	s.conditions.degraded(reason, message)
+	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
+}
+
+func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (bool, error) {
+	password, err := readPassword(ctx, r.Client, s.cr.Namespace, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+	var missing *SecretKeyError
+	if errors.As(err, &missing) {
+		r.fail(s, ReasonSecretMissing, missing.Error())
+		return true, nil // the Secret watch brings us back
+	}
+	s.password = password
+	return false, err
+}
+
+func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
+	objects, err := builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password})
+	if err != nil {
+		r.fail(s, ReasonInvalidSpec, err.Error())
+		return true, nil
+	}
+	s.objects = objects
+	err = applyAll(ctx, r.Client, r.Recorder, s.cr, objects)
+	var notOwned *NotOwnedError
+	if errors.As(err, &notOwned) {
+		s.cr.Status.State, s.cr.Status.Reason = StandaloneStateFailed, notOwned.Error()
+		s.conditions.degraded(ReasonNotOwned, notOwned.Error())
+		return true, nil
+	}
+	return false, err
+}
+
+func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, error) {
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	s.cr.Status.ReadyReplicas = countReady(pods)
+	if s.cr.Status.ReadyReplicas == 0 {
+		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
+		if s.cr.Status.State == StandaloneStateReady {
+			s.conditions.degraded(ReasonPodsNotReady, message)
+		} else {
+			s.conditions.progressing(ReasonPodsNotReady, message)
+		}
+		s.cr.Status.State, s.cr.Status.Reason = StandaloneStateInitializing, message
+		return true, nil // the pod watch brings us back
+	}
+	for i := range pods {
+		if podReady(&pods[i]) {
+			s.pod = &pods[i]
+		}
+	}
+	return false, nil
+}
+
+func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
+	return r.Redis.Client(s.pod.Status.PodIP+":"+strconv.Itoa(builder.DefaultRedisPort), redis.Auth{Password: s.password})
+}
+
+func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope) (bool, error) {
+	if s.cr.Spec.RedisConfig == nil || len(s.cr.Spec.RedisConfig.DynamicConfig) == 0 {
+		return false, nil
+	}
+	c, err := r.client(s)
+	if err != nil {
+		return false, err
+	}
+	changed, err := setDynamicConfig(ctx, c, s.cr.Spec.RedisConfig.DynamicConfig)
+	if err != nil {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "DynamicConfigFailed", "ConfigSet", "%v", err)
+		return false, err
+	}
+	if len(changed) > 0 {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "DynamicConfig", "ConfigSet", "set %v", changed)
+	}
+	return false, nil
+}
+
+// checkHealth is Ready when Redis answers PING with the configured password.
+func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool, error) {
+	c, err := r.client(s)
+	if err == nil {
+		err = c.Ping(ctx)
+	}
+	if err != nil {
+		message := fmt.Sprintf("pod %s does not answer PING: %v", s.pod.Name, err)
+		s.conditions.progressing(ReasonRedisUnreachable, message)
+		s.result.RequeueAfter = whileConverging
+		return true, nil
+	}
+	if s.cr.Status.State != StandaloneStateReady {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "RedisReady", "Observe", "pod %s answers", s.pod.Name)
+	}
+	s.cr.Status.State, s.cr.Status.Reason = StandaloneStateReady, "Redis is ready"
+	s.conditions.ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
+	s.result.RequeueAfter = healthCheckInterval
+	return false, nil
+}
+
+// SetupWithManager registers the Redis controller and what it watches.
+func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta2.Redis{}, passwordSecretIndex,
+		func(obj client.Object) []string {
+			return secretNames(obj.(*v1beta2.Redis).Spec.KubernetesConfig.ExistingPasswordSecret)
+		}); err != nil {
+		return fmt.Errorf("index Redis by password Secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1beta2.Redis{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(builder.SetupStandalone))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), &v1beta2.RedisList{}))).
+		Named("redis").
+		Complete(r)
+}
