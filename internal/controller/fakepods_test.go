@@ -73,7 +73,7 @@ func (k *fakeKubelet) runStatefulSet(ctx context.Context, namespace, name string
 }
 
 // startPod creates pod <sts>-<ordinal> and runs it; dataDir "" gives it a new empty volume.
-func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ordinal int, dataDir string) *fakePod {
+func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ordinal int, dataDir string) {
 	k.t.Helper()
 	k.mu.Lock()
 	ip := fmt.Sprintf("127.0.%d.%d", k.net, k.nextIP)
@@ -112,7 +112,6 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	k.mu.Lock()
 	k.pods[name] = p
 	k.mu.Unlock()
-	return p
 }
 
 // deletePod stops the pod's process and deletes the pod, as a node losing it would.
@@ -135,7 +134,7 @@ func (k *fakeKubelet) deletePod(ctx context.Context, namespace, name string, sig
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 	return p
 }

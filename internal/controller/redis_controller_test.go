@@ -76,7 +76,7 @@ func TestStandaloneRedisServesWithItsPasswordAndDynamicConfig(t *testing.T) {
 	waitUntil(t, 10*time.Second, "new maxmemory-policy", func() error {
 		got, err := rdb.ConfigGet(ctx, "maxmemory-policy").Result()
 		if err != nil || got["maxmemory-policy"] != "volatile-lru" {
-			return fmt.Errorf("maxmemory-policy = %v (%v)", got, err)
+			return fmt.Errorf("maxmemory-policy = %v (%w)", got, err)
 		}
 		return nil
 	})

@@ -142,7 +142,9 @@ func (op *operator) stop() {
 		return
 	}
 	op.cancel()
-	<-op.done
+	if err := <-op.done; err != nil {
+		fmt.Fprintf(os.Stderr, "operator stopped with error: %v\n", err)
+	}
 	_ = op.pool.Close()
 	op.cancel = nil
 }
