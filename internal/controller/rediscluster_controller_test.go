@@ -12,6 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,6 +231,29 @@ func (f *clusterFixture) assertDesignedShape(leaders, followersPerLeader int) {
 	}
 }
 
+// assertEvents checks that the operator recorded an Event with each reason on the cluster.
+func (f *clusterFixture) assertEvents(reasons ...string) {
+	f.t.Helper()
+	waitUntil(f.t, 10*time.Second, fmt.Sprintf("events %v", reasons), func() error {
+		var events eventsv1.EventList
+		if err := f.c.List(f.ctx, &events, client.InNamespace(f.ns)); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "RedisCluster" && e.Regarding.Name == f.name {
+				seen[e.Reason] = true
+			}
+		}
+		for _, r := range reasons {
+			if !seen[r] {
+				return fmt.Errorf("no %s event; seen %v", r, seen)
+			}
+		}
+		return nil
+	})
+}
+
 func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
 	op := startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
@@ -239,6 +263,7 @@ func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
 		t.Errorf("ready counts %d/%d, want 3/3", cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas)
 	}
 	f.assertDesignedShape(3, 1)
+	f.assertEvents("ClusterMeet", "ClusterAddSlots", "ClusterReplicate", "ClusterReady")
 	f.writeKeys(300)
 	f.readKeys(300)
 	for _, kind := range []string{"StatefulSet/shards-leader", "StatefulSet/shards-follower", "Service/shards-leader-headless", "Service/shards-master"} {
@@ -325,6 +350,7 @@ func TestLeaderCrashFailsOverAndBack(t *testing.T) {
 	f.kubelet.startPod(f.ctx, &sts, 1, crashed.dataDir)
 	f.waitReady(90 * time.Second)
 	f.assertDesignedShape(3, 1)
+	f.assertEvents("ClusterFailover")
 	f.readKeys(200)
 }
 
@@ -343,6 +369,7 @@ func TestReplacedFollowerIsReattachedAndItsOldNodeForgotten(t *testing.T) {
 	f.kubelet.startPod(f.ctx, &sts, 2, "") // an empty volume: a new node ID
 	f.waitReady(90 * time.Second)
 	f.assertDesignedShape(3, 1) // known nodes is 6 on every pod: the old ID is forgotten
+	f.assertEvents("ClusterForget")
 	f.readKeys(100)
 }
 
