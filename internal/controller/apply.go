@@ -43,15 +43,65 @@ func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 	if !metav1.IsControlledBy(live, owner) {
 		return false, &NotOwnedError{Kind: kindOf(desired), Name: desired.GetName()}
 	}
+	if live.GetDeletionTimestamp() != nil {
+		return false, nil // being recreated: its delete event brings the owner back to create it
+	}
 	if isDerived(desired, live) {
 		return false, nil
 	}
 	original := live.DeepCopyObject().(client.Object)
 	mergeInto(desired, live)
 	if err := c.Patch(ctx, live, client.MergeFrom(original)); err != nil {
+		if apierrors.IsInvalid(err) {
+			return false, &ImmutableError{Kind: kindOf(desired), Name: desired.GetName(), Err: err}
+		}
 		return false, fmt.Errorf("patch %s %s: %w", kindOf(desired), desired.GetName(), err)
 	}
 	return true, nil
+}
+
+// ImmutableError is returned when the API server refuses a change (a StatefulSet's selector,
+// service name or pod management policy): the object has to be recreated, which the operator
+// does only when the resource carries the recreate-statefulset annotation.
+type ImmutableError struct {
+	Kind, Name string
+	Err        error
+}
+
+func (e *ImmutableError) Error() string {
+	return fmt.Sprintf("%s %s cannot be changed in place (%v); set the annotation %s: \"true\" to let the operator recreate it, keeping pods and volumes",
+		e.Kind, e.Name, e.Err, RecreateStatefulSetAnnotation)
+}
+
+func (e *ImmutableError) Unwrap() error { return e.Err }
+
+// RecreateStatefulSetAnnotation lets the operator delete a StatefulSet, leaving its pods and
+// PVCs, and create it anew when a field Kubernetes won't update in place changed.
+const RecreateStatefulSetAnnotation = "redis.opstreelabs.in/recreate-statefulset"
+
+// recreateStatefulSet deletes the live StatefulSet without its pods (orphan), so that the next
+// apply creates it with the new spec and adopts the pods.
+func recreateStatefulSet(ctx context.Context, c client.Client, namespace, name string) error {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete StatefulSet %s to recreate it: %w", name, err)
+	}
+	return nil
+}
+
+// statefulSetNeedsRecreate reports whether the claim templates of desired differ from the live
+// StatefulSet's (a new storage size or class), which only a recreation can apply.
+func statefulSetNeedsRecreate(desired, live *appsv1.StatefulSet) bool {
+	if len(desired.Spec.VolumeClaimTemplates) != len(live.Spec.VolumeClaimTemplates) {
+		return true
+	}
+	for i, d := range desired.Spec.VolumeClaimTemplates {
+		l := live.Spec.VolumeClaimTemplates[i]
+		if d.Name != l.Name || !equality.Semantic.DeepDerivative(d.Spec, l.Spec) {
+			return true
+		}
+	}
+	return false
 }
 
 // isDerived reports whether live already holds every label, annotation and field desired sets.
@@ -61,7 +111,11 @@ func isDerived(desired, live client.Object) bool {
 	}
 	switch d := desired.(type) {
 	case *appsv1.StatefulSet:
-		return equality.Semantic.DeepDerivative(d.Spec, live.(*appsv1.StatefulSet).Spec)
+		// Claim templates cannot change on a live StatefulSet: they are compared, and acted on,
+		// apart (see statefulSetNeedsRecreate).
+		spec := *d.Spec.DeepCopy()
+		spec.VolumeClaimTemplates = live.(*appsv1.StatefulSet).Spec.VolumeClaimTemplates
+		return equality.Semantic.DeepDerivative(spec, live.(*appsv1.StatefulSet).Spec)
 	case *corev1.Service:
 		return equality.Semantic.DeepDerivative(d.Spec, live.(*corev1.Service).Spec)
 	case *policyv1.PodDisruptionBudget:

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,12 +57,29 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error
 // applyAll writes the desired objects and deletes owned ones the spec no longer wants. A name
 // taken by an object we do not own is returned as *NotOwnedError, with nothing else written after it.
 func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object, objects *builder.Objects) error {
+	recreate := owner.GetAnnotations()[RecreateStatefulSetAnnotation] == "true"
 	for _, obj := range objects.All() {
+		if sts, ok := obj.(*appsv1.StatefulSet); ok {
+			if err := recreateIfClaimsChanged(ctx, c, rec, owner, sts, recreate); err != nil {
+				return err
+			}
+		}
 		written, err := applyOwned(ctx, c, owner, obj)
+		var immutable *ImmutableError
+		if errors.As(err, &immutable) && recreate {
+			rec.Eventf(owner, nil, corev1.EventTypeNormal, "RecreateStatefulSet", "Recreate", "recreating StatefulSet %s, keeping its pods and volumes: %v", obj.GetName(), immutable.Err)
+			if err := recreateStatefulSet(ctx, c, owner.GetNamespace(), obj.GetName()); err != nil {
+				return err
+			}
+			written, err = applyOwned(ctx, c, owner, obj)
+		}
 		if err != nil {
 			var notOwned *NotOwnedError
-			if errors.As(err, &notOwned) {
+			switch {
+			case errors.As(err, &notOwned):
 				rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
+			case errors.As(err, &immutable):
+				rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonImmutable, "Update", "%s", immutable.Error())
 			}
 			return err
 		}
@@ -89,4 +107,21 @@ func patchStatus(ctx context.Context, c client.Client, obj, base client.Object, 
 		return fmt.Errorf("write status: %w", err)
 	}
 	return nil
+}
+
+// recreateIfClaimsChanged recreates a StatefulSet whose claim templates the spec changed, when
+// the resource allows it; otherwise it reports that the change waits for that permission.
+func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object, desired *appsv1.StatefulSet, allowed bool) error {
+	var live appsv1.StatefulSet
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), &live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(&live, owner) || live.DeletionTimestamp != nil || !statefulSetNeedsRecreate(desired, &live) {
+		return nil
+	}
+	if !allowed {
+		return &ImmutableError{Kind: "StatefulSet", Name: desired.Name, Err: errors.New("its volume claim templates changed")}
+	}
+	rec.Eventf(owner, nil, corev1.EventTypeNormal, "RecreateStatefulSet", "Recreate", "recreating StatefulSet %s for new volume claim templates, keeping its pods and volumes", desired.Name)
+	return recreateStatefulSet(ctx, c, owner.GetNamespace(), desired.Name)
 }

@@ -17,6 +17,7 @@ const (
 	ReasonSkipReconcile    = "SkipReconcile"
 	ReasonInvalidSpec      = "InvalidSpec"
 	ReasonNotOwned         = "NotOwned"
+	ReasonImmutable        = "ImmutableChange"
 	ReasonSecretMissing    = "PasswordSecretMissing"
 	ReasonRedisUnreachable = "RedisUnreachable"
 	ReasonTopologyProblem  = "TopologyProblem"

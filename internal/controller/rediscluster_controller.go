@@ -159,9 +159,15 @@ func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterSco
 	s.objects = objects
 	err = applyAll(ctx, r.Client, r.Recorder, s.cr, objects)
 	var notOwned *NotOwnedError
-	if errors.As(err, &notOwned) {
+	var immutable *ImmutableError
+	switch {
+	case errors.As(err, &notOwned):
 		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, notOwned.Error()
 		s.conditions.degraded(ReasonNotOwned, notOwned.Error())
+		return true, nil
+	case errors.As(err, &immutable):
+		// Waits for the user: the annotation change brings the resource back.
+		s.conditions.degraded(ReasonImmutable, immutable.Error())
 		return true, nil
 	}
 	return false, err

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -486,4 +487,63 @@ func TestMissingPasswordSecretIsReported(t *testing.T) {
 	waitUntil(t, 10*time.Second, "StatefulSet after the Secret appears", func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "locked-leader"}, &appsv1.StatefulSet{})
 	})
+}
+
+func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 1, 0)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	var before appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-leader"}, &before); err != nil {
+		t.Fatal(err)
+	}
+
+	cr := f.get()
+	cr.Spec.PodManagementPolicy = string(appsv1.ParallelPodManagement)
+	if err := f.c.Update(f.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "Degraded for an immutable change", func() error {
+		d := meta.FindStatusCondition(f.get().Status.Conditions, v1beta2.ConditionDegraded)
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonImmutable && strings.Contains(d.Message, RecreateStatefulSetAnnotation) {
+			return nil
+		}
+		return fmt.Errorf("degraded is %+v", d)
+	})
+
+	cr = f.get()
+	cr.Annotations = map[string]string{RecreateStatefulSetAnnotation: "true"}
+	if err := f.c.Update(f.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	// The operator deletes it leaving the pods (orphan); the garbage collector, which this test
+	// runs without, then releases the pods and drops the orphan finalizer: the test does that.
+	waitUntil(t, 10*time.Second, "StatefulSet deleted with orphaned pods", func() error {
+		var old appsv1.StatefulSet
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-leader"}, &old); err != nil {
+			return err
+		}
+		if old.DeletionTimestamp == nil || !slices.Contains(old.Finalizers, metav1.FinalizerOrphanDependents) {
+			return fmt.Errorf("deletion %v, finalizers %v", old.DeletionTimestamp, old.Finalizers)
+		}
+		old.Finalizers = nil
+		return f.c.Update(f.ctx, &old)
+	})
+	waitUntil(t, 10*time.Second, "StatefulSet recreated with the new policy", func() error {
+		var after appsv1.StatefulSet
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-leader"}, &after); err != nil {
+			return err
+		}
+		if after.UID == before.UID || after.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+			return fmt.Errorf("uid changed %v, policy %s", after.UID != before.UID, after.Spec.PodManagementPolicy)
+		}
+		return nil
+	})
+	f.waitReady(30 * time.Second)
+	f.assertEvents("RecreateStatefulSet")
+	var pods corev1.PodList
+	if err := f.c.List(f.ctx, &pods, client.InNamespace(f.ns)); err != nil || len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil {
+		t.Errorf("the pod must survive the recreation: %d pods, %v", len(pods.Items), err)
+	}
 }
