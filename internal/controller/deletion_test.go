@@ -69,7 +69,7 @@ func TestDeletionRemovesClaimsUnlessKept(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (finalizers %v): %v", cr.Finalizers, err)
+			return fmt.Errorf("still there (finalizers %v): %w", cr.Finalizers, err)
 		})
 		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
 			t.Fatal(err)
