@@ -33,7 +33,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the Go types and kub
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are not committed as generated.
-	@gofmt -l . | grep -v '^hack/tools' | (! grep .) || { echo "gofmt needed on the files above"; exit 1; }
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
 	@git diff --exit-code -- api config || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files"; exit 1; }
 
