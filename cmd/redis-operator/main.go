@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
@@ -116,7 +118,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	// One pool of Redis connections for every controller: pods are dialled once, then reused.
-	redisPool := redis.NewPool(redis.Options{})
+	redisPool := redis.NewPool(redis.Options{OnCommand: countRedisCommand})
 	defer func() {
 		if err := redisPool.Close(); err != nil {
 			log.Error(err, "close Redis connections")
@@ -159,6 +161,19 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	}
 	return nil
 }
+
+// redisCommands counts what the operator sends to Redis, by command, so that a dashboard or a
+// benchmark can tell a quiet steady state from a busy one.
+var redisCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "redis_operator_redis_commands_total",
+	Help: "Redis commands sent by the operator, by command.",
+}, []string{"command"})
+
+func init() {
+	metrics.Registry.MustRegister(redisCommands)
+}
+
+func countRedisCommand(_, command string) { redisCommands.WithLabelValues(command).Inc() }
 
 func splitNamespaces(value string) []string {
 	var out []string
