@@ -35,6 +35,7 @@ type upOptions struct {
 	operatorImage        string
 	samples              multiFlag
 	noApply              bool
+	requireOperator      bool
 	exitWithPid          int
 	timeout              time.Duration
 }
@@ -55,6 +56,7 @@ func up(args []string) error {
 	fs.StringVar(&o.operatorImage, "operator-image", "redis-operator:dev", "image name of the operator in the sandbox")
 	fs.Var(&o.samples, "sample", "manifest to apply after the operator (repeatable)")
 	fs.BoolVar(&o.noApply, "no-apply", false, "only start the sandbox: no CRDs, RBAC, operator or sample")
+	fs.BoolVar(&o.requireOperator, "require-operator", false, "fail unless the operator is deployed and ready")
 	fs.IntVar(&o.exitWithPid, "exit-with-pid", 0, "stop the sandbox when this process is gone")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the sandbox and the sample")
 	if err := fs.Parse(args); err != nil {
@@ -225,6 +227,9 @@ func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]strin
 		if binErr == nil {
 			why = "config/default has no kustomization"
 		}
+		if o.requireOperator {
+			return nil, errors.New("operator not deployed: " + why)
+		}
 		notes = append(notes, "Operator not deployed: "+why+"; run `make sandbox` again afterwards.")
 		rbac := filepath.Join(o.repo, "config", "rbac")
 		if _, err := os.Stat(rbac); err == nil {
@@ -256,10 +261,15 @@ func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]strin
 	for _, w := range workloads {
 		go func() { errs <- waitWorkload(ctx, kc, w) }()
 	}
+	var failed []error
 	for range workloads {
 		if err := <-errs; err != nil {
 			notes = append(notes, "WARNING: "+err.Error())
+			failed = append(failed, err)
 		}
+	}
+	if o.requireOperator && len(failed) > 0 {
+		return notes, errors.Join(failed...)
 	}
 	return notes, nil
 }

@@ -551,7 +551,8 @@ func (c *container) stop(deadline time.Time, reason string) {
 	}
 	p.stopOnce.Do(func() {
 		c.sb.event(corev1.EventTypeNormal, "Killing", "%s %s", reason, c.name)
-		if spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		hook := spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil
+		if hook {
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			go func() {
 				select {
@@ -565,8 +566,9 @@ func (c *container) stop(deadline time.Time, reason string) {
 			}
 			cancel()
 		}
-		wait := time.Until(deadline)
-		if wait < 2*time.Second {
+		// Like the kubelet, leave a container at least 2 s after its preStop hook.
+		wait := max(time.Until(deadline), 0)
+		if hook && wait < 2*time.Second {
 			wait = 2 * time.Second
 		}
 		_ = syscall.Kill(p.pid, syscall.SIGTERM)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -48,6 +49,7 @@ type podSandbox struct {
 	initialized bool
 	initFailed  bool
 	terminating bool
+	deleted     bool // terminating because the pod was deleted in the API
 	killed      bool
 	initCs      []*container
 	cs          []*container
@@ -373,9 +375,12 @@ func (sb *podSandbox) terminate(grace time.Duration) {
 		return
 	}
 	sb.terminating = true
+	sb.deleted = true
 	sb.mu.Unlock()
 	go func() {
-		deadline := time.Now().Add(grace)
+		// virtual-kubelet removes the pod from the API when the grace period is over; end
+		// the containers a moment earlier so their final state is recorded first.
+		deadline := time.Now().Add(grace - min(grace/4, time.Second))
 		var main []*container
 		main = append(main, sb.cs...)
 		for _, c := range sb.initCs {
@@ -413,7 +418,16 @@ func (sb *podSandbox) teardown() {
 	}
 	sb.mu.Lock()
 	n, hasNet, hostNet := sb.net, sb.hasNet, sb.hostNet
+	killed, deleted := sb.killed, sb.deleted
 	sb.mu.Unlock()
+	// Report the final state first: a replacement pod of the same name only starts once
+	// this one is fully torn down (it waits for done), but observers see the end at once.
+	if !killed {
+		sb.report()
+	}
+	if deleted && !killed {
+		sb.finishDeletion()
+	}
 	if hasNet && !hostNet {
 		for _, pid := range network.PidsIn(n.NetNS) {
 			var p int
@@ -426,14 +440,36 @@ func (sb *podSandbox) teardown() {
 	if err := os.RemoveAll(sb.dir); err != nil {
 		sb.log.Warn("remove pod directory", "err", err)
 	}
-	sb.mu.Lock()
-	killed := sb.killed
-	sb.mu.Unlock()
-	if !killed {
-		sb.report()
-	}
 	close(sb.done)
 	sb.p.forget(sb)
+}
+
+// finishDeletion does what the kubelet does once a deleted pod's containers are gone: it
+// records their final state in the pod's status, then removes the pod from the API at once
+// instead of when the grace period ends.
+func (sb *podSandbox) finishDeletion() {
+	client := sb.p.c.cfg.Client.CoreV1()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pod := sb.currentPod()
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := client.Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || cur.UID != pod.UID {
+			return
+		}
+		cur.Status = sb.podWithStatus().Status
+		_, err = client.Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err == nil || !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	zero := int64(0)
+	err := client.Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero, Preconditions: metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		sb.log.Warn("delete terminated pod", "err", err)
+	}
 }
 
 // update applies a changed pod spec: a container whose image changed is restarted.

@@ -1,0 +1,224 @@
+// Package framework runs end-to-end tests against a sandbox: one sandbox per test binary,
+// started in TestMain (its own slot, so it never collides with `make sandbox` or another
+// test binary), taken down with `sandbox down` at the end, which must leave nothing behind.
+// Helpers apply manifests, wait on conditions with failure messages that carry the events,
+// pod statuses and logs of the namespace, exec into containers and open Redis connections
+// to pod IPs.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rediskube/redis-operator/internal/sandbox/cleanup"
+	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/internal/sandbox/fault"
+	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+	"github.com/rediskube/redis-operator/internal/sandbox/manifests"
+)
+
+// Options configure the sandbox of a test binary.
+type Options struct {
+	// Nodes is the number of virtual nodes (default 3).
+	Nodes int
+	// Operator installs the CRDs and RBAC and deploys the operator (bin/redis-operator,
+	// config/default) and fails the start when it is not ready.
+	Operator bool
+}
+
+// Sandbox is a running sandbox and clients for it.
+type Sandbox struct {
+	Dir    string
+	Inst   instance.Instance
+	Status *fault.Status
+	// Config is an admin REST config.
+	Config *rest.Config
+	Kube   kubernetes.Interface
+	// Client is a controller-runtime client; add API types to Scheme before using them.
+	Client client.Client
+	Scheme *k8sruntime.Scheme
+	// Fault injects faults (crash containers, stop nodes, cut pods off the network).
+	Fault   *fault.Client
+	Applier *manifests.Applier
+
+	repo    string
+	bin     string
+	tempBin string
+}
+
+// Main starts the sandbox, hands it to use, runs the tests, takes the sandbox down and
+// fails the test binary if the sandbox does not start or leaves anything behind.
+func Main(m *testing.M, opts Options, use func(*Sandbox)) {
+	os.Exit(run(m, opts, use))
+}
+
+func run(m *testing.M, opts Options, use func(*Sandbox)) int {
+	start := time.Now()
+	sb, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the sandbox did not start:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: sandbox slot %d in %s ready after %.1f s\n", sb.Inst.Slot, sb.Dir, time.Since(start).Seconds())
+	use(sb)
+	code := m.Run()
+	if err := sb.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: sandbox down:", err)
+		code = 1
+	}
+	return code
+}
+
+// RepoRoot finds the repository root from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/rediskube/redis-operator\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root (go.mod of github.com/rediskube/redis-operator) not found")
+		}
+		dir = parent
+	}
+}
+
+// Start builds the sandbox binary, starts a sandbox in a fresh state directory on a free
+// slot and waits until it is ready. The sandbox stops by itself if the test binary dies.
+func Start(opts Options) (*Sandbox, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the sandbox needs root (network and mount namespaces): run the e2e tests as root")
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	repo, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(repo, "bin")
+	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" && controlplane.CheckBinaries(assets) == nil {
+		bin = assets
+	}
+	if err := controlplane.CheckBinaries(bin); err != nil {
+		return nil, err
+	}
+	if out, err := exec.Command(filepath.Join(repo, "hack", "sandbox-deps.sh")).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("hack/sandbox-deps.sh: %w\n%s", err, out)
+	}
+	tempBin, err := os.MkdirTemp("", "rediskube-sandbox-bin-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{repo: repo, bin: bin, tempBin: tempBin}
+	exe := filepath.Join(tempBin, "sandbox")
+	build := exec.Command(goTool(), "build", "-o", exe, "./cmd/sandbox")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(tempBin)
+		return nil, fmt.Errorf("build the sandbox: %w\n%s", err, out)
+	}
+	if s.Dir, err = os.MkdirTemp("", "rediskube-e2e-"); err != nil {
+		return nil, err
+	}
+	args := []string{"up", "--dir", s.Dir, "--slot", "auto", "--nodes", strconv.Itoa(opts.Nodes), "--bin", bin,
+		"--repo", repo, "--exit-with-pid", strconv.Itoa(os.Getpid()), "--timeout", "3m"}
+	if opts.Operator {
+		args = append(args, "--require-operator")
+	} else {
+		args = append(args, "--no-apply")
+	}
+	up := exec.Command(exe, args...)
+	if out, err := up.CombinedOutput(); err != nil {
+		s.cleanupAfterFailedStart()
+		return nil, fmt.Errorf("sandbox up: %w\n%s", err, out)
+	}
+	if err := s.connect(); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+func (s *Sandbox) cleanupAfterFailedStart() {
+	if inst, err := instance.Load(s.Dir); err == nil {
+		_ = cleanup.Down(inst, cleanup.Options{KeepDir: true})
+	}
+	os.RemoveAll(s.tempBin)
+}
+
+func (s *Sandbox) connect() error {
+	var err error
+	if s.Inst, err = instance.Load(s.Dir); err != nil {
+		return err
+	}
+	s.Fault = fault.New(s.Inst.ControlSocket())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s.Status, err = s.Fault.Status(ctx); err != nil {
+		return err
+	}
+	if s.Config, err = controlplane.RESTConfig(s.Inst); err != nil {
+		return err
+	}
+	if s.Kube, err = kubernetes.NewForConfig(s.Config); err != nil {
+		return err
+	}
+	s.Scheme = k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s.Scheme); err != nil {
+		return err
+	}
+	if s.Client, err = client.New(s.Config, client.Options{Scheme: s.Scheme}); err != nil {
+		return err
+	}
+	s.Applier, err = manifests.NewApplier(s.Config)
+	return err
+}
+
+// Stop takes the sandbox down with `sandbox down` and fails when anything is left: a
+// process, a network namespace, a link, a route, a mount, the cgroup or the state directory.
+func (s *Sandbox) Stop() error {
+	defer os.RemoveAll(s.tempBin)
+	out, err := exec.Command(filepath.Join(s.tempBin, "sandbox"), "down", "--dir", s.Dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	if left := cleanup.Leftovers(s.Inst, false); len(left) > 0 {
+		return fmt.Errorf("sandbox down left behind: %s", strings.Join(left, "; "))
+	}
+	return nil
+}
+
+// Binary is the sandbox executable the test binary built.
+func (s *Sandbox) Binary() string { return filepath.Join(s.tempBin, "sandbox") }
+
+// Repo is the repository root.
+func (s *Sandbox) Repo() string { return s.repo }
