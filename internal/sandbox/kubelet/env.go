@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Expand replaces $(VAR) references in s with values from lookup, as the kubelet does for
@@ -122,8 +121,10 @@ func (e *envContext) containerEnv(c *corev1.Container) ([]string, map[string]str
 	return out, vars, nil
 }
 
+// putEnv sets k unless it cannot be an environment variable name (relaxed validation, as
+// in current Kubernetes: any printable name without "=").
 func putEnv(vars map[string]string, k, v string) {
-	if len(validation.IsEnvVarName(k)) == 0 {
+	if k != "" && !strings.ContainsAny(k, "=\x00") {
 		vars[k] = v
 	}
 }

@@ -1,0 +1,68 @@
+package instance
+
+import (
+	"strings"
+	"testing"
+)
+
+// Two slots must never share an address range, a port or a kernel object name.
+func TestSlotsDoNotCollide(t *testing.T) {
+	ports := map[int]int{}
+	names := map[string]int{}
+	for s := 0; s < MaxSlots; s++ {
+		inst, err := New(s, "/tmp/x", MaxNodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for o := 0; o < s; o++ {
+			other, _ := New(o, "/tmp/y", MaxNodes)
+			if inst.PodCIDR().Overlaps(other.PodCIDR()) || inst.ServiceCIDR().Overlaps(other.ServiceCIDR()) ||
+				inst.PodCIDR().Overlaps(other.ServiceCIDR()) {
+				t.Errorf("slots %d and %d overlap", s, o)
+			}
+		}
+		for _, p := range inst.Ports() {
+			if prev, ok := ports[p]; ok {
+				t.Errorf("port %d used by slots %d and %d", p, prev, s)
+			}
+			ports[p] = s
+			if p >= 32768 {
+				t.Errorf("port %d of slot %d is in the ephemeral range", p, s)
+			}
+		}
+		for _, n := range []string{inst.Bridge(), inst.CgroupName(), inst.NamePrefix()} {
+			if prev, ok := names[n]; ok {
+				t.Errorf("name %q used by slots %d and %d", n, prev, s)
+			}
+			names[n] = s
+		}
+		// Interface names are at most 15 characters: the veth is prefix + 6 hex digits.
+		if l := len(inst.NamePrefix()) + 6; l > 15 || len(inst.Bridge()) > 15 {
+			t.Errorf("slot %d: interface names too long (%d, %q)", s, l, inst.Bridge())
+		}
+		for _, other := range []string{"rksb1-", "rksb10-"} {
+			if other != inst.NamePrefix() && strings.HasPrefix(other, inst.NamePrefix()) {
+				t.Errorf("prefix %q of slot %d matches another slot's names %q", inst.NamePrefix(), s, other)
+			}
+		}
+		if !inst.PodCIDR().Contains(inst.Gateway()) || !inst.ServiceCIDR().Contains(inst.KubernetesServiceIP()) {
+			t.Errorf("slot %d: gateway or service IP outside its range", s)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	if _, err := New(MaxSlots, "/tmp/x", 3); err == nil {
+		t.Error("slot out of range accepted")
+	}
+	if _, err := New(0, "/tmp/x", 0); err == nil {
+		t.Error("zero nodes accepted")
+	}
+	inst, err := New(2, "relative", 3)
+	if err != nil || !strings.HasPrefix(inst.Dir, "/") {
+		t.Errorf("dir should be made absolute: %q %v", inst.Dir, err)
+	}
+	if inst.NodeName(2) != "sandbox-c" || inst.NodeZone(2) != "c" || inst.NodeIndex("sandbox-b") != 1 || inst.NodeIndex("x") != -1 {
+		t.Error("node names and zones")
+	}
+}

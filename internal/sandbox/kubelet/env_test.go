@@ -1,0 +1,119 @@
+package kubelet
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "1", "B": "two", "EMPTY": ""}
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	cases := map[string]string{
+		"plain":          "plain",
+		"$(A)":           "1",
+		"x$(A)y$(B)z":    "x1ytwoz",
+		"$(UNKNOWN)":     "$(UNKNOWN)",
+		"$$(A)":          "$(A)",
+		"$$":             "$",
+		"$A":             "$A",
+		"$(EMPTY)|":      "|",
+		"$(A":            "$(A",
+		"$()":            "$()",
+		"trailing $":     "trailing $",
+		"$(A)$(A)$$$(B)": "11$two",
+	}
+	for in, want := range cases {
+		if got := Expand(in, lookup); got != want {
+			t.Errorf("Expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestContainerEnv(t *testing.T) {
+	notFound := func(what, name string) error {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: what}, name)
+	}
+	opt := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", Labels: map[string]string{"app": "x"}},
+		Spec:       corev1.PodSpec{NodeName: "sandbox-a", ServiceAccountName: "sa"},
+	}
+	e := &envContext{
+		pod: pod, podIP: "10.244.0.9", hostIP: "127.0.0.1",
+		configMap: func(ns, name string) (*corev1.ConfigMap, error) {
+			if name == "cm" {
+				return &corev1.ConfigMap{Data: map[string]string{"K": "cmv", "bad-key": "skipped"}}, nil
+			}
+			return nil, notFound("configmaps", name)
+		},
+		secret: func(ns, name string) (*corev1.Secret, error) {
+			if name == "s" {
+				return &corev1.Secret{Data: map[string][]byte{"pw": []byte("hunter2")}}, nil
+			}
+			return nil, notFound("secrets", name)
+		},
+		serviceEnv: map[string]string{"KUBERNETES_SERVICE_HOST": "10.244.0.1"},
+		allocCPU:   resource.MustParse("16"),
+		allocMem:   resource.MustParse("64Gi"),
+	}
+	c := &corev1.Container{
+		Name: "main",
+		EnvFrom: []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+			{Prefix: "S_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}},
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Optional: &opt}},
+		},
+		Env: []corev1.EnvVar{
+			{Name: "K", Value: "override $(K)"},
+			{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+			{Name: "APP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+			{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+			{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+			{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "pw"}}},
+			{Name: "OPT", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "x", Optional: &opt}}},
+			{Name: "URL", Value: "redis://$(IP):6379"},
+		},
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}},
+	}
+	_, vars, err := e.containerEnv(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"KUBERNETES_SERVICE_HOST": "10.244.0.1",
+		"K":                       "override cmv",
+		"S_pw":                    "hunter2",
+		"IP":                      "10.244.0.9",
+		"NODE":                    "sandbox-a",
+		"APP":                     "x",
+		"MEM":                     "128",
+		"CPU":                     "16",
+		"PW":                      "hunter2",
+		"URL":                     "redis://10.244.0.9:6379",
+		"bad-key":                 "skipped",
+	}
+	for k, v := range want {
+		if vars[k] != v {
+			t.Errorf("%s = %q, want %q", k, vars[k], v)
+		}
+	}
+	for _, k := range []string{"OPT"} {
+		if _, ok := vars[k]; ok {
+			t.Errorf("%s should not be set", k)
+		}
+	}
+
+	c.Env = append(c.Env, corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "missing"}}})
+	if _, _, err := e.containerEnv(c); err == nil {
+		t.Error("a missing non-optional secret key must be a config error")
+	} else if _, ok := err.(*configError); !ok {
+		t.Errorf("want *configError, got %T", err)
+	}
+}

@@ -1,0 +1,296 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/test/e2e/framework"
+)
+
+const clusterReadyTimeout = 4 * time.Minute
+
+// cluster is a RedisCluster under test.
+type cluster struct {
+	t    *testing.T
+	ctx  context.Context
+	ns   string
+	name string
+}
+
+func sample(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(sb.Repo(), "config", "samples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (c *cluster) get() *v1beta2.RedisCluster {
+	c.t.Helper()
+	cr := &v1beta2.RedisCluster{}
+	if err := sb.Client.Get(c.ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, cr); err != nil {
+		c.t.Fatal(err)
+	}
+	return cr
+}
+
+// waitReady waits for Ready with leader pods as masters and follower pods as replicas.
+func (c *cluster) waitReady() {
+	c.t.Helper()
+	sb.WaitFor(c.t, c.ns, "RedisCluster "+c.name+" Ready with designed roles", clusterReadyTimeout, func(ctx context.Context) (bool, string, error) {
+		cr := &v1beta2.RedisCluster{}
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, cr); err != nil {
+			return false, "", err
+		}
+		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+		seen := fmt.Sprintf("state=%s reason=%q ready=%+v", cr.Status.State, cr.Status.Reason, ready)
+		if cr.Status.State != "Ready" || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != cr.Generation {
+			return false, seen, nil
+		}
+		for _, p := range c.pods(ctx) {
+			role, err := sb.Redis(c.t, &p).Do(ctx, "ROLE").Slice()
+			if err != nil {
+				return false, seen, err
+			}
+			want := "master"
+			if strings.Contains(p.Name, "-follower-") {
+				want = "slave"
+			}
+			if role[0] != want {
+				return false, fmt.Sprintf("%s; pod %s is %v", seen, p.Name, role[0]), nil
+			}
+		}
+		return true, seen, nil
+	})
+}
+
+func (c *cluster) pods(ctx context.Context) []corev1.Pod {
+	var pods corev1.PodList
+	if err := sb.Client.List(ctx, &pods, client.InNamespace(c.ns), client.MatchingLabels{"app.kubernetes.io/instance": c.name}); err != nil {
+		c.t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.PodIP != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *cluster) pod(name string) *corev1.Pod {
+	c.t.Helper()
+	p := &corev1.Pod{}
+	if err := sb.Client.Get(c.ctx, client.ObjectKey{Namespace: c.ns, Name: name}, p); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+func (c *cluster) client() *goredis.ClusterClient {
+	var addrs []string
+	for _, p := range c.pods(c.ctx) {
+		addrs = append(addrs, p.Status.PodIP+":6379")
+	}
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, MaxRedirects: 8, DialTimeout: 2 * time.Second})
+	c.t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+func (c *cluster) writeKeys(prefix string, n int) {
+	c.t.Helper()
+	cc := c.client()
+	for i := 0; i < n; i++ {
+		if err := cc.Set(c.ctx, fmt.Sprintf("%s-%d", prefix, i), i, 0).Err(); err != nil {
+			c.t.Fatalf("SET %s-%d: %v", prefix, i, err)
+		}
+	}
+	// Every master waits for its replica, so that no acknowledged write is lost to a failover.
+	for _, p := range c.pods(c.ctx) {
+		if strings.Contains(p.Name, "-leader-") {
+			_ = sb.Redis(c.t, &p).Do(c.ctx, "WAIT", 1, 5000).Err()
+		}
+	}
+}
+
+func (c *cluster) readKeys(prefix string, n int) {
+	c.t.Helper()
+	cc := c.client()
+	for i := 0; i < n; i++ {
+		got, err := cc.Get(c.ctx, fmt.Sprintf("%s-%d", prefix, i)).Int()
+		if err != nil || got != i {
+			c.t.Fatalf("GET %s-%d = %d, %v", prefix, i, got, err)
+		}
+	}
+}
+
+// assertShape checks CLUSTER INFO on every pod and the status counts.
+func (c *cluster) assertShape(leaders, followers int) {
+	c.t.Helper()
+	for _, p := range c.pods(c.ctx) {
+		text, err := sb.Redis(c.t, &p).ClusterInfo(c.ctx).Result()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		info, err := redis.ParseClusterInfo(text)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if info.State != "ok" || info.SlotsOK != redis.SlotCount || info.KnownNodes != leaders+followers || info.Size != leaders {
+			c.t.Errorf("pod %s: CLUSTER INFO %+v, want ok, %d slots, %d nodes, size %d", p.Name, info, redis.SlotCount, leaders+followers, leaders)
+		}
+	}
+	cr := c.get()
+	if int(cr.Status.ReadyLeaderReplicas) != leaders || int(cr.Status.ReadyFollowerReplicas) != followers {
+		c.t.Errorf("status ready counts %d/%d, want %d/%d", cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas, leaders, followers)
+	}
+}
+
+func newCluster(t *testing.T, manifest string) *cluster {
+	ns := sb.Namespace(t, "cluster")
+	sb.Apply(t, ns, manifest)
+	name := "redis-cluster"
+	if i := strings.Index(manifest, "name: "); i >= 0 {
+		name = strings.Fields(manifest[i+len("name: "):])[0]
+	}
+	return &cluster{t: t, ctx: context.Background(), ns: ns, name: name}
+}
+
+func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
+	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
+	c.waitReady()
+	c.assertShape(3, 3)
+	c.writeKeys("a", 500)
+	c.readKeys("a", 500)
+
+	t.Run("leader process crashes", func(t *testing.T) {
+		c.t = t
+		if err := sb.Fault.CrashContainer(c.ctx, c.ns, c.name+"-leader-0", "redis"); err != nil {
+			t.Fatal(err)
+		}
+		c.waitReady()
+		c.assertShape(3, 3)
+		c.readKeys("a", 500)
+	})
+	t.Run("leader pod deleted", func(t *testing.T) {
+		c.t = t
+		before := c.pod(c.name + "-leader-1").Status.PodIP
+		if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-leader-1")); err != nil {
+			t.Fatal(err)
+		}
+		sb.WaitFor(t, c.ns, "leader-1 back with a new IP", time.Minute, func(ctx context.Context) (bool, string, error) {
+			p := &corev1.Pod{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name + "-leader-1"}, p); err != nil {
+				return false, "", client.IgnoreNotFound(err)
+			}
+			return framework.PodReady(p) && p.Status.PodIP != before, p.Status.PodIP, nil
+		})
+		c.waitReady()
+		c.assertShape(3, 3)
+		c.readKeys("a", 500)
+	})
+	t.Run("follower replaced by an empty node", func(t *testing.T) {
+		c.t = t
+		if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-follower-2")); err != nil {
+			t.Fatal(err)
+		}
+		c.waitReady()
+		c.assertShape(3, 3) // 6 known nodes: the old follower's ID is forgotten everywhere
+		c.readKeys("a", 500)
+	})
+}
+
+const persistentCluster = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata:
+  name: durable
+spec:
+  clusterSize: 3
+  persistenceEnabled: true
+  kubernetesConfig:
+    image: redis:7.0.15
+  storage:
+    nodeConfVolume: true
+    volumeClaimTemplate:
+      spec:
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: 100Mi}}
+    nodeConfVolumeClaimTemplate:
+      spec:
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: 10Mi}}
+`
+
+func TestEveryPodDeletedAtOnceKeepsTheData(t *testing.T) {
+	c := newCluster(t, persistentCluster)
+	c.waitReady()
+	c.writeKeys("d", 300)
+	if err := sb.Client.DeleteAllOf(c.ctx, &corev1.Pod{}, client.InNamespace(c.ns), client.MatchingLabels{"app.kubernetes.io/instance": c.name}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	c.waitReady()
+	c.assertShape(3, 3)
+	c.readKeys("d", 300)
+}
+
+func TestOperatorKilledDuringBootstrapIsFinished(t *testing.T) {
+	c := newCluster(t, strings.Replace(sample(t, "redis_v1beta2_rediscluster_minimal.yaml"), "name: redis-cluster", "name: interrupted", 1))
+	sb.WaitFor(t, c.ns, "bootstrap under way", clusterReadyTimeout, func(ctx context.Context) (bool, string, error) {
+		cr := &v1beta2.RedisCluster{}
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name}, cr); err != nil {
+			return false, "", err
+		}
+		return cr.Status.State == "Bootstrap", cr.Status.State, nil
+	})
+	var pods corev1.PodList
+	if err := sb.Client.List(c.ctx, &pods, client.InNamespace("redis-operator-system")); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("operator pod: %v (%d pods)", err, len(pods.Items))
+	}
+	if err := sb.Fault.CrashContainer(c.ctx, "redis-operator-system", pods.Items[0].Name, "manager"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReady()
+	c.assertShape(3, 3)
+	c.writeKeys("b", 200)
+	c.readKeys("b", 200)
+}
+
+func TestStandaloneSampleServes(t *testing.T) {
+	ns := sb.Namespace(t, "standalone")
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redis_minimal.yaml"))
+	ctx := context.Background()
+	sb.WaitFor(t, ns, "Redis Ready", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		cr := &v1beta2.Redis{}
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis-standalone"}, cr); err != nil {
+			return false, "", err
+		}
+		return cr.Status.State == "Ready", fmt.Sprintf("%s %s", cr.Status.State, cr.Status.Reason), nil
+	})
+	p := &corev1.Pod{}
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis-standalone-0"}, p); err != nil {
+		t.Fatal(err)
+	}
+	r := sb.Redis(t, p)
+	if err := r.Set(ctx, "hello", "world", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Get(ctx, "hello").Result(); err != nil || v != "world" {
+		t.Fatalf("GET hello = %q, %v", v, err)
+	}
+}
