@@ -63,7 +63,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.NodeMemory.IsZero() {
 		cfg.NodeMemory = resource.MustParse("64Gi")
 	}
-	vklog.L = vkslog.FromSlog(cfg.Log.With("component", "virtual-kubelet"))
+	vklog.L = vkslog.FromSlog(slog.New(quietHandler{Handler: cfg.Log.Handler()}).With("component", "virtual-kubelet"))
 	c := &Cluster{cfg: cfg, ctx: ctx}
 	c.factory = informers.NewSharedInformerFactory(cfg.Client, 10*time.Minute)
 	c.configMaps = c.factory.Core().V1().ConfigMaps().Lister()
