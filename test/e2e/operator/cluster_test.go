@@ -48,8 +48,10 @@ func (c *cluster) get() *v1beta2.RedisCluster {
 	return cr
 }
 
-// waitReady waits for Ready with leader pods as masters and follower pods as replicas.
-func (c *cluster) waitReady() {
+// waitReady waits for the status to say Ready, having become so after since (the status must
+// have seen what the test did), and checks that it is true: every pod says cluster_state:ok,
+// leader pods are masters and follower pods replicas.
+func (c *cluster) waitReady(since time.Time) {
 	c.t.Helper()
 	sb.WaitFor(c.t, c.ns, "RedisCluster "+c.name+" Ready with designed roles", clusterReadyTimeout, func(ctx context.Context) (bool, string, error) {
 		cr := &v1beta2.RedisCluster{}
@@ -58,7 +60,8 @@ func (c *cluster) waitReady() {
 		}
 		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
 		seen := fmt.Sprintf("state=%s reason=%q ready=%+v", cr.Status.State, cr.Status.Reason, ready)
-		if cr.Status.State != "Ready" || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != cr.Generation {
+		if cr.Status.State != "Ready" || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != cr.Generation ||
+			ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
 			return false, seen, nil
 		}
 		for _, p := range c.pods(ctx) {
@@ -72,6 +75,13 @@ func (c *cluster) waitReady() {
 			}
 			if role[0] != want {
 				return false, fmt.Sprintf("%s; pod %s is %v", seen, p.Name, role[0]), nil
+			}
+			info, err := sb.Redis(c.t, &p).ClusterInfo(ctx).Result()
+			if err != nil {
+				return false, seen, err
+			}
+			if !strings.Contains(info, "cluster_state:ok") {
+				return false, fmt.Sprintf("%s; pod %s is not cluster_state:ok", seen, p.Name), nil
 			}
 		}
 		return true, seen, nil
@@ -171,24 +181,27 @@ func newCluster(t *testing.T, manifest string) *cluster {
 }
 
 func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
+	start := time.Now()
 	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
-	c.waitReady()
+	c.waitReady(start)
 	c.assertShape(3, 3)
 	c.writeKeys("a", 500)
 	c.readKeys("a", 500)
 
 	t.Run("leader process crashes", func(t *testing.T) {
 		c.t = t
+		fault := time.Now()
 		if err := sb.Fault.CrashContainer(c.ctx, c.ns, c.name+"-leader-0", "redis"); err != nil {
 			t.Fatal(err)
 		}
-		c.waitReady()
+		c.waitReady(fault)
 		c.assertShape(3, 3)
 		c.readKeys("a", 500)
 	})
 	t.Run("leader pod deleted", func(t *testing.T) {
 		c.t = t
 		before := c.pod(c.name + "-leader-1").Status.PodIP
+		fault := time.Now()
 		if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-leader-1")); err != nil {
 			t.Fatal(err)
 		}
@@ -199,16 +212,17 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 			}
 			return framework.PodReady(p) && p.Status.PodIP != before, p.Status.PodIP, nil
 		})
-		c.waitReady()
+		c.waitReady(fault)
 		c.assertShape(3, 3)
 		c.readKeys("a", 500)
 	})
 	t.Run("follower replaced by an empty node", func(t *testing.T) {
 		c.t = t
+		fault := time.Now()
 		if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-follower-2")); err != nil {
 			t.Fatal(err)
 		}
-		c.waitReady()
+		c.waitReady(fault)
 		c.assertShape(3, 3) // 6 known nodes: the old follower's ID is forgotten everywhere
 		c.readKeys("a", 500)
 	})
@@ -237,14 +251,15 @@ spec:
 `
 
 func TestEveryPodDeletedAtOnceKeepsTheData(t *testing.T) {
+	start := time.Now()
 	c := newCluster(t, persistentCluster)
-	c.waitReady()
+	c.waitReady(start)
 	c.writeKeys("d", 300)
+	fault := time.Now()
 	if err := sb.Client.DeleteAllOf(c.ctx, &corev1.Pod{}, client.InNamespace(c.ns), client.MatchingLabels{"app.kubernetes.io/instance": c.name}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
-	c.waitReady()
+	c.waitReady(fault)
 	c.assertShape(3, 3)
 	c.readKeys("d", 300)
 }
@@ -265,7 +280,7 @@ func TestOperatorKilledDuringBootstrapIsFinished(t *testing.T) {
 	if err := sb.Fault.CrashContainer(c.ctx, "redis-operator-system", pods.Items[0].Name, "manager"); err != nil {
 		t.Fatal(err)
 	}
-	c.waitReady()
+	c.waitReady(time.Time{})
 	c.assertShape(3, 3)
 	c.writeKeys("b", 200)
 	c.readKeys("b", 200)
