@@ -170,6 +170,9 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--kubelet-client-key="+f.Key(pki.APIServerKubeletCli),
 		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
+		// ClusterIPs are not routed: reach webhook and aggregated-API services through
+		// their endpoints (pod IPs), which the host reaches over the bridge.
+		"--enable-aggregator-routing=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--event-ttl=2h",

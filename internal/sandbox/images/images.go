@@ -96,7 +96,7 @@ func (t Table) Resolve(ref string) (Image, error) {
 		img.Kind = Exporter
 		if _, err := os.Stat(t.ExporterBinary()); err != nil {
 			return Image{}, &NotFoundError{Ref: ref, Reason: "the Redis exporter is not available in this sandbox " +
-				"(no " + t.ExporterBinary() + "; build it with `make sandbox-exporter`)"}
+				"(its Go module cannot be fetched here; put a redis_exporter binary at " + t.ExporterBinary() + " to run it)"}
 		}
 		img.Entrypoint = []string{"/redis_exporter"}
 		img.Binds = []Bind{{Source: t.ExporterBinary(), Target: "/redis_exporter"}}

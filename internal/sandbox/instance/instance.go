@@ -129,7 +129,8 @@ func (i Instance) NodeIndex(name string) int {
 func (i Instance) CgroupName() string { return fmt.Sprintf("rediskube-sandbox-%d", i.Slot) }
 
 // LockDir holds one lock file per slot, held by the running sandbox daemon of that slot.
-const LockDir = "/run/rediskube-sandbox"
+// A variable so that tests can use a directory of their own.
+var LockDir = "/run/rediskube-sandbox"
 
 // LockFile is the lock of this slot.
 func (i Instance) LockFile() string {

@@ -66,3 +66,35 @@ func TestNew(t *testing.T) {
 		t.Error("node names and zones")
 	}
 }
+
+func TestLock(t *testing.T) {
+	LockDir = t.TempDir()
+	inst, err := New(3, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held := inst.LockHolder(); held {
+		t.Fatal("fresh slot reported held")
+	}
+	lock, err := inst.AcquireLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, held := inst.LockHolder(); !held || dir != inst.Dir {
+		t.Errorf("LockHolder = %q, %v; want %q, true", dir, held, inst.Dir)
+	}
+	other, _ := New(3, t.TempDir(), 1)
+	if !other.OwnedBySomeoneElse() || inst.OwnedBySomeoneElse() {
+		t.Error("OwnedBySomeoneElse")
+	}
+	if _, err := other.AcquireLock(); err == nil {
+		t.Error("a held slot was acquired twice")
+	}
+	if dirs := RunningDirs(); len(dirs) != 1 || dirs[0] != inst.Dir {
+		t.Errorf("RunningDirs = %v", dirs)
+	}
+	lock.Release()
+	if _, held := inst.LockHolder(); held {
+		t.Error("released slot reported held")
+	}
+}

@@ -50,19 +50,27 @@ func (l *Lock) Release() {
 }
 
 // LockHolder reports whether a live process holds the slot's lock, and the state directory
-// it recorded.
+// it recorded. It reads /proc/locks rather than trying the lock, which would make a sandbox
+// starting at that moment find its slot busy.
 func (i Instance) LockHolder() (dir string, held bool) {
-	f, err := os.OpenFile(i.LockFile(), os.O_RDWR, 0)
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(i.LockFile(), &st); err != nil {
 		return "", false
 	}
-	defer f.Close()
 	b, _ := os.ReadFile(i.LockFile())
 	dir = strings.TrimSpace(string(b))
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return dir, true
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return dir, false
 	}
-	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	// Lines look like "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF".
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	for _, line := range strings.Split(string(locks), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
+			return dir, true
+		}
+	}
 	return dir, false
 }
 
@@ -73,13 +81,13 @@ func (i Instance) OwnedBySomeoneElse() bool {
 	return held && dir != i.Dir
 }
 
-// FreeSlot returns the first slot in [from, MaxSlots) whose lock nobody holds.
-func FreeSlot(from int) (int, error) {
-	for s := from; s < MaxSlots; s++ {
-		i := Instance{Slot: s}
-		if _, held := i.LockHolder(); !held {
-			return s, nil
+// RunningDirs lists the state directories of the sandboxes running on this machine.
+func RunningDirs() []string {
+	var dirs []string
+	for s := 0; s < MaxSlots; s++ {
+		if dir, held := (Instance{Slot: s}).LockHolder(); held && dir != "" {
+			dirs = append(dirs, dir)
 		}
 	}
-	return 0, fmt.Errorf("all sandbox slots %d..%d are in use", from, MaxSlots-1)
+	return dirs
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rediskube/redis-operator/internal/sandbox/containerinit"
 	"github.com/rediskube/redis-operator/internal/sandbox/images"
+	"github.com/rediskube/redis-operator/internal/sandbox/instance"
 )
 
 type containerKind int
@@ -385,13 +386,25 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 	return argv, env, containerinit.Spec{
 		NetNS:         netns,
 		Hostname:      host,
-		Hide:          []string{sb.p.c.cfg.Inst.Dir},
+		Hide:          hiddenDirs(sb.p.c.cfg.Inst.Dir),
 		Mounts:        mounts,
 		WorkingDir:    wd,
 		Args:          argv,
 		Env:           env,
 		RedisDefaults: img.RedisDefaults,
 	}, nil
+}
+
+// hiddenDirs are the state directories of this and every other running sandbox: a
+// container must not see certificates, volumes or other pods.
+func hiddenDirs(own string) []string {
+	dirs := []string{own}
+	for _, d := range instance.RunningDirs() {
+		if d != own {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 func (c *container) logPath(attempt int) string {
