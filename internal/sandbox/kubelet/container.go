@@ -222,7 +222,7 @@ func (c *container) runOnce() runResult {
 		sb.event(corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", spec.Image)
 	}
 
-	argv, env, initSpec, err := c.prepare(pod, &spec, img)
+	env, initSpec, err := c.prepare(pod, &spec, img)
 	if err != nil {
 		c.configErr++
 		var ce *configError
@@ -256,7 +256,7 @@ func (c *container) runOnce() runResult {
 	delete(c.logsDone, attempt-3)
 	sb.mu.Unlock()
 
-	proc, startErr := c.start(attempt, argv, initSpec)
+	proc, startErr := c.start(attempt, &spec, initSpec)
 	id := fmt.Sprintf("sandbox://%s-%s-%d", strings.ReplaceAll(string(pod.UID), "-", "")[:12], c.name, attempt)
 	if startErr != nil {
 		now := metav1.Now()
@@ -275,7 +275,13 @@ func (c *container) runOnce() runResult {
 	c.id = id
 	c.proc = proc
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: proc.startedAt}}
+	stopping := sb.terminating
 	sb.mu.Unlock()
+	if stopping {
+		// The pod began to stop while this container was starting: stop() found nothing
+		// to stop, so nothing else would end it.
+		_ = syscall.Kill(proc.pid, syscall.SIGKILL)
+	}
 	sb.changed()
 	sb.event(corev1.EventTypeNormal, "Created", "Created container %s", c.name)
 	sb.event(corev1.EventTypeNormal, "Started", "Started container %s", c.name)
@@ -315,11 +321,11 @@ func capped(initial, max time.Duration, n int) time.Duration {
 }
 
 // prepare resolves the command, environment and mounts of the container.
-func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.Image) ([]string, []string, containerinit.Spec, error) {
+func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.Image) ([]string, containerinit.Spec, error) {
 	sb := c.sb
 	envList, vars, err := sb.envContext(pod).containerEnv(spec)
 	if err != nil {
-		return nil, nil, containerinit.Spec{}, err
+		return nil, containerinit.Spec{}, err
 	}
 	env := envList
 	have := map[string]bool{}
@@ -357,11 +363,11 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 		argv = append(append([]string(nil), img.Entrypoint...), img.Cmd...)
 	}
 	if len(argv) == 0 {
-		return nil, nil, containerinit.Spec{}, errors.New("no command specified")
+		return nil, containerinit.Spec{}, errors.New("no command specified")
 	}
 	mounts, err := sb.vols.mountsFor(spec, vars)
 	if err != nil {
-		return nil, nil, containerinit.Spec{}, err
+		return nil, containerinit.Spec{}, err
 	}
 	mounted := map[string]bool{}
 	for _, m := range mounts {
@@ -383,7 +389,7 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 	if n, ok := sb.network(); ok {
 		netns = n.NetNSPath()
 	}
-	return argv, env, containerinit.Spec{
+	return env, containerinit.Spec{
 		NetNS:         netns,
 		Hostname:      host,
 		Hide:          hiddenDirs(sb.p.c.cfg.Inst.Dir),
@@ -417,11 +423,11 @@ func (c *container) terminationPath(attempt int) string {
 
 // start launches `sandbox container-init` in new mount, PID, UTS and IPC namespaces and
 // waits until it exec'd the container's command (or failed to).
-func (c *container) start(attempt int, argv []string, spec containerinit.Spec) (*process, error) {
+func (c *container) start(attempt int, ctr *corev1.Container, spec containerinit.Spec) (*process, error) {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return nil, err
 	}
-	termPath := c.spec.TerminationMessagePath
+	termPath := ctr.TerminationMessagePath
 	if termPath == "" {
 		termPath = corev1.TerminationMessagePathDefault
 	}

@@ -183,7 +183,11 @@ func (c *Cluster) startNode(idx int) (*Node, error) {
 			<-pc.Done()
 			return
 		}
-		go func() { _ = nc.Run(ctx) }()
+		go func() {
+			if err := nc.Run(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Log.Error("node controller exited: the node no longer reports status", "node", name, "err", err)
+			}
+		}()
 		<-ctx.Done()
 		<-pc.Done()
 		<-nc.Done()

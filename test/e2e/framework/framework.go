@@ -133,7 +133,9 @@ func Start(opts Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{repo: repo, bin: bin, tempBin: tempBin}
 	exe := filepath.Join(tempBin, "sandbox")
-	build := exec.Command(goTool(), "build", "-o", exe, "./cmd/sandbox")
+	// E2E_SANDBOX_BUILD_FLAGS="-race" builds the sandbox with the race detector.
+	buildArgs := append([]string{"build"}, strings.Fields(os.Getenv("E2E_SANDBOX_BUILD_FLAGS"))...)
+	build := exec.Command(goTool(), append(buildArgs, "-o", exe, "./cmd/sandbox")...)
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
 		os.RemoveAll(tempBin)
@@ -204,17 +206,31 @@ func (s *Sandbox) connect() error {
 }
 
 // Stop takes the sandbox down with `sandbox down` and fails when anything is left: a
-// process, a network namespace, a link, a route, a mount, the cgroup or the state directory.
+// process, a network namespace, a link, a route, a mount, the cgroup or the state
+// directory. It also fails when the sandbox daemon logged a panic or a data race.
 func (s *Sandbox) Stop() error {
 	defer os.RemoveAll(s.tempBin)
-	out, err := exec.Command(filepath.Join(s.tempBin, "sandbox"), "down", "--dir", s.Dir).CombinedOutput()
+	out, err := exec.Command(filepath.Join(s.tempBin, "sandbox"), "down", "--keep-dir", "--dir", s.Dir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}
-	if left := cleanup.Leftovers(s.Inst, false); len(left) > 0 {
-		return fmt.Errorf("sandbox down left behind: %s", strings.Join(left, "; "))
+	var errs []error
+	logPath := filepath.Join(s.Inst.LogDir(), "sandbox.log")
+	if log, err := os.ReadFile(logPath); err == nil {
+		for _, bad := range []string{"WARNING: DATA RACE", "panic: ", "fatal error: "} {
+			if i := bytes.Index(log, []byte(bad)); i >= 0 {
+				end := min(len(log), i+4000)
+				errs = append(errs, fmt.Errorf("the sandbox daemon logged %q:\n%s", bad, log[i:end]))
+			}
+		}
 	}
-	return nil
+	if err := os.RemoveAll(s.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if left := cleanup.Leftovers(s.Inst, false); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("sandbox down left behind: %s", strings.Join(left, "; ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Binary is the sandbox executable the test binary built.
