@@ -102,6 +102,22 @@ func TestStatefulSetKeepsDataWhenPodsAreRecreated(t *testing.T) {
 		t.Fatalf("exec redis-cli get owner in redis-1: out=%q stderr=%q err=%v", out, stderr, err)
 	}
 
+	// Cluster DNS: the headless Service names each pod; the name follows the pod's IP.
+	resolve := func(from, name string) string {
+		t.Helper()
+		out, stderr, err := sb.Exec(ctx, ns, from, "redis", "getent", "hosts", name)
+		if err != nil {
+			t.Fatalf("resolve %s in %s: %v %s", name, from, err, stderr)
+		}
+		return strings.Fields(out + " -")[0]
+	}
+	if got := resolve("redis-1", "redis-2.redis"); got != pods[2].Status.PodIP {
+		t.Errorf("redis-2.redis resolves to %s, want %s", got, pods[2].Status.PodIP)
+	}
+	if out, _, err := sb.Exec(ctx, ns, "redis-0", "redis", "redis-cli", "-h", "redis-1.redis."+ns+".svc.cluster.local", "get", "owner"); err != nil || strings.TrimSpace(out) != "redis-1" {
+		t.Errorf("redis-cli from redis-0 to redis-1 by name: %q %v", out, err)
+	}
+
 	old := map[string]corev1.Pod{}
 	for _, p := range pods {
 		old[p.Name] = p
@@ -136,6 +152,14 @@ func TestStatefulSetKeepsDataWhenPodsAreRecreated(t *testing.T) {
 			t.Errorf("GET owner on recreated %s (%s) = %q, %v; want %q", p.Name, p.Status.PodIP, got, err, p.Name)
 		}
 	}
+	want := map[string]string{}
+	for _, p := range recreated {
+		want[p.Name] = p.Status.PodIP
+	}
+	sb.WaitFor(t, ns, "redis-0.redis to resolve to the new IP", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		out, _, err := sb.Exec(ctx, ns, "redis-1", "redis", "getent", "hosts", "redis-0.redis")
+		return strings.HasPrefix(out, want["redis-0"]+" "), out, err
+	})
 }
 
 const probesPod = `

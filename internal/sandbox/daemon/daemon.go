@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/internal/sandbox/dns"
 	"github.com/rediskube/redis-operator/internal/sandbox/fault"
 	"github.com/rediskube/redis-operator/internal/sandbox/images"
 	"github.com/rediskube/redis-operator/internal/sandbox/instance"
@@ -218,7 +220,13 @@ func (d *daemon) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	clusterDNS := inst.Gateway()
+	if err := dns.Serve(ctx, d.client, net.JoinHostPort(clusterDNS.String(), "53"), d.log); err != nil {
+		d.log.Warn("no cluster DNS: pods keep the host's resolv.conf", "err", err)
+		clusterDNS = netip.Addr{}
+	}
 	d.cluster, err = kubelet.Start(ctx, kubelet.Config{
+		DNS:    clusterDNS,
 		Inst:   inst,
 		Images: images.Table{BinDir: opts.Bin},
 		Self:   self,

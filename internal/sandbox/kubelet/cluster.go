@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,6 +38,8 @@ type Config struct {
 	Net    *network.Manager
 	Client kubernetes.Interface
 	Log    *slog.Logger
+	// DNS is the cluster DNS server pods use (zero: none, pods get the host's resolv.conf).
+	DNS netip.Addr
 	// NodeCPU and NodeMemory are each node's capacity (virtual: pods share the machine).
 	NodeCPU    resource.Quantity
 	NodeMemory resource.Quantity

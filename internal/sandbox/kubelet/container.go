@@ -373,7 +373,10 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 	for _, m := range mounts {
 		mounted[filepath.Clean(m.Target)] = true
 	}
-	for _, f := range []struct{ src, dst string }{{"etc-hosts", "/etc/hosts"}, {"etc-hostname", "/etc/hostname"}} {
+	for _, f := range []struct{ src, dst string }{{"etc-hosts", "/etc/hosts"}, {"etc-hostname", "/etc/hostname"}, {"etc-resolv.conf", "/etc/resolv.conf"}} {
+		if _, err := os.Stat(filepath.Join(sb.dir, f.src)); err != nil {
+			continue
+		}
 		if !mounted[f.dst] {
 			mounts = append(mounts, containerinit.Mount{Source: filepath.Join(sb.dir, f.src), Target: f.dst})
 		}

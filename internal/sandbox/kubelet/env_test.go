@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"net/netip"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,5 +116,41 @@ func TestContainerEnv(t *testing.T) {
 		t.Error("a missing non-optional secret key must be a config error")
 	} else if _, ok := err.(*configError); !ok {
 		t.Errorf("want *configError, got %T", err)
+	}
+}
+
+func TestResolvConf(t *testing.T) {
+	dnsIP := netip.MustParseAddr("10.244.0.1")
+	pod := func(policy corev1.DNSPolicy, hostNet bool, cfg *corev1.PodDNSConfig) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db"},
+			Spec: corev1.PodSpec{DNSPolicy: policy, HostNetwork: hostNet, DNSConfig: cfg}}
+	}
+	two := "2"
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		dns  netip.Addr
+		want string
+		ok   bool
+	}{
+		{"cluster first", pod("", false, nil), dnsIP,
+			"search db.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.244.0.1\noptions ndots:5\n", true},
+		{"host network keeps the host's", pod(corev1.DNSClusterFirst, true, nil), dnsIP, "", false},
+		{"with host net", pod(corev1.DNSClusterFirstWithHostNet, true, nil), dnsIP,
+			"search db.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.244.0.1\noptions ndots:5\n", true},
+		{"default", pod(corev1.DNSDefault, false, nil), dnsIP, "", false},
+		{"no cluster DNS", pod("", false, nil), netip.Addr{}, "", false},
+		{"none with config", pod(corev1.DNSNone, false, &corev1.PodDNSConfig{
+			Nameservers: []string{"10.244.0.99"}, Searches: []string{"example.internal"},
+			Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &two}, {Name: "edns0"}}}), dnsIP,
+			"search example.internal\nnameserver 10.244.0.99\noptions ndots:2 edns0\n", true},
+		{"cluster plus options", pod("", false, &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: &two}}}), dnsIP,
+			"search db.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.244.0.1\noptions ndots:2\n", true},
+	}
+	for _, tc := range cases {
+		got, ok := resolvConf(tc.pod, tc.dns)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: resolvConf = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -535,8 +535,74 @@ func (sb *podSandbox) writeEtcFiles() error {
 	if err := os.WriteFile(filepath.Join(sb.dir, "etc-hosts"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
+	if conf, ok := resolvConf(pod, sb.p.c.cfg.DNS); ok {
+		if err := os.WriteFile(filepath.Join(sb.dir, "etc-resolv.conf"), []byte(conf), 0o644); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(filepath.Join(sb.dir, "etc-hostname"), []byte(h+"\n"), 0o644)
 }
+
+// resolvConf returns the pod's /etc/resolv.conf following its dnsPolicy and dnsConfig, as
+// the kubelet does; false means the pod keeps the host's file (dnsPolicy Default, host
+// network, or no cluster DNS).
+func resolvConf(pod *corev1.Pod, clusterDNS netip.Addr) (string, bool) {
+	var servers, searches []string
+	options := map[string]string{}
+	var optionOrder []string
+	setOption := func(name, value string) {
+		if _, ok := options[name]; !ok {
+			optionOrder = append(optionOrder, name)
+		}
+		options[name] = value
+	}
+	policy := pod.Spec.DNSPolicy
+	if policy == "" {
+		policy = corev1.DNSClusterFirst
+	}
+	cluster := policy == corev1.DNSClusterFirstWithHostNet || (policy == corev1.DNSClusterFirst && !pod.Spec.HostNetwork)
+	switch {
+	case cluster && clusterDNS.IsValid():
+		servers = []string{clusterDNS.String()}
+		searches = []string{pod.Namespace + ".svc." + clusterDomain, "svc." + clusterDomain, clusterDomain}
+		setOption("ndots", "5")
+	case policy == corev1.DNSNone:
+	default:
+		return "", false
+	}
+	if c := pod.Spec.DNSConfig; c != nil {
+		servers = append(servers, c.Nameservers...)
+		searches = append(searches, c.Searches...)
+		for _, o := range c.Options {
+			v := ""
+			if o.Value != nil {
+				v = *o.Value
+			}
+			setOption(o.Name, v)
+		}
+	}
+	var b strings.Builder
+	if len(searches) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(searches, " "))
+	}
+	for _, s := range servers {
+		fmt.Fprintf(&b, "nameserver %s\n", s)
+	}
+	if len(optionOrder) > 0 {
+		var opts []string
+		for _, name := range optionOrder {
+			if v := options[name]; v != "" {
+				opts = append(opts, name+":"+v)
+			} else {
+				opts = append(opts, name)
+			}
+		}
+		fmt.Fprintf(&b, "options %s\n", strings.Join(opts, " "))
+	}
+	return b.String(), true
+}
+
+const clusterDomain = "cluster.local"
 
 // envContext is the environment-resolution context of the pod as it is now.
 func (sb *podSandbox) envContext(pod *corev1.Pod) *envContext {
