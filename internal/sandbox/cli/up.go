@@ -217,7 +217,7 @@ func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]strin
 		if err != nil {
 			return nil, err
 		}
-		setOperatorImage(objs, o.operatorImage)
+		setOperatorImage(objs, o.operatorImage, binaryStamp(opBin))
 		if err := applyEach(ctx, ap, objs); err != nil {
 			notes = append(notes, "WARNING: some operator objects were not applied: "+err.Error())
 		}
@@ -301,12 +301,30 @@ func filter(objs []*unstructured.Unstructured, first bool) []*unstructured.Unstr
 	return out
 }
 
+// binaryStamp identifies a build of the operator binary.
+func binaryStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", fi.Size(), fi.ModTime().UnixNano())
+}
+
 // setOperatorImage points the operator's Deployment at the sandbox's operator image, which
-// the image table maps to bin/redis-operator.
-func setOperatorImage(objs []*unstructured.Unstructured, image string) {
+// the image table maps to bin/redis-operator, and stamps the pod template with the binary's
+// build so that `make sandbox` after `make build` rolls the operator out again.
+func setOperatorImage(objs []*unstructured.Unstructured, image, stamp string) {
 	for _, o := range objs {
 		if o.GetKind() != "Deployment" {
 			continue
+		}
+		if stamp != "" {
+			ann, _, _ := unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann["sandbox.rediskube.io/binary"] = stamp
+			_ = unstructured.SetNestedStringMap(o.Object, ann, "spec", "template", "metadata", "annotations")
 		}
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		for i, c := range containers {
@@ -349,15 +367,20 @@ func waitWorkload(ctx context.Context, kc kubernetes.Interface, w *unstructured.
 		case "Deployment":
 			var d *appsv1.Deployment
 			if d, err = kc.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
-				want, ready = ptrOr(d.Spec.Replicas, 1), d.Status.AvailableReplicas
-				if d.Status.UpdatedReplicas < want {
-					ready = min(ready, d.Status.UpdatedReplicas)
+				// Rolled out: the controller saw the latest spec, and only updated, available
+				// replicas are left.
+				want, ready = ptrOr(d.Spec.Replicas, 1), min(d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
+				if d.Status.ObservedGeneration < d.Generation || d.Status.Replicas > want {
+					ready = 0
 				}
 			}
 		case "StatefulSet":
 			var s *appsv1.StatefulSet
 			if s, err = kc.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 				want, ready = ptrOr(s.Spec.Replicas, 1), s.Status.ReadyReplicas
+				if s.Status.ObservedGeneration < s.Generation {
+					ready = 0
+				}
 			}
 		}
 		if err == nil && ready >= want {
