@@ -62,6 +62,10 @@ test: packages control-plane build ## Run every test: unit, golden, schema compa
 	go vet ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
 
+.PHONY: bench
+bench: packages control-plane build ## Measure the operator on the sandbox; writes bench/results/latest.json.
+	go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./test/bench/
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...

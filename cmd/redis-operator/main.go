@@ -124,8 +124,9 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 			log.Error(err, "close Redis connections")
 		}
 	}()
+	writes := controller.CountWrites(mgr.GetClient())
 	if err := (&controller.RedisClusterReconciler{
-		Client:   mgr.GetClient(),
+		Client:   writes,
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("redis-operator"),
 		Redis:    redisPool,
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	}
 
 	if err := (&controller.RedisReconciler{
-		Client:   mgr.GetClient(),
+		Client:   writes,
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("redis-operator"),
 		Redis:    redisPool,

@@ -82,6 +82,9 @@ func (c redisConf) render(withDynamic bool) string {
 		line("cluster-enabled yes")
 		line("cluster-config-file", c.nodesConfDir+"/"+nodesConfFile)
 		// cluster-announce-ip is passed as an argument: it is the pod IP, known only at start.
+		// The operator attaches a shard's replicas as they come; waiting for more of them
+		// before a diskless sync (5 s by default) only delays each one. Later lines may override.
+		line("repl-diskless-sync-delay 0")
 	}
 	if c.tls != nil {
 		ca, cert, key := tlsFiles(c.tls)

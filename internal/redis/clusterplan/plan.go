@@ -100,6 +100,9 @@ type observed struct {
 	seed    *Member
 	ids     map[string]*Member // node ID → member
 	idOf    map[string]string  // pod → node ID
+	// self is each member's own line of CLUSTER NODES: what it says of itself (role, master,
+	// slots) is current, while what others say of it may lag behind gossip.
+	self map[string]redis.Node // pod → node
 }
 
 // Compute returns the next steps for the cluster. members must list every pod of the design,
@@ -109,7 +112,7 @@ func Compute(design Design, members []Member) Plan {
 	if !ok {
 		return plan
 	}
-	for _, stage := range []func(*observed) Plan{meet, forget, assignSlots, replicate, failBack} {
+	for _, stage := range []func(*observed) Plan{meet, forget, assignSlots, replicate, failBack, agree} {
 		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
 			return p
 		}
@@ -131,7 +134,7 @@ func index(design Design, members []Member) (*observed, Plan, bool) {
 	if want := design.Leaders + design.Followers; len(sorted) != want {
 		return nil, Plan{Wait: fmt.Sprintf("waiting for pods: %d of %d are running", len(sorted), want)}, false
 	}
-	o := &observed{design: design, members: sorted, ids: map[string]*Member{}, idOf: map[string]string{}}
+	o := &observed{design: design, members: sorted, ids: map[string]*Member{}, idOf: map[string]string{}, self: map[string]redis.Node{}}
 	var silent []string
 	for i := range o.members {
 		m := &o.members[i]
@@ -148,6 +151,7 @@ func index(design Design, members []Member) (*observed, Plan, bool) {
 		}
 		o.ids[me.ID] = m
 		o.idOf[m.Pod] = me.ID
+		o.self[m.Pod] = me
 	}
 	if len(silent) > 0 {
 		return nil, Plan{Wait: "waiting for Redis to answer on pods " + strings.Join(silent, ", ")}, false
@@ -158,7 +162,8 @@ func index(design Design, members []Member) (*observed, Plan, bool) {
 
 // meet introduces nodes that do not know each other, and nodes that know each other at an old
 // address (pods recreated with new IPs keep their node ID in nodes.conf). A brand-new node is
-// met by the seed only; gossip spreads it.
+// met by the seed only, and gossip spreads it while the next stages go on: they need only that
+// the seed and each member know each other.
 func meet(o *observed) Plan {
 	var plan Plan
 	var waits []string
@@ -175,8 +180,11 @@ func meet(o *observed) Plan {
 			if ok && known.Addr.IP == to.IP && known.Addr.Port == to.Port && !known.Is(redis.FlagHandshake) {
 				continue
 			}
+			involvesSeed := from == o.seed || to == o.seed
 			if handshaking(from.View, to) {
-				waits = append(waits, fmt.Sprintf("%s is in handshake with %s", from.Pod, to.Pod))
+				if involvesSeed {
+					waits = append(waits, fmt.Sprintf("%s is in handshake with %s", from.Pod, to.Pod))
+				}
 				continue
 			}
 			switch {
@@ -188,9 +196,7 @@ func meet(o *observed) Plan {
 				if _, seedKnowsFrom := o.seed.View.NodeByID(o.idOf[from.Pod]); !seedKnowsFrom {
 					continue // the seed's own meet comes first
 				}
-				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("does not know the seed %s", short(seedID))))
-			default:
-				waits = append(waits, fmt.Sprintf("%s does not know %s yet (gossip)", from.Pod, to.Pod))
+				waits = append(waits, fmt.Sprintf("%s does not know the seed %s yet (gossip)", from.Pod, short(seedID)))
 			}
 		}
 	}
@@ -260,8 +266,16 @@ func hasReplicaAmong(o *observed, view *redis.Topology, masterID string) bool {
 // assignSlots gives unserved slots to the leader designed for them: all of them on a new
 // cluster, the rest after a bootstrap that was interrupted.
 func assignSlots(o *observed) Plan {
-	view := o.seed.View
-	missing := view.UnassignedSlots()
+	var owned []redis.SlotRange
+	for _, me := range o.self {
+		owned = append(owned, me.Slots...)
+	}
+	for _, n := range o.seed.View.Nodes {
+		if _, member := o.ids[n.ID]; !member {
+			owned = append(owned, n.Slots...)
+		}
+	}
+	missing := redis.MissingSlots(owned)
 	if len(missing) == 0 {
 		return Plan{}
 	}
@@ -278,8 +292,7 @@ func assignSlots(o *observed) Plan {
 		if len(take) == 0 {
 			continue
 		}
-		node, _ := view.NodeByID(o.idOf[leader.Pod])
-		if !node.IsMaster() {
+		if !o.self[leader.Pod].IsMaster() {
 			plan.Problems = append(plan.Problems, fmt.Sprintf("slots %s are unserved and their leader %s is a replica", formatRanges(take), leader.Pod))
 			continue
 		}
@@ -301,7 +314,6 @@ type shard struct {
 // Kubernetes node while another shard on another node needs a replica; an empty leader to the
 // shard that has no leader pod left (its follower was promoted).
 func replicate(o *observed) Plan {
-	view := o.seed.View
 	shards := o.shards()
 	perShard := 0
 	if o.design.Leaders > 0 {
@@ -311,19 +323,23 @@ func replicate(o *observed) Plan {
 	var waits []string
 	for _, m := range o.members {
 		id := o.idOf[m.Pod]
-		node, _ := view.NodeByID(id)
+		node := o.self[m.Pod]
 		if node.IsReplica() {
 			if !m.Replication.LinkUp() {
 				waits = append(waits, fmt.Sprintf("replica %s is syncing with its master", m.Pod))
 			}
 			continue
 		}
-		if node.SlotCount() > 0 || len(view.ReplicasOf(id)) > 0 {
+		if node.SlotCount() > 0 || o.replicaCount(id) > 0 {
 			continue
 		}
 		target := o.chooseShard(m, shards, perShard)
 		if target == nil {
 			plan.Problems = append(plan.Problems, fmt.Sprintf("pod %s serves no slots and no shard needs a replica", m.Pod))
+			continue
+		}
+		if known, ok := m.View.NodeByID(target.master.ID); !ok || known.Is(redis.FlagHandshake) {
+			waits = append(waits, fmt.Sprintf("%s does not know master %s yet (gossip)", m.Pod, short(target.master.ID)))
 			continue
 		}
 		target.replicas = append(target.replicas, id)
@@ -334,32 +350,48 @@ func replicate(o *observed) Plan {
 			Reason: fmt.Sprintf("replicate master %s (%s)", short(target.master.ID), o.podOf(target.master.ID))})
 	}
 	if len(plan.Steps) == 0 {
+		if len(waits) > 0 {
+			plan.Wait = strings.Join(firstN(waits, 3), "; ")
+			return plan
+		}
 		for _, s := range shards {
 			if len(s.replicas) < perShard {
 				plan.Problems = append(plan.Problems, fmt.Sprintf("master %s (%s) has %d of %d replicas", short(s.master.ID), o.podOf(s.master.ID), len(s.replicas), perShard))
 			}
 		}
-		if len(waits) > 0 {
-			plan.Wait = strings.Join(firstN(waits, 3), "; ")
-		}
 	}
 	return plan
 }
 
+// replicaCount is the number of members that say they replicate the node.
+func (o *observed) replicaCount(masterID string) int {
+	n := 0
+	for _, me := range o.self {
+		if me.IsReplica() && me.MasterID == masterID {
+			n++
+		}
+	}
+	return n
+}
+
 func (o *observed) shards() []*shard {
-	view := o.seed.View
 	var out []*shard
-	for _, n := range view.Masters() {
-		if n.SlotCount() == 0 || n.Is(redis.FlagFail) {
+	for _, m := range o.members {
+		n := o.self[m.Pod]
+		if !n.IsMaster() || n.SlotCount() == 0 {
 			continue
 		}
 		s := &shard{master: n}
-		for _, r := range view.ReplicasOf(n.ID) {
-			s.replicas = append(s.replicas, r.ID)
+		if m.Role == Leader {
+			s.leader = o.ids[n.ID]
 		}
-		for _, id := range append([]string{n.ID}, s.replicas...) {
-			if m, ok := o.ids[id]; ok && m.Role == Leader {
-				s.leader = m
+		for _, r := range o.members {
+			me := o.self[r.Pod]
+			if me.IsReplica() && me.MasterID == n.ID {
+				s.replicas = append(s.replicas, me.ID)
+				if r.Role == Leader {
+					s.leader = o.ids[me.ID]
+				}
 			}
 		}
 		out = append(out, s)
@@ -419,7 +451,7 @@ func failBack(o *observed) Plan {
 		if m.Role != Leader {
 			continue
 		}
-		node, _ := o.seed.View.NodeByID(o.idOf[m.Pod])
+		node := o.self[m.Pod]
 		if !node.IsReplica() {
 			continue
 		}
@@ -491,4 +523,31 @@ func appendOnce(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// agree waits until gossip has carried what every member says of itself to every other member:
+// each view lists exactly the members, linked, with the role and master they report. Until
+// then clients may be sent to the wrong node, so the cluster is not called converged.
+func agree(o *observed) Plan {
+	for _, m := range o.members {
+		for _, x := range o.members {
+			if x.Pod == m.Pod {
+				continue
+			}
+			want := o.self[x.Pod]
+			seen, ok := m.View.NodeByID(want.ID)
+			switch {
+			case !ok:
+				return Plan{Wait: fmt.Sprintf("waiting for gossip: %s does not know %s yet", m.Pod, x.Pod)}
+			case seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail):
+				return Plan{Wait: fmt.Sprintf("waiting for %s to reach %s (link %s, flags %s)", m.Pod, x.Pod, seen.Link, seen.Flags)}
+			case seen.IsMaster() != want.IsMaster() || seen.MasterID != want.MasterID:
+				return Plan{Wait: fmt.Sprintf("waiting for gossip: %s does not see %s's current role yet", m.Pod, x.Pod)}
+			}
+		}
+		if extra := len(m.View.Nodes) - len(o.members); extra > 0 {
+			return Plan{Wait: fmt.Sprintf("waiting for gossip: %s still lists %d node(s) that are no pod of this cluster", m.Pod, extra)}
+		}
+	}
+	return Plan{}
 }

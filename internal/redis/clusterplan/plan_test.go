@@ -369,3 +369,43 @@ func assertSteps(t *testing.T, plan Plan, kind StepKind, n int) {
 		}
 	}
 }
+
+func TestWhatANodeSaysOfItselfWinsOverLaggingGossip(t *testing.T) {
+	nodes := empty(healthy())
+	nodes[1].slots = "5462-10922" // leader-1 took its slots; the seed has not heard yet
+	c := cluster{known: nodes}
+	members := c.members(nodes)
+	members[0].View = c.viewOf(nodes[0], empty(healthy()))
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepAddSlots, 2)
+	for _, s := range plan.Steps {
+		if s.On == "c-leader-1" {
+			t.Errorf("leader-1 already serves its slots: %v", s)
+		}
+	}
+
+	// A follower that already replicates, as it says itself, is not told again; the cluster
+	// is not converged before the seed has heard of it.
+	withSlots := healthy()
+	c = cluster{known: withSlots}
+	members = c.members(withSlots)
+	lagging := healthy()
+	lagging[3].master = ""
+	members[0].View = c.viewOf(withSlots[0], lagging)
+	if plan := Compute(threeByThree, members); len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "current role") {
+		t.Errorf("want a wait for gossip and no step, got %+v", plan)
+	}
+}
+
+func TestReplicaWaitsUntilItKnowsItsMaster(t *testing.T) {
+	nodes := healthy()
+	nodes[5].master = ""
+	c := cluster{known: nodes}
+	members := c.members(nodes)
+	// follower-2 knows only the seed and itself so far.
+	members[5].View = c.viewOf(nodes[5], []node{nodes[0], nodes[5]})
+	plan := Compute(threeByThree, members)
+	if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "does not know master") {
+		t.Errorf("want a wait for gossip, got %+v", plan)
+	}
+}

@@ -1,0 +1,354 @@
+//go:build bench
+
+// Package bench measures the operator on the sandbox (`make bench`, not part of `make test`):
+// how long a cluster takes to become Ready, to heal a crashed leader, how quiet a steady state
+// is, and how long 50 standalone Redis take. It prints a table and writes the same figures as
+// JSON to bench/results/latest.json. It measures; it asserts nothing about time.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/test/e2e/framework"
+)
+
+var sb *framework.Sandbox
+
+func TestMain(m *testing.M) {
+	framework.Main(m, framework.Options{Operator: true}, func(s *framework.Sandbox) {
+		if err := v1beta2.AddToScheme(s.Scheme); err != nil {
+			panic(err)
+		}
+		sb = s
+	})
+}
+
+// Results are the figures of one run.
+type Results struct {
+	ClusterPodsReadySeconds      float64            `json:"cluster_pods_ready_seconds"`
+	ClusterAfterPodsReadySeconds float64            `json:"cluster_after_pods_ready_seconds"`
+	ClusterTotalReadySeconds     float64            `json:"cluster_total_ready_seconds"`
+	LeaderCrashToReadySeconds    float64            `json:"leader_crash_to_ready_seconds"`
+	SteadyStateSeconds           float64            `json:"steady_state_seconds"`
+	SteadyStateReconciles        float64            `json:"steady_state_reconciles"`
+	SteadyStateAPIWrites         float64            `json:"steady_state_api_writes"`
+	SteadyStateRedisCommands     map[string]float64 `json:"steady_state_redis_commands"`
+	APIWritesPerReconcile        float64            `json:"api_writes_per_reconcile"`
+	RedisCommandsPerReconcile    float64            `json:"redis_commands_per_reconcile"`
+	Standalone50ReadySeconds     float64            `json:"standalone_50_ready_seconds"`
+}
+
+const cluster = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata:
+  name: bench
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+`
+
+func TestBenchmark(t *testing.T) {
+	ctx := context.Background()
+	var r Results
+
+	// (a) apply → pods ready → Ready.
+	ns := sb.Namespace(t, "bench")
+	start := time.Now()
+	sb.Apply(t, ns, cluster)
+	var podsReady time.Time
+	waitFor(t, 5*time.Minute, "cluster Ready", func() bool {
+		if podsReady.IsZero() && readyPods(t, ns, "bench") == 6 {
+			podsReady = time.Now()
+		}
+		return !podsReady.IsZero() && clusterReady(t, ns, "bench", time.Time{})
+	})
+	done := time.Now()
+	printTimeline(t, ns, podsReady)
+	r.ClusterPodsReadySeconds = podsReady.Sub(start).Seconds()
+	r.ClusterAfterPodsReadySeconds = done.Sub(podsReady).Seconds()
+	r.ClusterTotalReadySeconds = done.Sub(start).Seconds()
+
+	// (b) a leader process killed → Ready again with the designed roles, after Redis and the
+	// operator have seen the crash (the container restarted).
+	restarts := restartCount(t, ns, "bench-leader-0")
+	crash := time.Now()
+	if err := sb.Fault.CrashContainer(ctx, ns, "bench-leader-0", "redis"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Minute, "Ready after the crash", func() bool {
+		return restartCount(t, ns, "bench-leader-0") > restarts && clusterReady(t, ns, "bench", time.Time{}) &&
+			leadersAreMasters(t, ns, "bench") && allClusterStateOK(t, ns, "bench")
+	})
+	r.LeaderCrashToReadySeconds = time.Since(crash).Seconds()
+
+	// (c) a steady-state minute, read from the operator's own metrics.
+	time.Sleep(5 * time.Second)
+	minute := time.Now()
+	before := scrapeOperator(t)
+	time.Sleep(time.Minute)
+	after := scrapeOperator(t)
+	r.SteadyStateSeconds = time.Since(minute).Seconds()
+	r.SteadyStateReconciles = after.sum(`controller_runtime_reconcile_total{controller="rediscluster"`) - before.sum(`controller_runtime_reconcile_total{controller="rediscluster"`)
+	// The reconcilers' writes, and the Events they record; Lease renewals of leader election
+	// are not a reconcile's doing.
+	r.SteadyStateAPIWrites = after.sum(`redis_operator_api_writes_total{`) - before.sum(`redis_operator_api_writes_total{`) +
+		float64(eventsSince(t, ns, minute))
+	r.SteadyStateRedisCommands = map[string]float64{}
+	var commands float64
+	for key, v := range after {
+		if strings.HasPrefix(key, "redis_operator_redis_commands_total{") {
+			if d := v - before[key]; d > 0 {
+				r.SteadyStateRedisCommands[labelValue(key, "command")] = d
+				commands += d
+			}
+		}
+	}
+	if r.SteadyStateReconciles > 0 {
+		r.APIWritesPerReconcile = r.SteadyStateAPIWrites / r.SteadyStateReconciles
+		r.RedisCommandsPerReconcile = commands / r.SteadyStateReconciles
+	}
+
+	// (d) 50 standalone Redis.
+	ns50 := sb.Namespace(t, "bench50")
+	var manifests []string
+	for i := 0; i < 50; i++ {
+		manifests = append(manifests, fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: Redis\nmetadata: {name: r%02d}\nspec:\n  kubernetesConfig: {image: redis:7.0.15}\n", i))
+	}
+	start50 := time.Now()
+	sb.Apply(t, ns50, strings.Join(manifests, "---\n"))
+	waitFor(t, 10*time.Minute, "50 Redis Ready", func() bool {
+		var list v1beta2.RedisList
+		if err := sb.Client.List(ctx, &list, client.InNamespace(ns50)); err != nil {
+			return false
+		}
+		ready := 0
+		for _, item := range list.Items {
+			if item.Status.State == "Ready" {
+				ready++
+			}
+		}
+		return ready == 50
+	})
+	r.Standalone50ReadySeconds = time.Since(start50).Seconds()
+
+	report(t, r)
+}
+
+func report(t *testing.T, r Results) {
+	t.Helper()
+	rows := [][2]string{
+		{"cluster 3×3: apply → pods ready", fmt.Sprintf("%.1f s", r.ClusterPodsReadySeconds)},
+		{"cluster 3×3: pods ready → Ready", fmt.Sprintf("%.1f s", r.ClusterAfterPodsReadySeconds)},
+		{"leader process killed → Ready, designed roles", fmt.Sprintf("%.1f s", r.LeaderCrashToReadySeconds)},
+		{"steady state: reconciles in a minute", fmt.Sprintf("%.0f", r.SteadyStateReconciles)},
+		{"steady state: API writes per reconcile", fmt.Sprintf("%.2f (%.0f in %.0f s)", r.APIWritesPerReconcile, r.SteadyStateAPIWrites, r.SteadyStateSeconds)},
+		{"steady state: Redis commands per reconcile", fmt.Sprintf("%.1f %v", r.RedisCommandsPerReconcile, r.SteadyStateRedisCommands)},
+		{"50 standalone Redis → Ready", fmt.Sprintf("%.1f s", r.Standalone50ReadySeconds)},
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-48s %s\n", "measure", "value")
+	for _, row := range rows {
+		fmt.Fprintf(&b, "%-48s %s\n", row[0], row[1])
+	}
+	fmt.Print(b.String())
+	out := filepath.Join(sb.Repo(), "bench", "results", "latest.json")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("written to", out)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readyPods(t *testing.T, ns, name string) int {
+	var pods corev1.PodList
+	if err := sb.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range pods.Items {
+		if framework.PodReady(&pods.Items[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func clusterReady(t *testing.T, ns, name string, since time.Time) bool {
+	cr := &v1beta2.RedisCluster{}
+	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+	return cr.Status.State == "Ready" && c != nil && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.Time.Before(since.Truncate(time.Second))
+}
+
+func leadersAreMasters(t *testing.T, ns, name string) bool {
+	for i := 0; i < 3; i++ {
+		p := &corev1.Pod{}
+		if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-leader-%d", name, i)}, p); err != nil || p.Status.PodIP == "" {
+			return false
+		}
+		role, err := sb.Redis(t, p).Do(context.Background(), "ROLE").Slice()
+		if err != nil || role[0] != "master" {
+			return false
+		}
+	}
+	return true
+}
+
+// metrics are Prometheus samples keyed by name and labels.
+type metrics map[string]float64
+
+func (m metrics) sum(prefix string, contains ...string) float64 {
+	var total float64
+	for key, v := range m {
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		match := true
+		for _, c := range contains {
+			match = match && strings.Contains(key, c)
+		}
+		if match {
+			total += v
+		}
+	}
+	return total
+}
+
+func scrapeOperator(t *testing.T) metrics {
+	t.Helper()
+	var pods corev1.PodList
+	if err := sb.Client.List(context.Background(), &pods, client.InNamespace("redis-operator-system")); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("operator pod: %v", err)
+	}
+	resp, err := http.Get("http://" + pods.Items[0].Status.PodIP + ":8080/metrics")
+	if err != nil {
+		t.Fatalf("scrape the operator: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out := metrics{}
+	scanner := bufio.NewScanner(resp.Body)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndex(line, " ")
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+func labelValue(key, label string) string {
+	i := strings.Index(key, label+`="`)
+	if i < 0 {
+		return key
+	}
+	rest := key[i+len(label)+2:]
+	return rest[:strings.Index(rest, `"`)]
+}
+
+func restartCount(t *testing.T, ns, pod string) int32 {
+	p := &corev1.Pod{}
+	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pod}, p); err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, s := range p.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+func allClusterStateOK(t *testing.T, ns, name string) bool {
+	var pods corev1.PodList
+	if err := sb.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Status.PodIP == "" {
+			return false
+		}
+		info, err := sb.Redis(t, &pods.Items[i]).ClusterInfo(context.Background()).Result()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	return len(pods.Items) == 6
+}
+
+// eventsSince counts the Events the operator recorded in ns since t0 (new ones, and repeats
+// of old ones that the events API folds into a series).
+func eventsSince(t *testing.T, ns string, t0 time.Time) int {
+	var events eventsv1.EventList
+	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events.Items {
+		if e.Regarding.Kind != "RedisCluster" {
+			continue
+		}
+		if e.EventTime.Time.After(t0) || (e.Series != nil && e.Series.LastObservedTime.Time.After(t0)) {
+			n++
+		}
+	}
+	return n
+}
+
+// printTimeline shows the operator's Events of the bootstrap relative to all pods being ready,
+// to tell where the time after it goes.
+func printTimeline(t *testing.T, ns string, podsReady time.Time) {
+	var events eventsv1.EventList
+	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].EventTime.Time.Before(events.Items[j].EventTime.Time) })
+	fmt.Println("\nbootstrap timeline (seconds after every pod was ready):")
+	for _, e := range events.Items {
+		if e.EventTime.IsZero() {
+			continue // the kubelet's and controllers' events, of the core API
+		}
+		fmt.Printf("  %+6.2f  %-20s %s\n", e.EventTime.Time.Sub(podsReady).Seconds(), e.Reason, e.Note)
+	}
+}
