@@ -150,7 +150,7 @@ func mountsUnder(dir string) []string {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []string
 	s := bufio.NewScanner(f)
 	for s.Scan() {

@@ -234,29 +234,29 @@ func status(args []string) error {
 }
 
 func printStatus(w io.Writer, s *fault.Status) {
-	fmt.Fprintf(w, "slot %d, state %s, API server %s, pods %s on bridge %s, services %s (unrouted)\n",
+	_, _ = fmt.Fprintf(w, "slot %d, state %s, API server %s, pods %s on bridge %s, services %s (unrouted)\n",
 		s.Slot, s.Dir, s.APIServer, s.PodCIDR, s.Bridge, s.ServiceCIDR)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tZONE\tKUBELET")
+	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tKUBELET")
 	for _, n := range s.Nodes {
 		state := "running"
 		if !n.Running {
 			state = "stopped"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Zone, state)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Zone, state)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	if len(s.Pods) > 0 {
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tIP\tNETWORK")
+		_, _ = fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tIP\tNETWORK")
 		for _, p := range s.Pods {
 			net := "connected"
 			if p.Cut {
 				net = "CUT"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Node, p.IP, net)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Node, p.IP, net)
 		}
-		tw.Flush()
+		_ = tw.Flush()
 	}
 }
 

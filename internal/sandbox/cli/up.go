@@ -72,6 +72,9 @@ func up(args []string) error {
 	if _, err := parseSlot(o.slot); err != nil {
 		return err
 	}
+	if os.Geteuid() != 0 {
+		return errors.New("the sandbox needs root: it creates network and mount namespaces, a bridge and routes")
+	}
 	if err := controlplane.CheckBinaries(o.bin); err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func up(args []string) error {
 	already := err == nil && st.Ready
 	if !already {
 		startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		st, err = startDaemon(startCtx, cl, o)
+		err = startDaemon(startCtx, cl, o)
 		cancel()
 		if err != nil {
 			return err
@@ -118,24 +121,24 @@ func up(args []string) error {
 
 // startDaemon cleans up whatever an earlier sandbox in the directory left, starts the
 // daemon in its own session (it outlives this command) and waits until it is ready.
-func startDaemon(ctx context.Context, cl *fault.Client, o upOptions) (*fault.Status, error) {
+func startDaemon(ctx context.Context, cl *fault.Client, o upOptions) error {
 	if inst, err := instance.Load(o.dir); err == nil {
 		if err := cleanup.Down(inst, cleanup.Options{}); err != nil {
-			return nil, fmt.Errorf("clean up the earlier sandbox in %s: %w", o.dir, err)
+			return fmt.Errorf("clean up the earlier sandbox in %s: %w", o.dir, err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(o.dir, "logs"), 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	logPath := filepath.Join(o.dir, "logs", "sandbox.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	args := []string{"run", "--dir", o.dir, "--slot", o.slot, "--nodes", strconv.Itoa(o.nodes), "--bin", o.bin}
 	if o.exitWithPid > 0 {
@@ -146,23 +149,23 @@ func startDaemon(ctx context.Context, cl *fault.Client, o upOptions) (*fault.Sta
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for {
 		st, err := cl.Status(ctx)
 		if err == nil && st.Ready {
-			return st, nil
+			return nil
 		}
 		if err == nil && st.Error != "" {
-			return nil, fmt.Errorf("sandbox failed to start: %s\n%s", st.Error, tail(logPath, 30))
+			return fmt.Errorf("sandbox failed to start: %s\n%s", st.Error, tail(logPath, 30))
 		}
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("sandbox daemon exited (%v)\n%s", err, tail(logPath, 30))
+			return fmt.Errorf("sandbox daemon exited (%w)\n%s", err, tail(logPath, 30))
 		case <-ctx.Done():
-			return nil, fmt.Errorf("sandbox not ready: %w\n%s", ctx.Err(), tail(logPath, 30))
+			return fmt.Errorf("sandbox not ready: %w\n%s", ctx.Err(), tail(logPath, 30))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -425,7 +428,7 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 		return err
 	}
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tZONE\tREADY")
+	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tREADY")
 	for _, n := range nodes.Items {
 		ready := "False"
 		for _, c := range n.Status.Conditions {
@@ -433,9 +436,9 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 				ready = string(c.Status)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels["topology.kubernetes.io/zone"], ready)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels["topology.kubernetes.io/zone"], ready)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	pods, err := kc.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -444,7 +447,7 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 	if len(pods.Items) > 0 {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tIP\tPHASE\tREADY")
+		_, _ = fmt.Fprintln(tw, "NAMESPACE\tPOD\tNODE\tIP\tPHASE\tREADY")
 		for _, p := range pods.Items {
 			ready := "false"
 			for _, c := range p.Status.Conditions {
@@ -452,7 +455,7 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 					ready = "true"
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, ready)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, p.Status.Phase, ready)
 			for _, c := range p.Spec.Containers {
 				if images.Repository(c.Image) == "redis" && p.Status.PodIP != "" {
 					redis = append(redis, p)
@@ -460,7 +463,7 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 				}
 			}
 		}
-		tw.Flush()
+		_ = tw.Flush()
 	}
 	if len(redis) > 0 {
 		p := redis[0]

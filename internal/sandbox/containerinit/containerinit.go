@@ -250,7 +250,7 @@ func bind(m Mount, target string) error {
 			if err != nil {
 				return err
 			}
-			f.Close()
+			_ = f.Close()
 		}
 	}
 	if err := unix.Mount(m.Source, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -273,7 +273,7 @@ func setupDev(dev string) error {
 		if err != nil {
 			return err
 		}
-		f.Close()
+		_ = f.Close()
 		if err := unix.Mount("/dev/"+n, t, "", unix.MS_BIND, ""); err != nil {
 			return err
 		}

@@ -267,14 +267,14 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration, pr
 		for _, p := range procs {
 			select {
 			case <-p.Done():
-				return fmt.Errorf("%s exited (%v); see %s", p.Name, p.Err(), filepath.Join(cp.inst.LogDir(), p.Name+".log"))
+				return fmt.Errorf("%s exited (%w); see %s", p.Name, p.Err(), filepath.Join(cp.inst.LogDir(), p.Name+".log"))
 			default:
 			}
 		}
 		resp, err := client.Get(url)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -335,12 +335,12 @@ func (cp *ControlPlane) listenForPods() error {
 }
 
 func forward(c net.Conn, to string) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	u, err := net.DialTimeout("tcp", to, 5*time.Second)
 	if err != nil {
 		return
 	}
-	defer u.Close()
+	defer func() { _ = u.Close() }()
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(u, c); closeWrite(u); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(c, u); closeWrite(c); done <- struct{}{} }()

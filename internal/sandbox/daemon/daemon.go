@@ -136,7 +136,7 @@ func Run(opts Options) error {
 		select {
 		case <-ctx.Done():
 		case p := <-exited:
-			startErr = fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, p.Err(), filepath.Join(inst.LogDir(), p.Name+".log"))
+			startErr = fmt.Errorf("%s exited unexpectedly (%w); see %s", p.Name, p.Err(), filepath.Join(inst.LogDir(), p.Name+".log"))
 			d.log.Error("control plane failed, stopping the sandbox", "err", startErr)
 		}
 	}
@@ -187,7 +187,7 @@ func (d *daemon) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("port %d of slot %d is taken (another program or sandbox?): %w", p, inst.Slot, err)
 		}
-		l.Close()
+		_ = l.Close()
 	}
 	// Leftovers of a crashed sandbox of this slot would collide with ours.
 	if err := network.Teardown(inst); err != nil {

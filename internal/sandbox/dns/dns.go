@@ -239,13 +239,13 @@ func Serve(ctx context.Context, client kubernetes.Interface, addr string, log *s
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		pc.Close()
+		_ = pc.Close()
 		return err
 	}
 	go func() {
 		<-ctx.Done()
-		pc.Close()
-		l.Close()
+		_ = pc.Close()
+		_ = l.Close()
 	}()
 	go func() {
 		buf := make([]byte, 1500)
@@ -279,7 +279,7 @@ func Serve(ctx context.Context, client kubernetes.Interface, addr string, log *s
 }
 
 func serveTCP(r Records, c net.Conn) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	for {
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		var size [2]byte

@@ -153,7 +153,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	if err != nil {
 		return fmt.Errorf("sandbox daemon at %s: %w", c.Socket, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s %s: %s", method, path, strings.TrimSpace(string(b)))

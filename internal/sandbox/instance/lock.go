@@ -64,7 +64,7 @@ func (i Instance) LockHolder() (dir string, held bool) {
 		return dir, false
 	}
 	// Lines look like "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF".
-	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	for _, line := range strings.Split(string(locks), "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {

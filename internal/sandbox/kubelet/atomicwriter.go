@@ -99,7 +99,7 @@ func payloadHash(payload map[string]fileProjection) string {
 	sort.Strings(keys)
 	h := sha256.New()
 	for _, k := range keys {
-		fmt.Fprintf(h, "%s\x00%o\x00%d\x00", k, payload[k].Mode, len(payload[k].Data))
+		_, _ = fmt.Fprintf(h, "%s\x00%o\x00%d\x00", k, payload[k].Mode, len(payload[k].Data))
 		h.Write(payload[k].Data)
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -291,7 +291,7 @@ func (c *container) runOnce() runResult {
 		proc.logs.Wait()
 		close(done)
 	}()
-	go c.lifecycle(probeCtx, proc, &spec)
+	go c.lifecycle(probeCtx, &spec)
 
 	<-proc.exited
 	stopProbes()
@@ -459,23 +459,23 @@ func (c *container) start(attempt int, ctr *corev1.Container, spec containerinit
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
-		outR.Close()
-		outW.Close()
+		_ = logFile.Close()
+		_ = outR.Close()
+		_ = outW.Close()
 		return nil, err
 	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
+		_ = logFile.Close()
+		_ = outR.Close()
+		_ = outW.Close()
+		_ = errR.Close()
+		_ = errW.Close()
 		return nil, err
 	}
 	cmd := exec.Command(c.sb.p.c.cfg.Self, "container-init", specPath)
@@ -486,14 +486,14 @@ func (c *container) start(attempt int, ctr *corev1.Container, spec containerinit
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
 	}
 	startErr := cmd.Start()
-	outW.Close()
-	errW.Close()
-	statusW.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+	_ = statusW.Close()
 	if startErr != nil {
-		logFile.Close()
-		outR.Close()
-		errR.Close()
-		statusR.Close()
+		_ = logFile.Close()
+		_ = outR.Close()
+		_ = errR.Close()
+		_ = statusR.Close()
 		return nil, startErr
 	}
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, attempt: attempt, exited: make(chan struct{}), startedAt: metav1.Now()}
@@ -501,9 +501,9 @@ func (c *container) start(attempt int, ctr *corev1.Container, spec containerinit
 	p.logs.Add(2)
 	go func() { defer p.logs.Done(); lw.copy("stdout", outR) }()
 	go func() { defer p.logs.Done(); lw.copy("stderr", errR) }()
-	go func() { p.logs.Wait(); logFile.Close() }()
+	go func() { p.logs.Wait(); _ = logFile.Close() }()
 	msg, _ := io.ReadAll(statusR)
-	statusR.Close()
+	_ = statusR.Close()
 	go func() {
 		_ = cmd.Wait()
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestContainerEnv(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "missing"}}})
 	if _, _, err := e.containerEnv(c); err == nil {
 		t.Error("a missing non-optional secret key must be a config error")
-	} else if _, ok := err.(*configError); !ok {
+	} else if ce := (*configError)(nil); !errors.As(err, &ce) {
 		t.Errorf("want *configError, got %T", err)
 	}
 }

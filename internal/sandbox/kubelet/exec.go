@@ -68,7 +68,7 @@ func (c *container) exec(ctx context.Context, argv []string, attach api.AttachIO
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		go func() {
 			for size := range attach.Resize() {
 				_ = pty.Setsize(f, &pty.Winsize{Rows: size.Height, Cols: size.Width})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +27,7 @@ type logWriter struct {
 }
 
 func (w *logWriter) copy(stream string, r io.ReadCloser) {
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	br := bufio.NewReaderSize(r, maxLogLine)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -34,14 +35,14 @@ func (w *logWriter) copy(stream string, r io.ReadCloser) {
 			tag := "F"
 			if line[len(line)-1] == '\n' {
 				line = line[:len(line)-1]
-			} else if err == bufio.ErrBufferFull {
+			} else if errors.Is(err, bufio.ErrBufferFull) {
 				tag = "P"
 			}
 			w.mu.Lock()
-			fmt.Fprintf(w.f, "%s %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), stream, tag, line)
+			_, _ = fmt.Fprintf(w.f, "%s %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), stream, tag, line)
 			w.mu.Unlock()
 		}
-		if err != nil && err != bufio.ErrBufferFull {
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return
 		}
 	}
@@ -169,7 +170,7 @@ func (c *container) logs(ctx context.Context, opts api.ContainerLogOpts) (io.Rea
 			return err == nil && (opts.LimitBytes == 0 || written < opts.LimitBytes)
 		}
 		if !write(initial.String()) {
-			pw.Close()
+			_ = pw.Close()
 			return
 		}
 		f, err := os.Open(path)
@@ -177,7 +178,7 @@ func (c *container) logs(ctx context.Context, opts api.ContainerLogOpts) (io.Rea
 			pw.CloseWithError(err)
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			pw.CloseWithError(err)
 			return
@@ -189,7 +190,7 @@ func (c *container) logs(ctx context.Context, opts api.ContainerLogOpts) (io.Rea
 			pending += chunk
 			if err == nil {
 				if l, ok := parseLogLine(strings.TrimSuffix(pending, "\n")); ok && keep(l) && !write(formatLogLine(l, opts.Timestamps)) {
-					pw.Close()
+					_ = pw.Close()
 					return
 				}
 				pending = ""
@@ -212,12 +213,12 @@ func (c *container) logs(ctx context.Context, opts api.ContainerLogOpts) (io.Rea
 						}
 					}
 				}
-				pw.Close()
+				_ = pw.Close()
 				return
 			}
 			select {
 			case <-ctx.Done():
-				pw.Close()
+				_ = pw.Close()
 				return
 			case <-time.After(200 * time.Millisecond):
 			}

@@ -19,7 +19,7 @@ import (
 
 // lifecycle runs the postStart hook and the probes of one run of a container until ctx ends
 // (the container exited or the pod stops).
-func (c *container) lifecycle(ctx context.Context, p *process, spec *corev1.Container) {
+func (c *container) lifecycle(ctx context.Context, spec *corev1.Container) {
 	sb := c.sb
 	if spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil {
 		if out, err := c.runHandler(ctx, spec.Lifecycle.PostStart, spec); err != nil {
@@ -32,16 +32,16 @@ func (c *container) lifecycle(ctx context.Context, p *process, spec *corev1.Cont
 		}
 	}
 	if spec.StartupProbe != nil {
-		if !c.probeLoop(ctx, p, spec, spec.StartupProbe, "Startup", true) {
+		if !c.probeLoop(ctx, spec, spec.StartupProbe, "Startup", true) {
 			return
 		}
 	}
 	c.markStarted()
 	if spec.LivenessProbe != nil {
-		go c.probeLoop(ctx, p, spec, spec.LivenessProbe, "Liveness", false)
+		go c.probeLoop(ctx, spec, spec.LivenessProbe, "Liveness", false)
 	}
 	if spec.ReadinessProbe != nil {
-		c.probeLoop(ctx, p, spec, spec.ReadinessProbe, "Readiness", false)
+		c.probeLoop(ctx, spec, spec.ReadinessProbe, "Readiness", false)
 		return
 	}
 	c.setReady(true)
@@ -70,7 +70,7 @@ func (c *container) setReady(ready bool) {
 // probeLoop runs one probe with its thresholds. A startup probe returns true once it
 // succeeds; liveness and startup failures restart the container; readiness results set the
 // container's readiness.
-func (c *container) probeLoop(ctx context.Context, p *process, spec *corev1.Container, probe *corev1.Probe, kind string, startup bool) bool {
+func (c *container) probeLoop(ctx context.Context, spec *corev1.Container, probe *corev1.Probe, kind string, startup bool) bool {
 	period := seconds(probe.PeriodSeconds, 10)
 	successThreshold := max(probe.SuccessThreshold, 1)
 	failureThreshold := max(probe.FailureThreshold, 1)
@@ -162,7 +162,7 @@ func (c *container) probe(ctx context.Context, probe *corev1.Probe, spec *corev1
 		if err != nil {
 			return false, err.Error()
 		}
-		conn.Close()
+		_ = conn.Close()
 		return true, ""
 	case h.HTTPGet != nil:
 		return c.httpGet(ctx, h.HTTPGet, spec)
@@ -231,7 +231,7 @@ func (c *container) httpGet(ctx context.Context, g *corev1.HTTPGetAction, spec *
 	if err != nil {
 		return false, err.Error()
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 10*1024))
 	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
 		return true, ""

@@ -249,7 +249,7 @@ func (p *Provider) AttachToContainer(context.Context, string, string, string, ap
 
 // PortForward serves `kubectl port-forward` by connecting to the pod's IP from the host.
 func (p *Provider) PortForward(ctx context.Context, namespace, podName string, port int32, stream io.ReadWriteCloser) error {
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	sb := p.current(namespace, podName)
 	if sb == nil {
 		return errdefs.NotFoundf("pod %s/%s not found on node %s", namespace, podName, p.nodeName)
@@ -263,7 +263,7 @@ func (p *Provider) PortForward(ctx context.Context, namespace, podName string, p
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(conn, stream); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(stream, conn); done <- struct{}{} }()

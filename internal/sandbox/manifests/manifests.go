@@ -279,7 +279,7 @@ func (a *Applier) waitCRDs(ctx context.Context, objs []*unstructured.Unstructure
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("CRD %s not established after 30s (%v)", o.GetName(), err)
+				return fmt.Errorf("CRD %s not established after 30s (%w)", o.GetName(), err)
 			}
 			select {
 			case <-ctx.Done():

@@ -90,7 +90,7 @@ func (g Group) Pids() []int {
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var pids []int
 	s := bufio.NewScanner(f)
 	for s.Scan() {

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,7 +137,7 @@ func Start(opts Options) (*Sandbox, error) {
 	build := exec.Command(goTool(), append(buildArgs, "-o", exe, "./cmd/sandbox")...)
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
-		os.RemoveAll(tempBin)
+		_ = os.RemoveAll(tempBin)
 		return nil, fmt.Errorf("build the sandbox: %w\n%s", err, out)
 	}
 	if s.Dir, err = os.MkdirTemp("", "rediskube-e2e-"); err != nil {
@@ -163,18 +162,21 @@ func Start(opts Options) (*Sandbox, error) {
 	return s, nil
 }
 
+// goTool is the go command running the tests (go test puts its GOROOT/bin first in PATH).
 func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	if root := os.Getenv("GOROOT"); root != "" {
+		if _, err := os.Stat(filepath.Join(root, "bin", "go")); err == nil {
+			return filepath.Join(root, "bin", "go")
+		}
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
 }
 
 func (s *Sandbox) cleanupAfterFailedStart() {
 	if inst, err := instance.Load(s.Dir); err == nil {
 		_ = cleanup.Down(inst, cleanup.Options{KeepDir: true})
 	}
-	os.RemoveAll(s.tempBin)
+	_ = os.RemoveAll(s.tempBin)
 }
 
 func (s *Sandbox) connect() error {
@@ -209,7 +211,7 @@ func (s *Sandbox) connect() error {
 // process, a network namespace, a link, a route, a mount, the cgroup or the state
 // directory. It also fails when the sandbox daemon logged a panic or a data race.
 func (s *Sandbox) Stop() error {
-	defer os.RemoveAll(s.tempBin)
+	defer func() { _ = os.RemoveAll(s.tempBin) }()
 	out, err := exec.Command(filepath.Join(s.tempBin, "sandbox"), "down", "--keep-dir", "--dir", s.Dir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, out)

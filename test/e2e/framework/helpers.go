@@ -236,7 +236,7 @@ func (s *Sandbox) Logs(ctx context.Context, ns, pod, container string, previous 
 	if err != nil {
 		return "", err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	b, err := io.ReadAll(rc)
 	return string(b), err
 }
