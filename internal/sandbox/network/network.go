@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -126,14 +127,14 @@ func (m *Manager) Cut(p Pod) error { return ip("link", "set", p.Veth, "down") }
 // Heal brings the pod's link back.
 func (m *Manager) Heal(p Pod) error { return ip("link", "set", p.Veth, "up") }
 
-// IsCut reports whether the pod's link is down.
+// IsCut reports whether the pod's link is down (administratively: IFF_UP cleared).
 func IsCut(p Pod) bool {
-	out, err := exec.Command("ip", "-br", "link", "show", "dev", p.Veth).Output()
+	b, err := os.ReadFile(filepath.Join("/sys/class/net", p.Veth, "flags"))
 	if err != nil {
 		return false
 	}
-	f := strings.Fields(string(out))
-	return len(f) > 1 && f[1] == "DOWN"
+	flags, err := strconv.ParseUint(strings.TrimSpace(string(b)), 0, 32)
+	return err == nil && flags&0x1 == 0
 }
 
 func (m *Manager) allocate() (netip.Addr, error) {
