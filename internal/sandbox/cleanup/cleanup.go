@@ -104,8 +104,13 @@ func isSandboxProcess(pid int, inst instance.Instance) bool {
 	return err == nil && strings.Contains(string(b), inst.Dir)
 }
 
-// processesByDir lists processes whose command line mentions dir: the daemon, etcd and the
-// API server (their flags name files in it) and container-init.
+// ours are the executables a sandbox runs with its state directory on the command line.
+var ours = map[string]bool{"sandbox": true, "etcd": true, "kube-apiserver": true,
+	"kube-controller-manager": true, "kube-scheduler": true}
+
+// processesByDir lists the sandbox's processes whose command line mentions dir: the daemon,
+// container-init, etcd and the API server (their flags name files in it). A user's editor
+// or tail on a log file is not one of them.
 func processesByDir(dir string) []int {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
@@ -113,6 +118,10 @@ func processesByDir(dir string) []int {
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !ours[strings.TrimSuffix(filepath.Base(exe), " (deleted)")] {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
