@@ -53,6 +53,8 @@ type clusterScope struct {
 	leaders    []corev1.Pod
 	followers  []corev1.Pod
 	members    []clusterplan.Member
+	// podsReady: every pod passed its readiness probe, which Ready also requires.
+	podsReady bool
 	// result is what the reconcile returns once a phase stops it.
 	result ctrl.Result
 }
@@ -187,15 +189,19 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)
 	cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas = readyLeaders, readyFollowers
 
+	// The topology is worked on as soon as every pod runs with an address: the operator asks
+	// Redis itself whether it answers, rather than waiting for the kubelet's readiness probe.
 	wantLeaders, wantFollowers := builder.LeaderReplicas(cr), builder.FollowerReplicas(cr)
+	runningLeaders, runningFollowers := countRunning(s.leaders), countRunning(s.followers)
 	switch {
-	case readyLeaders < wantLeaders:
-		r.notReady(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are ready", readyLeaders, wantLeaders))
+	case runningLeaders < wantLeaders:
+		r.notReady(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
 		return true, nil // pod events bring us back
-	case readyFollowers < wantFollowers:
-		r.notReady(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are ready", readyFollowers, wantFollowers))
+	case runningFollowers < wantFollowers:
+		r.notReady(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
 		return true, nil
 	}
+	s.podsReady = readyLeaders >= wantLeaders && readyFollowers >= wantFollowers
 	return false, nil
 }
 
@@ -233,6 +239,17 @@ func ownedByStatefulSet(pod *corev1.Pod, statefulSet string) bool {
 		}
 	}
 	return false
+}
+
+// countRunning counts the pods that have an address and a running container: Redis may answer.
+func countRunning(pods []corev1.Pod) int32 {
+	var n int32
+	for i := range pods {
+		if pods[i].Status.PodIP != "" && pods[i].Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n
 }
 
 func countReady(pods []corev1.Pod) int32 {

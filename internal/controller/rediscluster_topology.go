@@ -221,6 +221,12 @@ func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScop
 		}
 	}
 	leaders, followers := builder.LeaderReplicas(s.cr), builder.FollowerReplicas(s.cr)
+	if !s.podsReady {
+		// Redis is fine; the status waits for the kubelet to agree (pod events bring us back).
+		s.conditions.progressing(ReasonPodsNotReady, fmt.Sprintf("cluster_state:ok; waiting for pods to pass their readiness probe (%d/%d leaders, %d/%d followers ready)",
+			s.cr.Status.ReadyLeaderReplicas, leaders, s.cr.Status.ReadyFollowerReplicas, followers))
+		return true, nil
+	}
 	if s.cr.Status.State != ClusterStateReady {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
 	}
