@@ -769,3 +769,80 @@ spec:
 		return len(n.Spec.Taints) == 0, fmt.Sprint(n.Spec.Taints), nil
 	})
 }
+
+// securityContext users and fsGroup apply to containers, their volumes and exec sessions;
+// runAsNonRoot without a user is refused as for a root image.
+func TestSecurityContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := sb.Namespace(t, "security")
+	sb.Apply(t, ns, `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: tls
+stringData:
+  key: private
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: unprivileged
+spec:
+  securityContext:
+    runAsUser: 1000
+    runAsGroup: 1000
+    fsGroup: 2000
+  containers:
+    - name: main
+      image: busybox:1.36
+      command: ["sh", "-c", "id -u > /scratch/uid; trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+      volumeMounts:
+        - {name: scratch, mountPath: /scratch}
+        - {name: tls, mountPath: /etc/tls}
+  volumes:
+    - name: scratch
+      emptyDir: {}
+    - name: tls
+      secret: {secretName: tls, defaultMode: 0400}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: refused
+spec:
+  containers:
+    - name: main
+      image: busybox:1.36
+      command: ["sleep", "infinity"]
+      securityContext:
+        runAsNonRoot: true
+`)
+	sb.WaitPodReady(t, ns, "unprivileged", time.Minute)
+	exec := func(cmd string) string {
+		t.Helper()
+		out, stderr, err := sb.Exec(ctx, ns, "unprivileged", "main", "sh", "-c", cmd)
+		if err != nil {
+			t.Fatalf("exec %q: %v (stderr %q)", cmd, err, stderr)
+		}
+		return strings.TrimSpace(out)
+	}
+	if got := exec("cat /scratch/uid"); got != "1000" {
+		t.Errorf("the container ran as uid %s, want 1000", got)
+	}
+	if got := exec("id -u; id -G"); got != "1000\n1000 2000" {
+		t.Errorf("exec runs as %q, want uid 1000 with groups 1000 2000", got)
+	}
+	if got := exec("cat /etc/tls/key"); got != "private" {
+		t.Errorf("the fsGroup cannot read its 0400 secret: %q", got)
+	}
+	sb.WaitFor(t, ns, "refused waiting with CreateContainerConfigError", time.Minute, func(ctx context.Context) (bool, string, error) {
+		p, err := sb.Kube.CoreV1().Pods(ns).Get(ctx, "refused", metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerConfigError" &&
+			strings.Contains(cs[0].State.Waiting.Message, "runAsNonRoot"), framework.DescribePod(p), nil
+	})
+}

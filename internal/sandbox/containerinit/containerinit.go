@@ -47,6 +47,15 @@ type Spec struct {
 	Env        []string `json:"env"`
 	// RedisDefaults emulates the official Redis image (see images.Image).
 	RedisDefaults bool `json:"redisDefaults,omitempty"`
+	// User is the identity the command runs as (securityContext); nil keeps root.
+	User *User `json:"user,omitempty"`
+}
+
+// User is a process identity: uid, gid and supplementary groups.
+type User struct {
+	UID    int   `json:"uid"`
+	GID    int   `json:"gid"`
+	Groups []int `json:"groups,omitempty"`
 }
 
 // StatusFD is the descriptor on which container-init reports a failure before exec; a
@@ -123,6 +132,18 @@ func run(path string) error {
 	bin, err := lookPath(args[0], s.Env)
 	if err != nil {
 		return err
+	}
+	if u := s.User; u != nil {
+		// Groups first: once the uid is not 0 the process may not change them.
+		if err := syscall.Setgroups(u.Groups); err != nil {
+			return fmt.Errorf("set supplementary groups: %w", err)
+		}
+		if err := syscall.Setgid(u.GID); err != nil {
+			return fmt.Errorf("set gid %d: %w", u.GID, err)
+		}
+		if err := syscall.Setuid(u.UID); err != nil {
+			return fmt.Errorf("set uid %d: %w", u.UID, err)
+		}
 	}
 	if _, err := unix.FcntlInt(StatusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return fmt.Errorf("mark status descriptor close-on-exec: %w", err)

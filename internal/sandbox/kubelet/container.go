@@ -60,6 +60,7 @@ type container struct {
 	id        string
 	imageID   string
 	env       []string
+	user      *containerinit.User
 	attempt   int
 	proc      *process
 	pullFails int
@@ -249,6 +250,7 @@ func (c *container) runOnce() runResult {
 	c.attempt++
 	attempt := c.attempt
 	c.env = env
+	c.user = initSpec.User
 	c.imageID = img.ID
 	c.ready, c.started = false, false
 	done := make(chan struct{})
@@ -365,6 +367,10 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 	if len(argv) == 0 {
 		return nil, containerinit.Spec{}, errors.New("no command specified")
 	}
+	user, err := identity(pod, spec)
+	if err != nil {
+		return nil, containerinit.Spec{}, err
+	}
 	mounts, err := sb.vols.mountsFor(spec, vars)
 	if err != nil {
 		return nil, containerinit.Spec{}, err
@@ -401,6 +407,7 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 		Args:          argv,
 		Env:           env,
 		RedisDefaults: img.RedisDefaults,
+		User:          user,
 	}, nil
 }
 

@@ -23,6 +23,7 @@ func (c *container) command(ctx context.Context, argv []string) (*exec.Cmd, erro
 	c.sb.mu.Lock()
 	p := c.proc
 	env := append([]string(nil), c.env...)
+	user := c.user
 	c.sb.mu.Unlock()
 	if p == nil {
 		return nil, fmt.Errorf("container %s of pod %s is not running", c.name, c.sb.key)
@@ -30,7 +31,8 @@ func (c *container) command(ctx context.Context, argv []string) (*exec.Cmd, erro
 	if len(argv) == 0 {
 		return nil, errors.New("no command given")
 	}
-	args := append([]string{"--target", strconv.Itoa(p.pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd", "--"}, argv...)
+	args := append([]string{"--target", strconv.Itoa(p.pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd", "--"},
+		setpriv(user, argv)...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = env
 	// Stop waiting for stdin once the command exited: an interactive client may never

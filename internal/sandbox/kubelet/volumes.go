@@ -56,6 +56,9 @@ func (v *volumeSet) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
+		if err := v.ownership(pod, vol, p); err != nil {
+			return fmt.Errorf("volume %q: set fsGroup ownership: %w", vol.Name, err)
+		}
 		v.mu.Lock()
 		v.paths[vol.Name] = p
 		v.mu.Unlock()
@@ -71,7 +74,11 @@ func (v *volumeSet) refresh(ctx context.Context) {
 		if vol.ConfigMap == nil && vol.Secret == nil && vol.Projected == nil && vol.DownwardAPI == nil {
 			continue
 		}
-		if _, err := v.prepare(ctx, pod, vol); err != nil {
+		p, err := v.prepare(ctx, pod, vol)
+		if err == nil {
+			err = v.ownership(pod, vol, p)
+		}
+		if err != nil {
 			v.sb.log.Debug("refresh volume", "volume", vol.Name, "err", err)
 		}
 	}
@@ -119,6 +126,17 @@ func (v *volumeSet) prepare(ctx context.Context, pod *corev1.Pod, vol *corev1.Vo
 		return dir, err
 	}
 	return "", fmt.Errorf("volume type not supported by the sandbox (supported: emptyDir, configMap, secret, projected, downwardAPI, persistentVolumeClaim, ephemeral, hostPath)")
+}
+
+// ownership applies the pod's fsGroup to the volumes the kubelet applies it to (not
+// hostPath).
+func (v *volumeSet) ownership(pod *corev1.Pod, vol *corev1.Volume, path string) error {
+	sc := pod.Spec.SecurityContext
+	if sc == nil || sc.FSGroup == nil || vol.HostPath != nil {
+		return nil
+	}
+	readOnly := vol.ConfigMap != nil || vol.Secret != nil || vol.Projected != nil || vol.DownwardAPI != nil
+	return applyFSGroup(path, *sc.FSGroup, readOnly)
 }
 
 func hostPath(hp *corev1.HostPathVolumeSource) (string, error) {
