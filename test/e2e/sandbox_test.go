@@ -770,8 +770,9 @@ spec:
 	})
 }
 
-// securityContext users and fsGroup apply to containers, their volumes and exec sessions;
-// runAsNonRoot without a user is refused as for a root image.
+// securityContext users and fsGroup apply to containers, their volumes and exec sessions,
+// readOnlyRootFilesystem leaves only volumes writable, and runAsNonRoot without a user is
+// refused as for a root image.
 func TestSecurityContext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -797,6 +798,8 @@ spec:
     - name: main
       image: busybox:1.36
       command: ["sh", "-c", "id -u > /scratch/uid; trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+      securityContext:
+        readOnlyRootFilesystem: true
       volumeMounts:
         - {name: scratch, mountPath: /scratch}
         - {name: tls, mountPath: /etc/tls}
@@ -835,6 +838,9 @@ spec:
 	}
 	if got := exec("cat /etc/tls/key"); got != "private" {
 		t.Errorf("the fsGroup cannot read its 0400 secret: %q", got)
+	}
+	if got := exec("touch /tmp/x 2>/dev/null && echo writable || echo read-only"); got != "read-only" {
+		t.Errorf("readOnlyRootFilesystem: /tmp is %s", got)
 	}
 	sb.WaitFor(t, ns, "refused waiting with CreateContainerConfigError", time.Minute, func(ctx context.Context) (bool, string, error) {
 		p, err := sb.Kube.CoreV1().Pods(ns).Get(ctx, "refused", metav1.GetOptions{})

@@ -49,6 +49,9 @@ type Spec struct {
 	RedisDefaults bool `json:"redisDefaults,omitempty"`
 	// User is the identity the command runs as (securityContext); nil keeps root.
 	User *User `json:"user,omitempty"`
+	// ReadOnlyRoot makes the root file system read-only (readOnlyRootFilesystem): only
+	// volumes and /dev/shm stay writable.
+	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
 }
 
 // User is a process identity: uid, gid and supplementary groups.
@@ -212,6 +215,16 @@ func buildRoot(s *Spec) (string, error) {
 	for _, m := range mounts {
 		if err := bind(m, resolveInRoot(root, m.Target)); err != nil {
 			return "", fmt.Errorf("mount %s at %s: %w", m.Source, m.Target, err)
+		}
+	}
+	if s.ReadOnlyRoot {
+		for _, p := range []string{"/", "/tmp", "/run"} {
+			if err := unix.Mount("", in(p), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+				// The overlay and tmpfs mounts are not bind mounts: remount them as they are.
+				if err := unix.Mount("", in(p), "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+					return "", fmt.Errorf("make %s read-only: %w", p, err)
+				}
+			}
 		}
 	}
 	return root, nil

@@ -408,6 +408,7 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 		Env:           env,
 		RedisDefaults: img.RedisDefaults,
 		User:          user,
+		ReadOnlyRoot:  spec.SecurityContext != nil && spec.SecurityContext.ReadOnlyRootFilesystem != nil && *spec.SecurityContext.ReadOnlyRootFilesystem,
 	}, nil
 }
 
