@@ -288,32 +288,37 @@ kind: Pod
 metadata:
   name: stubborn
 spec:
-  terminationGracePeriodSeconds: 2
+  terminationGracePeriodSeconds: 4
   containers:
     - name: main
       image: busybox:1.36
       command: ["sh", "-c", "trap '' TERM; while true; do sleep 0.2; done"]
 `
 
-// watchUntilDeleted returns the last state of the pod before it disappeared from the API.
-func watchUntilDeleted(ns, name string, timeout time.Duration) (*corev1.Pod, error) {
+// watchUntilDeleted starts watching pod ns/name; the returned function waits until the pod
+// is gone and returns its last state. The watch starts before the caller deletes the pod,
+// so no event is missed.
+func watchUntilDeleted(ns, name string, timeout time.Duration) (func() (*corev1.Pod, error), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	w, err := sb.Kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	defer w.Stop()
-	var last *corev1.Pod
-	for ev := range w.ResultChan() {
-		if p, ok := ev.Object.(*corev1.Pod); ok {
-			last = p
+	return func() (*corev1.Pod, error) {
+		defer cancel()
+		defer w.Stop()
+		var last *corev1.Pod
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				last = p
+			}
+			if ev.Type == watch.Deleted {
+				return last, nil
+			}
 		}
-		if ev.Type == watch.Deleted {
-			return last, nil
-		}
-	}
-	return last, fmt.Errorf("pod %s/%s not deleted within %s", ns, name, timeout)
+		return last, fmt.Errorf("pod %s/%s not deleted within %s", ns, name, timeout)
+	}, nil
 }
 
 // Deleting a pod runs its preStop hook, then sends SIGTERM; a container that ignores
@@ -348,12 +353,15 @@ func TestPreStopHookAndGracePeriod(t *testing.T) {
 	}
 	results := make(chan result, 2)
 	for _, name := range []string{"graceful", "stubborn"} {
+		wait, err := watchUntilDeleted(ns, name, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
 		go func() {
-			last, err := watchUntilDeleted(ns, name, time.Minute)
+			last, err := wait()
 			results <- result{name, last, err}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
 	for _, name := range []string{"graceful", "stubborn"} {
 		if err := sb.Kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -508,13 +516,17 @@ func TestLogsExecEnvAndVolumes(t *testing.T) {
 		"cat /etc/creds/password": "s3cret",
 		"cat /var/run/secrets/kubernetes.io/serviceaccount/namespace": ns,
 		"grep -c tier /etc/podinfo/labels":                            "1",
-		"cat /shared/sidekick":                                        "sidekick",
 	}
 	for cmd, want := range checks {
 		if got := exec(cmd); got != want {
 			t.Errorf("exec %q = %q, want %q", cmd, got, want)
 		}
 	}
+	// The sidekick writes into the shared emptyDir once it runs.
+	sb.WaitFor(t, ns, "the sidekick's file in the shared emptyDir", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		out, _, err := sb.Exec(ctx, ns, "talker", "main", "cat", "/shared/sidekick")
+		return strings.TrimSpace(out) == "sidekick", out, err
+	})
 	if tok := exec("cat /var/run/secrets/kubernetes.io/serviceaccount/token"); strings.Count(tok, ".") != 2 {
 		t.Errorf("service account token is not a JWT: %q", tok)
 	}
@@ -830,9 +842,10 @@ spec:
 		}
 		return strings.TrimSpace(out)
 	}
-	if got := exec("cat /scratch/uid"); got != "1000" {
-		t.Errorf("the container ran as uid %s, want 1000", got)
-	}
+	sb.WaitFor(t, ns, "the container to record its uid", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		out, _, err := sb.Exec(ctx, ns, "unprivileged", "main", "cat", "/scratch/uid")
+		return strings.TrimSpace(out) == "1000", out, err
+	})
 	if got := exec("id -u; id -G"); got != "1000\n1000 2000" {
 		t.Errorf("exec runs as %q, want uid 1000 with groups 1000 2000", got)
 	}
