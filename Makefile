@@ -92,7 +92,9 @@ help:
 
 SANDBOX_DIR ?= $(ROOT)/.sandbox
 SANDBOX_SLOT ?= 0
+# Applied without the operator; with the operator deployed, SANDBOX_OPERATOR_SAMPLE instead.
 SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
+SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml
 
 .PHONY: sandbox-deps
 sandbox-deps: ## Install the Debian packages the sandbox needs (redis-server, redis-tools, redis-sentinel, iproute2).
@@ -105,7 +107,8 @@ sandbox-bin: ## Build bin/sandbox.
 .PHONY: sandbox
 sandbox: sandbox-deps control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample.
 	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
-	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) $(foreach s,$(SANDBOX_SAMPLE),--sample $(s))
+	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) \
+		$(foreach s,$(SANDBOX_SAMPLE),--sample $(s)) $(foreach s,$(wildcard $(SANDBOX_OPERATOR_SAMPLE)),--operator-sample $(s))
 
 .PHONY: sandbox-down
 sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, link and route it made.

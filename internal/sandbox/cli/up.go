@@ -34,6 +34,7 @@ type upOptions struct {
 	nodes                int
 	operatorImage        string
 	samples              multiFlag
+	operatorSamples      multiFlag
 	noApply              bool
 	requireOperator      bool
 	exitWithPid          int
@@ -54,7 +55,8 @@ func up(args []string) error {
 	fs.StringVar(&o.bin, "bin", binDir(), "directory with the control-plane binaries, kubectl and redis-operator")
 	fs.StringVar(&o.repo, "repo", repoDir(), "repository with config/crd/bases, config/rbac and config/default")
 	fs.StringVar(&o.operatorImage, "operator-image", "redis-operator:dev", "image name of the operator in the sandbox")
-	fs.Var(&o.samples, "sample", "manifest to apply after the operator (repeatable)")
+	fs.Var(&o.samples, "sample", "manifest to apply when the operator is not deployed (repeatable)")
+	fs.Var(&o.operatorSamples, "operator-sample", "manifest to apply instead of the --sample ones when the operator is deployed (repeatable)")
 	fs.BoolVar(&o.noApply, "no-apply", false, "only start the sandbox: no CRDs, RBAC, operator or sample")
 	fs.BoolVar(&o.requireOperator, "require-operator", false, "fail unless the operator is deployed and ready")
 	fs.IntVar(&o.exitWithPid, "exit-with-pid", 0, "stop the sandbox when this process is gone")
@@ -250,7 +252,11 @@ func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]strin
 			}
 		}
 	}
-	for _, s := range o.samples {
+	samples := o.samples
+	if deployOperator && len(o.operatorSamples) > 0 {
+		samples = o.operatorSamples
+	}
+	for _, s := range samples {
 		objs, err := manifests.Load(s)
 		if err != nil {
 			return nil, fmt.Errorf("sample %s: %w", s, err)
@@ -259,10 +265,21 @@ func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]strin
 			return nil, fmt.Errorf("sample %s: %w", s, err)
 		}
 		workloads = append(workloads, workloadsOf(objs)...)
+		var names []string
+		for _, obj := range objs {
+			names = append(names, strings.ToLower(obj.GetKind())+"/"+obj.GetName())
+		}
+		notes = append([]string{fmt.Sprintf("Sample %s: %s", relative(s), strings.Join(names, ", "))}, notes...)
 	}
 	errs := make(chan error, len(workloads))
 	for _, w := range workloads {
-		go func() { errs <- waitWorkload(ctx, kc, w) }()
+		go func() {
+			if isBuiltinWorkload(w) {
+				errs <- waitWorkload(ctx, kc, w)
+			} else {
+				errs <- waitCustomResource(ctx, ap, w)
+			}
+		}()
 	}
 	var failed []error
 	for range workloads {
@@ -347,14 +364,59 @@ func setOperatorImage(objs []*unstructured.Unstructured, image, stamp string) {
 	}
 }
 
+// workloadsOf picks what to wait for: Deployments, StatefulSets and the operator's
+// resources (the redis.redis.opstreelabs.in kinds).
 func workloadsOf(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() == "Deployment" || o.GetKind() == "StatefulSet" {
+		if isBuiltinWorkload(o) || o.GroupVersionKind().Group == operatorGroup {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+const operatorGroup = "redis.redis.opstreelabs.in"
+
+func isBuiltinWorkload(o *unstructured.Unstructured) bool {
+	return o.GetKind() == "Deployment" || o.GetKind() == "StatefulSet"
+}
+
+// waitCustomResource waits for a Ready condition, or the compatible status.state "Ready".
+func waitCustomResource(ctx context.Context, ap *manifests.Applier, obj *unstructured.Unstructured) error {
+	res, err := ap.Resource(obj, "default")
+	if err != nil {
+		return err
+	}
+	last := "no status yet"
+	for {
+		got, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err == nil {
+			state, _, _ := unstructured.NestedString(got.Object, "status", "state")
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+					if m["status"] == "True" {
+						return nil
+					}
+					last = fmt.Sprintf("Ready=%v %v: %v", m["status"], m["reason"], m["message"])
+				}
+			}
+			if state == "Ready" {
+				return nil
+			}
+			if state != "" {
+				last += ", state " + state
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s %s/%s not ready (%s)", obj.GetKind(), obj.GetNamespace(), obj.GetName(), last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func waitWorkload(ctx context.Context, kc kubernetes.Interface, w *unstructured.Unstructured) error {
