@@ -116,8 +116,10 @@ func Start(opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	// bin/ also holds the operator binary the operator image maps to; KUBEBUILDER_ASSETS
+	// is the fallback for the control plane.
 	bin := filepath.Join(repo, "bin")
-	if assets := os.Getenv("KUBEBUILDER_ASSETS"); assets != "" && controlplane.CheckBinaries(assets) == nil {
+	if assets := os.Getenv("KUBEBUILDER_ASSETS"); controlplane.CheckBinaries(bin) != nil && assets != "" {
 		bin = assets
 	}
 	if err := controlplane.CheckBinaries(bin); err != nil {
