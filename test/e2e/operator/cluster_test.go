@@ -30,6 +30,14 @@ type cluster struct {
 	name string
 }
 
+// faultTime waits for the next second and returns the time: the status's transition times have
+// second precision, so a Ready older than the fault never passes for one after it.
+func faultTime() time.Time {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
+	return time.Now()
+}
+
 func sample(t *testing.T, file string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(sb.Repo(), "config", "samples", file))
@@ -190,7 +198,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 
 	t.Run("leader process crashes", func(t *testing.T) {
 		c.t = t
-		fault := time.Now()
+		fault := faultTime()
 		if err := sb.Fault.CrashContainer(c.ctx, c.ns, c.name+"-leader-0", "redis"); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +209,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 	t.Run("leader pod deleted", func(t *testing.T) {
 		c.t = t
 		before := c.pod(c.name + "-leader-1").Status.PodIP
-		fault := time.Now()
+		fault := faultTime()
 		if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-leader-1")); err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +226,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 	})
 	t.Run("follower replaced by an empty node", func(t *testing.T) {
 		c.t = t
-		fault := time.Now()
+		fault := faultTime()
 		if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-follower-2")); err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +263,7 @@ func TestEveryPodDeletedAtOnceKeepsTheData(t *testing.T) {
 	c := newCluster(t, persistentCluster)
 	c.waitReady(start)
 	c.writeKeys("d", 300)
-	fault := time.Now()
+	fault := faultTime()
 	if err := sb.Client.DeleteAllOf(c.ctx, &corev1.Pod{}, client.InNamespace(c.ns), client.MatchingLabels{"app.kubernetes.io/instance": c.name}); err != nil {
 		t.Fatal(err)
 	}
