@@ -16,6 +16,7 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -124,6 +125,18 @@ func (c *Cluster) startNode(idx int) (*Node, error) {
 	nc, err := node.NewNodeController(node.NewNaiveNodeProvider(), nodeObj, client.CoreV1().Nodes(),
 		node.WithNodeEnableLeaseV1WithRenewInterval(nodeutil.NodeLeaseV1Client(client), leaseDuration, time.Duration(leaseDuration)*time.Second/4),
 		node.WithNodeStatusUpdateInterval(30*time.Second),
+		// A deleted Node object is registered again, as a kubelet would.
+		node.WithNodeStatusUpdateErrorHandler(func(ctx context.Context, err error) error {
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			fresh := c.nodeObject(idx)
+			_, cerr := client.CoreV1().Nodes().Create(ctx, fresh, metav1.CreateOptions{})
+			if cerr != nil && !apierrors.IsAlreadyExists(cerr) {
+				return cerr
+			}
+			return nil
+		}),
 	)
 	if err != nil {
 		return fail(err)
