@@ -236,17 +236,10 @@ func leadersAreMasters(t *testing.T, ns, name string) bool {
 // metrics are Prometheus samples keyed by name and labels.
 type metrics map[string]float64
 
-func (m metrics) sum(prefix string, contains ...string) float64 {
+func (m metrics) sum(prefix string) float64 {
 	var total float64
 	for key, v := range m {
-		if !strings.HasPrefix(key, prefix) {
-			continue
-		}
-		match := true
-		for _, c := range contains {
-			match = match && strings.Contains(key, c)
-		}
-		if match {
+		if strings.HasPrefix(key, prefix) {
 			total += v
 		}
 	}
@@ -329,7 +322,7 @@ func eventsSince(t *testing.T, ns string, t0 time.Time) int {
 		if e.Regarding.Kind != "RedisCluster" {
 			continue
 		}
-		if e.EventTime.Time.After(t0) || (e.Series != nil && e.Series.LastObservedTime.Time.After(t0)) {
+		if e.EventTime.After(t0) || (e.Series != nil && e.Series.LastObservedTime.After(t0)) {
 			n++
 		}
 	}

@@ -156,9 +156,10 @@ func (c *cluster) readKeys(prefix string, n int) {
 	}
 }
 
-// assertShape checks CLUSTER INFO on every pod and the status counts.
-func (c *cluster) assertShape(leaders, followers int) {
+// assertShape checks CLUSTER INFO on every pod and the status counts of a 3×3 cluster.
+func (c *cluster) assertShape() {
 	c.t.Helper()
+	const leaders, followers = 3, 3
 	for _, p := range c.pods(c.ctx) {
 		text, err := sb.Redis(c.t, &p).ClusterInfo(c.ctx).Result()
 		if err != nil {
@@ -192,7 +193,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 	start := time.Now()
 	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
 	c.waitReady(start)
-	c.assertShape(3, 3)
+	c.assertShape()
 	c.writeKeys("a", 500)
 	c.readKeys("a", 500)
 
@@ -203,7 +204,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.waitReady(fault)
-		c.assertShape(3, 3)
+		c.assertShape()
 		c.readKeys("a", 500)
 	})
 	t.Run("leader pod deleted", func(t *testing.T) {
@@ -221,7 +222,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 			return framework.PodReady(p) && p.Status.PodIP != before, p.Status.PodIP, nil
 		})
 		c.waitReady(fault)
-		c.assertShape(3, 3)
+		c.assertShape()
 		c.readKeys("a", 500)
 	})
 	t.Run("follower replaced by an empty node", func(t *testing.T) {
@@ -231,7 +232,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.waitReady(fault)
-		c.assertShape(3, 3) // 6 known nodes: the old follower's ID is forgotten everywhere
+		c.assertShape() // 6 known nodes: the old follower's ID is forgotten everywhere
 		c.readKeys("a", 500)
 	})
 }
@@ -268,7 +269,7 @@ func TestEveryPodDeletedAtOnceKeepsTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitReady(fault)
-	c.assertShape(3, 3)
+	c.assertShape()
 	c.readKeys("d", 300)
 }
 
@@ -289,7 +290,7 @@ func TestOperatorKilledDuringBootstrapIsFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitReady(time.Time{})
-	c.assertShape(3, 3)
+	c.assertShape()
 	c.writeKeys("b", 200)
 	c.readKeys("b", 200)
 }
