@@ -265,6 +265,18 @@ func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
 	}
 	f.assertDesignedShape(3, 1)
 	f.assertEvents("ClusterMeet", "ClusterAddSlots", "ClusterReplicate", "ClusterReady")
+	// One event per pod acted on: the events API must not fold them into one.
+	var events eventsv1.EventList
+	if err := f.c.List(f.ctx, &events, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	perReason := map[string]int{}
+	for _, e := range events.Items {
+		perReason[e.Reason]++
+	}
+	if perReason["ClusterAddSlots"] != 3 || perReason["ClusterReplicate"] < 3 || perReason["ClusterMeet"] < 5 {
+		t.Errorf("want an event per pod acted on, got %v", perReason)
+	}
 	f.writeKeys(300)
 	f.readKeys(300)
 	for _, kind := range []string{"StatefulSet/shards-leader", "StatefulSet/shards-follower", "Service/shards-leader-headless", "Service/shards-master"} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -121,12 +122,30 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	default:
 		return fmt.Errorf("unknown step %s", step.Kind)
 	}
+	// A pod is the event's related object (the one met, or the one acting), so that the events
+	// API keeps one event per pod rather than folding them into a series under one message.
+	pod := s.pod(func(p *corev1.Pod) bool { return p.Name == step.On })
+	if step.Kind == clusterplan.StepMeet {
+		pod = s.pod(func(p *corev1.Pod) bool { return p.Status.PodIP == step.IP })
+	}
 	if err != nil {
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "Cluster"+string(step.Kind)+"Failed", string(step.Kind), "%s on %s failed: %v", step.Kind, step.On, err)
+		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "Cluster"+string(step.Kind)+"Failed", string(step.Kind), "%s on %s failed: %v", step.Kind, step.On, err)
 		return fmt.Errorf("%s: %w", step, err)
 	}
 	log.FromContext(ctx).Info("ran cluster step", "step", step.Kind, "pod", step.On, "reason", step.Reason)
-	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s on %s: %s", step.Kind, step.On, step.Reason)
+	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s on %s: %s", step.Kind, step.On, step.Reason)
+	return nil
+}
+
+// pod returns the first pod that matches, or nil.
+func (s *clusterScope) pod(match func(*corev1.Pod) bool) runtime.Object {
+	for _, pods := range [][]corev1.Pod{s.leaders, s.followers} {
+		for i := range pods {
+			if match(&pods[i]) {
+				return &pods[i]
+			}
+		}
+	}
 	return nil
 }
 
