@@ -19,6 +19,28 @@ import (
 
 // The phases every kind shares: finalizer, deletion, owned objects, status.
 
+// phase is one named step of a reconcile; stop ends the reconcile early, with a reason the
+// phase has written into the status.
+type phase[S any] struct {
+	name string
+	run  func(context.Context, S) (stop bool, err error)
+}
+
+// runPhases runs the phases in order until one stops or fails.
+func runPhases[S any](ctx context.Context, phases []phase[S], s S) error {
+	for _, p := range phases {
+		stop, err := p.run(ctx, s)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", p.name)
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if stop {
+			return nil
+		}
+	}
+	return nil
+}
+
 // finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
 // lets the resource go by removing the finalizer.
 func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, keepClaims bool, statefulSets []*appsv1.StatefulSet) error {

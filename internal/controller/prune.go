@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,7 +39,7 @@ func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 			client.MatchingLabels{builder.LabelInstance: owner.GetName(), builder.LabelManagedBy: builder.ManagedByValue}); err != nil {
 			return deleted, fmt.Errorf("list %ss: %w", l.kind, err)
 		}
-		items, err := metaItems(l.list)
+		items, err := objectsOf(l.list)
 		if err != nil {
 			return deleted, err
 		}
@@ -55,31 +56,19 @@ func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 	return deleted, nil
 }
 
-func metaItems(list client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	switch l := list.(type) {
-	case *appsv1.StatefulSetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
+// objectsOf returns the items of a list as objects.
+func objectsOf(list client.ObjectList) ([]client.Object, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("read list: %w", err)
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("list item %T is not an object", item)
 		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ConfigMapList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.SecretList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *policyv1.PodDisruptionBudgetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("unexpected list type %T", list)
+		out = append(out, obj)
 	}
 	return out, nil
 }

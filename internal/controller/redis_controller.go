@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -49,13 +48,8 @@ type redisScope struct {
 	result     ctrl.Result
 }
 
-type redisPhase struct {
-	name string
-	run  func(context.Context, *redisScope) (stop bool, err error)
-}
-
-func (r *RedisReconciler) phases() []redisPhase {
-	return []redisPhase{
+func (r *RedisReconciler) phases() []phase[*redisScope] {
+	return []phase[*redisScope]{
 		{"deletion", r.reconcileDeletion},
 		{"skip-reconcile", r.skipReconcile},
 		{"finalizer", func(ctx context.Context, s *redisScope) (bool, error) {
@@ -83,15 +77,8 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 		base.Status = *before
 		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
 	}()
-	for _, phase := range r.phases() {
-		stop, err := phase.run(ctx, s)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", phase.name)
-			return ctrl.Result{}, fmt.Errorf("%s: %w", phase.name, err)
-		}
-		if stop {
-			break
-		}
+	if err := runPhases(ctx, r.phases(), s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return s.result, nil
 }

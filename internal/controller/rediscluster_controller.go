@@ -59,14 +59,8 @@ type clusterScope struct {
 	result ctrl.Result
 }
 
-// clusterPhase is one named step of a reconcile; stop ends the reconcile early.
-type clusterPhase struct {
-	name string
-	run  func(context.Context, *clusterScope) (stop bool, err error)
-}
-
-func (r *RedisClusterReconciler) phases() []clusterPhase {
-	return []clusterPhase{
+func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
+	return []phase[*clusterScope]{
 		{"deletion", r.reconcileDeletion},
 		{"skip-reconcile", r.skipReconcile},
 		{"finalizer", r.ensureFinalizer},
@@ -96,15 +90,8 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
 	}()
 
-	for _, phase := range r.phases() {
-		stop, err := phase.run(ctx, s)
-		if err != nil {
-			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", phase.name)
-			return ctrl.Result{}, fmt.Errorf("%s: %w", phase.name, err)
-		}
-		if stop {
-			return s.result, nil
-		}
+	if err := runPhases(ctx, r.phases(), s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return s.result, nil
 }

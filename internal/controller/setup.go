@@ -63,7 +63,7 @@ func secretToUsers(c client.Client, list client.ObjectList) handler.MapFunc {
 		if err := c.List(ctx, l, client.InNamespace(obj.GetNamespace()), client.MatchingFields{passwordSecretIndex: obj.GetName()}); err != nil {
 			return nil
 		}
-		items, _ := metaListItems(l)
+		items, _ := objectsOf(l)
 		requests := make([]reconcile.Request, 0, len(items))
 		for _, item := range items {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(item)})
@@ -77,21 +77,4 @@ func secretNames(ref *v1beta2.ExistingPasswordSecret) []string {
 		return nil
 	}
 	return []string{*ref.Name}
-}
-
-func metaListItems(list client.ObjectList) ([]client.Object, error) {
-	var out []client.Object
-	switch l := list.(type) {
-	case *v1beta2.RedisClusterList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *v1beta2.RedisList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	default:
-		return nil, fmt.Errorf("unexpected list type %T", list)
-	}
-	return out, nil
 }
