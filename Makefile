@@ -54,7 +54,7 @@ control-plane: ## Build etcd, kube-apiserver, kubectl, kube-controller-manager, 
 	hack/build-control-plane.sh
 
 .PHONY: packages
-packages: ## Install the Debian packages the tests and the sandbox need (redis-server, iproute2, ...).
+packages: ## Install the Debian packages the tests and the sandbox need (redis-server, iproute2, nftables, ...).
 	hack/install-packages.sh
 
 .PHONY: test
@@ -86,7 +86,7 @@ $(GOLANGCI_LINT):
 
 .PHONY: help
 help:
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Sandbox
 
@@ -94,18 +94,14 @@ SANDBOX_DIR ?= $(ROOT)/.sandbox
 SANDBOX_SLOT ?= 0
 # Applied without the operator; with the operator deployed, SANDBOX_OPERATOR_SAMPLE instead.
 SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
-SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml
-
-.PHONY: sandbox-deps
-sandbox-deps: ## Install the Debian packages the sandbox needs (redis-server, redis-tools, redis-sentinel, iproute2).
-	hack/sandbox-deps.sh
+SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml config/samples/redis_v1beta2_rediscluster_minimal.yaml
 
 .PHONY: sandbox-bin
 sandbox-bin: ## Build bin/sandbox.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
 
 .PHONY: sandbox
-sandbox: sandbox-deps control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample.
+sandbox: packages control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample.
 	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
 	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) \
 		$(foreach s,$(SANDBOX_SAMPLE),--sample $(s)) $(foreach s,$(wildcard $(SANDBOX_OPERATOR_SAMPLE)),--operator-sample $(s))
@@ -116,5 +112,5 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 	$(BIN)/sandbox down --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT)
 
 .PHONY: e2e
-e2e: sandbox-deps control-plane ## Run the sandbox's end-to-end tests (as root).
+e2e: packages control-plane ## Run the sandbox's end-to-end tests (as root).
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./test/e2e/...

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests and the sandbox run, when they are missing:
-# real redis-server/redis-sentinel/redis-cli processes and the ip tool for pod networking.
+# Installs the Debian packages the tests and the sandbox run, when they are missing: real
+# redis-server/redis-sentinel/redis-cli processes, the ip tool (pod networking), nsenter,
+# nft (kube-proxy's nftables rules in the sandbox's node namespace), openssl, and the tools
+# client pods' scripts use (nslookup/dig, nc; curl and getent come with the base system).
 set -euo pipefail
 
 declare -A wanted=(
@@ -8,7 +10,12 @@ declare -A wanted=(
 	[redis-cli]=redis-tools
 	[redis-sentinel]=redis-sentinel
 	[ip]=iproute2
+	[nsenter]=util-linux
+	[nft]=nftables
 	[openssl]=openssl
+	[nslookup]=dnsutils
+	[nc]=netcat-openbsd
+	[curl]=curl
 )
 missing=()
 for command in "${!wanted[@]}"; do

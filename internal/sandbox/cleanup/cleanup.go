@@ -106,7 +106,7 @@ func isSandboxProcess(pid int, inst instance.Instance) bool {
 
 // ours are the executables a sandbox runs with its state directory on the command line.
 var ours = map[string]bool{"sandbox": true, "etcd": true, "kube-apiserver": true,
-	"kube-controller-manager": true, "kube-scheduler": true}
+	"kube-controller-manager": true, "kube-scheduler": true, "kube-proxy": true}
 
 // processesByDir lists the sandbox's processes whose command line mentions dir: the daemon,
 // container-init, etcd and the API server (their flags name files in it). A user's editor

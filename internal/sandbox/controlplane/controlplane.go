@@ -19,6 +19,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -29,7 +34,7 @@ import (
 )
 
 // Binaries are the control-plane executables a sandbox needs in its bin directory.
-var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"}
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
@@ -61,11 +66,15 @@ func CheckBinaries(bin string) error {
 // Prepare creates the certificates and the admin kubeconfig.
 func Prepare(inst instance.Instance) error {
 	files := PKI(inst)
+	kubeletIPs := []net.IP{net.IPv4(127, 0, 0, 1)}
+	for n := 0; n < inst.Nodes; n++ {
+		kubeletIPs = append(kubeletIPs, inst.NodeIP(n).AsSlice())
+	}
 	err := pki.Generate(files, pki.Options{
 		APIServerIPs: []net.IP{net.IPv4(127, 0, 0, 1), inst.Gateway().AsSlice(), inst.KubernetesServiceIP().AsSlice()},
 		APIServerNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		KubeletIPs:   []net.IP{net.IPv4(127, 0, 0, 1)},
+		KubeletIPs:   kubeletIPs,
 		KubeletNames: []string{"localhost"},
 	})
 	if err != nil {
@@ -77,16 +86,22 @@ func Prepare(inst instance.Instance) error {
 // WriteKubeconfig writes an admin kubeconfig for server, with the credentials embedded so
 // the file can be copied elsewhere.
 func WriteKubeconfig(inst instance.Instance, path, server string) error {
+	return WriteKubeconfigFor(inst, pki.Admin, path, server)
+}
+
+// WriteKubeconfigFor writes a kubeconfig for server with the client certificate user (one
+// of the pki names).
+func WriteKubeconfigFor(inst instance.Instance, user, path, server string) error {
 	files := PKI(inst)
 	ca, err := os.ReadFile(files.CACert())
 	if err != nil {
 		return err
 	}
-	cert, err := os.ReadFile(files.Cert(pki.Admin))
+	cert, err := os.ReadFile(files.Cert(user))
 	if err != nil {
 		return err
 	}
-	key, err := os.ReadFile(files.Key(pki.Admin))
+	key, err := os.ReadFile(files.Key(user))
 	if err != nil {
 		return err
 	}
@@ -170,8 +185,8 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 		"--kubelet-client-key="+f.Key(pki.APIServerKubeletCli),
 		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
-		// ClusterIPs are not routed: reach webhook and aggregated-API services through
-		// their endpoints (pod IPs), which the host reaches over the bridge.
+		// Reach webhook and aggregated-API services through their endpoints (pod IPs),
+		// which the host reaches over the bridge, without depending on kube-proxy.
 		"--enable-aggregator-routing=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
@@ -381,4 +396,47 @@ func (cp *ControlPlane) Stop() {
 		cp.procs[i].Stop(5 * time.Second)
 	}
 	cp.wg.Wait()
+}
+
+// APIServerEndpointsManager marks the EndpointSlice the sandbox writes for the "kubernetes"
+// Service.
+const APIServerEndpointsManager = "rediskube-sandbox"
+
+// PublishAPIServerEndpoints writes the EndpointSlice of the "kubernetes" Service, as the API
+// server's endpoint reconciler would were it on (it must be off for an API server that
+// advertises 127.0.0.1): its one endpoint is the gateway, where pods and the node
+// namespace reach the API server, so kubernetes.default.svc:443 works through kube-proxy.
+func PublishAPIServerEndpoints(ctx context.Context, client kubernetes.Interface, inst instance.Instance) error {
+	ready := true
+	port := int32(inst.APIServerPort())
+	name, proto := "https", corev1.ProtocolTCP
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "kubernetes",
+			Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{
+				discoveryv1.LabelServiceName: "kubernetes",
+				discoveryv1.LabelManagedBy:   APIServerEndpointsManager,
+			},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{inst.Gateway().String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+	}
+	slices := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
+	_, err := slices.Create(ctx, slice, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		var cur *discoveryv1.EndpointSlice
+		if cur, err = slices.Get(ctx, slice.Name, metav1.GetOptions{}); err == nil {
+			slice.ResourceVersion = cur.ResourceVersion
+			_, err = slices.Update(ctx, slice, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("publish the API server's endpoints: %w", err)
+	}
+	return nil
 }

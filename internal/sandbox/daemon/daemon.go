@@ -31,6 +31,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/sandbox/kubelet"
 	"github.com/rediskube/redis-operator/internal/sandbox/network"
 	"github.com/rediskube/redis-operator/internal/sandbox/proc"
+	"github.com/rediskube/redis-operator/internal/sandbox/proxy"
 	"github.com/rediskube/redis-operator/internal/sandbox/storage"
 )
 
@@ -58,6 +59,7 @@ type daemon struct {
 	log     *slog.Logger
 	client  kubernetes.Interface
 	cp      *controlplane.ControlPlane
+	proxy   *proxy.Proxy
 	net     *network.Manager
 	cluster *kubelet.Cluster
 	started time.Time
@@ -237,6 +239,14 @@ func (d *daemon) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("virtual nodes: %w", err)
 	}
+	if err := controlplane.PublishAPIServerEndpoints(ctx, d.client, inst); err != nil {
+		return err
+	}
+	// After the nodes: kube-proxy reads its node's addresses at start.
+	d.proxy, err = proxy.Start(ctx, inst, opts.Bin, d.log)
+	if err != nil {
+		return fmt.Errorf("service routing: %w", err)
+	}
 	return d.waitDefaultServiceAccount(ctx)
 }
 
@@ -266,6 +276,9 @@ func (d *daemon) shutdown() {
 	d.mu.Unlock()
 	if d.cluster != nil {
 		d.cluster.Stop()
+	}
+	if d.proxy != nil {
+		d.proxy.Stop()
 	}
 	if d.cp != nil {
 		d.cp.Stop()
@@ -314,6 +327,7 @@ func (d *daemon) status() fault.Status {
 	}
 	if ready {
 		s.Processes = d.cp.Pids()
+		s.Processes["kube-proxy"] = d.proxy.Pid()
 		for i, name := range d.cluster.NodeNames() {
 			s.Nodes = append(s.Nodes, fault.Node{Name: name, Zone: inst.NodeZone(i), Running: d.cluster.NodeRunning(name)})
 		}

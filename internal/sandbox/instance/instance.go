@@ -63,14 +63,40 @@ func (i Instance) PodCIDR() netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(16 * i.Slot), 0}), 20)
 }
 
-// ServiceCIDR is the ClusterIP range: 10.96.16*slot.0/20. Nothing serves it; the host and
-// every pod route it to "unreachable" so no packet for it leaves the machine.
+// ServiceCIDR is the ClusterIP range: 10.96.16*slot.0/20. The host and every pod route it
+// to the node network namespace, where kube-proxy translates it to endpoints; behind that
+// route an "unreachable" one keeps it on the machine.
 func (i Instance) ServiceCIDR() netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 96, byte(16 * i.Slot), 0}), 20)
 }
 
 // Gateway is the host's address on the bridge; pods reach the API server through it.
 func (i Instance) Gateway() netip.Addr { return i.PodCIDR().Addr().Next() }
+
+// NodeIP is the address of node n (0-based): the addresses of all nodes live in the slot's
+// node network namespace (NodeNetNS), on the bridge, where kube-proxy runs; NodePorts and
+// the kubelet API answer on them. They follow the gateway and are never given to pods.
+func (i Instance) NodeIP(n int) netip.Addr {
+	a := i.Gateway().As4()
+	a[3] += byte(1 + n)
+	return netip.AddrFrom4(a)
+}
+
+// IsReserved reports whether a is the gateway or a node address (of any node count).
+func (i Instance) IsReserved(a netip.Addr) bool {
+	return a == i.Gateway() || (a.Compare(i.NodeIP(0)) >= 0 && a.Compare(i.NodeIP(MaxNodes-1)) <= 0)
+}
+
+// NodeNetNS is the network namespace that holds the nodes' addresses and kube-proxy's
+// rules; its host-side link has the same name. Deleting it deletes every rule kube-proxy made.
+func (i Instance) NodeNetNS() string { return i.NamePrefix() + "node" }
+
+// KubeDNSServiceIP is the ClusterIP of kube-system/kube-dns, the pods' nameserver.
+func (i Instance) KubeDNSServiceIP() netip.Addr {
+	a := i.ServiceCIDR().Addr().As4()
+	a[3] = 10
+	return netip.AddrFrom4(a)
+}
 
 // KubernetesServiceIP is the first ClusterIP, the one of the "kubernetes" Service.
 func (i Instance) KubernetesServiceIP() netip.Addr { return i.ServiceCIDR().Addr().Next() }

@@ -45,8 +45,21 @@ func TestSlotsDoNotCollide(t *testing.T) {
 				t.Errorf("prefix %q of slot %d matches another slot's names %q", inst.NamePrefix(), s, other)
 			}
 		}
-		if !inst.PodCIDR().Contains(inst.Gateway()) || !inst.ServiceCIDR().Contains(inst.KubernetesServiceIP()) {
+		if !inst.PodCIDR().Contains(inst.Gateway()) || !inst.ServiceCIDR().Contains(inst.KubernetesServiceIP()) ||
+			!inst.ServiceCIDR().Contains(inst.KubeDNSServiceIP()) {
 			t.Errorf("slot %d: gateway or service IP outside its range", s)
+		}
+		for n := 0; n < MaxNodes; n++ {
+			ip := inst.NodeIP(n)
+			if !inst.PodCIDR().Contains(ip) || ip == inst.Gateway() || !inst.IsReserved(ip) {
+				t.Errorf("slot %d: node %d address %s not a reserved address of the pod range", s, n, ip)
+			}
+		}
+		if inst.IsReserved(inst.NodeIP(MaxNodes - 1).Next()) {
+			t.Errorf("slot %d: the first pod address is reserved", s)
+		}
+		if l := len(inst.NodeNetNS()); l > 15 {
+			t.Errorf("slot %d: node link name %q too long", s, inst.NodeNetNS())
 		}
 	}
 }

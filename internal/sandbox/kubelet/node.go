@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/internal/sandbox/network"
 	"github.com/rediskube/redis-operator/internal/sandbox/pki"
 )
 
@@ -79,7 +81,7 @@ func (c *Cluster) nodeObject(idx int) *corev1.Node {
 			Capacity:    res,
 			Allocatable: res,
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeInternalIP, Address: inst.NodeIP(idx).String()},
 				{Type: corev1.NodeHostName, Address: name},
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(inst.KubeletPort(idx))}},
@@ -173,12 +175,26 @@ func (c *Cluster) startNode(idx int) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
-	l, err := tls.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(inst.KubeletPort(idx))), tlsCfg)
+	// The API server reaches the kubelet at the node's InternalIP, in the node namespace;
+	// loopback serves local tools.
+	port := strconv.Itoa(inst.KubeletPort(idx))
+	local, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
 		return fail(fmt.Errorf("kubelet API listener: %w", err))
 	}
+	var onNode net.Listener
+	err = network.InNetNS(filepath.Join("/run/netns", inst.NodeNetNS()), func() (err error) {
+		onNode, err = net.Listen("tcp", net.JoinHostPort(inst.NodeIP(idx).String(), port))
+		return err
+	})
+	if err != nil {
+		_ = local.Close()
+		return fail(fmt.Errorf("kubelet API listener on the node address: %w", err))
+	}
 	n.server = &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = n.server.Serve(l) }()
+	for _, l := range []net.Listener{local, onNode} {
+		go func() { _ = n.server.Serve(tls.NewListener(l, tlsCfg)) }()
+	}
 
 	broadcaster.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	podFactory.Start(ctx.Done())

@@ -612,7 +612,7 @@ func (sb *podSandbox) envContext(pod *corev1.Pod) *envContext {
 	return &envContext{
 		pod:       pod,
 		podIP:     sb.podIP(),
-		hostIP:    "127.0.0.1",
+		hostIP:    sb.p.hostIP(),
 		configMap: c.configMap,
 		secret:    c.secret,
 		// The API server, as the "kubernetes" Service would publish it; in-cluster clients

@@ -40,6 +40,9 @@ func newProvider(c *Cluster, nodeName string, idx int, recorder record.EventReco
 	return &Provider{c: c, nodeName: nodeName, nodeIdx: idx, recorder: recorder, pods: map[types.UID]*podSandbox{}}
 }
 
+// hostIP is the node's address, which pods see as status.hostIP.
+func (p *Provider) hostIP() string { return p.c.cfg.Inst.NodeIP(p.nodeIdx).String() }
+
 // CreatePod starts a pod sandbox; the work happens in the background and is reported
 // through NotifyPods.
 func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {

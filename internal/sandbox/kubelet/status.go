@@ -17,9 +17,10 @@ var ownConditions = []corev1.PodConditionType{
 // statusLocked computes the pod status the way the kubelet does; sb.mu must be held.
 func (sb *podSandbox) statusLocked() corev1.PodStatus {
 	pod := sb.pod
+	hostIP := sb.p.hostIP()
 	st := corev1.PodStatus{
-		HostIP:             "127.0.0.1",
-		HostIPs:            []corev1.HostIP{{IP: "127.0.0.1"}},
+		HostIP:             hostIP,
+		HostIPs:            []corev1.HostIP{{IP: hostIP}},
 		StartTime:          sb.startTime,
 		QOSClass:           pod.Status.QOSClass,
 		ObservedGeneration: pod.Generation,

@@ -1,7 +1,11 @@
 // Package network gives every pod of a sandbox its own network namespace and IP on a bridge
-// the sandbox owns. The host reaches pods through the bridge and pods reach each other; no
-// packet for a sandbox address leaves the machine: pods get no default route, the ClusterIP
-// range is "unreachable" on the host and in every pod, and nothing is NATed or forwarded.
+// the sandbox owns. The host reaches pods through the bridge and pods reach each other.
+// Node addresses live in one more namespace on the bridge, the node namespace, where
+// kube-proxy's rules translate ClusterIPs and NodePorts to endpoints: the host and every pod
+// route the ClusterIP range there. No packet for a sandbox address leaves the machine: pods
+// and the node namespace have no default route, the host NATs and forwards nothing, and
+// "unreachable" routes stand behind the bridge's for both ranges. Everything the node
+// namespace holds (kube-proxy's tables) goes away with it.
 package network
 
 import (
@@ -14,9 +18,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rediskube/redis-operator/internal/sandbox/instance"
 )
@@ -35,30 +42,84 @@ func New(inst instance.Instance) *Manager {
 	return &Manager{inst: inst, inUse: map[netip.Addr]bool{}, cursor: inst.Gateway()}
 }
 
-// Setup creates the bridge with the gateway address and the routes that keep sandbox
-// traffic on the machine.
+// backstopMetric ranks the "unreachable" routes behind the real ones: should a bridge or a
+// link go away, sandbox addresses still never follow a default route off the machine.
+const backstopMetric = "4000"
+
+// Setup creates the bridge with the gateway address, the node namespace with the nodes'
+// addresses, and the routes: the ClusterIP range goes to the node namespace, and both
+// sandbox ranges have an "unreachable" backstop.
 func (m *Manager) Setup() error {
-	br := m.inst.Bridge()
-	gw := netip.PrefixFrom(m.inst.Gateway(), m.inst.PodCIDR().Bits())
+	inst := m.inst
+	br := inst.Bridge()
+	bits := inst.PodCIDR().Bits()
+	gw := netip.PrefixFrom(inst.Gateway(), bits)
+	node := inst.NodeNetNS()
 	cmds := [][]string{
 		{"link", "add", br, "type", "bridge"},
 		{"addr", "add", gw.String(), "dev", br},
 		{"link", "set", br, "up"},
-		// A backstop behind the bridge's connected route: should the bridge lose its route,
-		// pod addresses still never follow the default route off the machine.
-		{"route", "add", "unreachable", m.inst.PodCIDR().String(), "metric", "4000"},
-		{"route", "add", "unreachable", m.inst.ServiceCIDR().String()},
+		{"route", "add", "unreachable", inst.PodCIDR().String(), "metric", backstopMetric},
+		{"route", "add", "unreachable", inst.ServiceCIDR().String(), "metric", backstopMetric},
+		{"netns", "add", node},
+		{"link", "add", node, "type", "veth", "peer", "name", "eth0", "netns", node},
+		{"link", "set", node, "master", br, "up"},
+		{"-n", node, "link", "set", "lo", "up"},
 	}
+	for n := 0; n < inst.Nodes; n++ {
+		cmds = append(cmds, []string{"-n", node, "addr", "add", netip.PrefixFrom(inst.NodeIP(n), bits).String(), "dev", "eth0"})
+	}
+	cmds = append(cmds,
+		[]string{"-n", node, "link", "set", "eth0", "up"},
+		[]string{"route", "add", inst.ServiceCIDR().String(), "via", inst.NodeIP(0).String(), "dev", br},
+	)
 	_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
 	for _, c := range cmds {
 		if err := ip(c...); err != nil {
 			return err
 		}
-		if c[0] == "link" && c[1] == "add" {
+		if c[0] == "link" && c[1] == "add" && c[2] == br {
 			_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
 		}
 	}
-	return nil
+	// The node namespace routes translated packets back out to the bridge. It sends no ICMP
+	// redirects: the host and pods must keep sending ClusterIP traffic through it.
+	return InNetNS(filepath.Join("/run/netns", node), func() error {
+		for path, v := range map[string]string{
+			"/proc/sys/net/ipv4/ip_forward":                  "1",
+			"/proc/sys/net/ipv4/conf/all/send_redirects":     "0",
+			"/proc/sys/net/ipv4/conf/default/send_redirects": "0",
+			"/proc/sys/net/ipv4/conf/eth0/send_redirects":    "0",
+		} {
+			if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+				return fmt.Errorf("node namespace: %w", err)
+			}
+		}
+		_ = os.WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", []byte("1"), 0o644)
+		return nil
+	})
+}
+
+// InNetNS runs fn on an OS thread that joined the network namespace at nsPath: sockets fn
+// opens belong to that namespace, and so do the /proc/sys/net files it writes. The thread is
+// never handed back to the scheduler; it ends with fn.
+func InNetNS(nsPath string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // no UnlockOSThread: the thread exits with this goroutine
+		f, err := os.Open(nsPath)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer func() { _ = f.Close() }()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- fmt.Errorf("join network namespace %s: %w", nsPath, err)
+			return
+		}
+		done <- fn()
+	}()
+	return <-done
 }
 
 // Pod is the network of one pod sandbox.
@@ -95,7 +156,8 @@ func (m *Manager) Attach(label string) (Pod, error) {
 		{"-n", p.NetNS, "addr", "add", cidr, "dev", "eth0"},
 		{"-n", p.NetNS, "link", "set", "lo", "up"},
 		{"-n", p.NetNS, "link", "set", "eth0", "up"},
-		{"-n", p.NetNS, "route", "add", "unreachable", m.inst.ServiceCIDR().String()},
+		{"-n", p.NetNS, "route", "add", m.inst.ServiceCIDR().String(), "via", m.inst.NodeIP(0).String(), "dev", "eth0"},
+		{"-n", p.NetNS, "route", "add", "unreachable", m.inst.ServiceCIDR().String(), "metric", backstopMetric},
 	}
 	for _, s := range steps {
 		if err := ip(s...); err != nil {
@@ -145,9 +207,9 @@ func (m *Manager) allocate() (netip.Addr, error) {
 	for range 1 << (32 - cidr.Bits()) {
 		a = a.Next()
 		if !cidr.Contains(a) || a == lastAddr(cidr) {
-			a = m.inst.Gateway().Next()
+			a = m.inst.NodeIP(instance.MaxNodes - 1).Next()
 		}
-		if !m.inUse[a] {
+		if !m.inUse[a] && !m.inst.IsReserved(a) {
 			m.inUse[a] = true
 			m.cursor = a
 			return a, nil

@@ -45,6 +45,9 @@ const (
 	APIServerKubeletCli = "apiserver-kubelet-client"
 	Admin               = "admin"
 	Kubelet             = "kubelet"
+	// KubeProxy is kube-proxy's client identity, system:kube-proxy, which the API server's
+	// bootstrap policy binds to the system:node-proxier role.
+	KubeProxy = "kube-proxy"
 )
 
 // Options are the addresses and names certificates are valid for.
@@ -107,6 +110,7 @@ func Generate(f Files, o Options) error {
 		{APIServerKubeletCli, "kube-apiserver-kubelet-client", []string{"system:masters"}, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil, nil},
 		{Admin, "sandbox-admin", []string{"system:masters"}, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil, nil},
 		{Kubelet, "sandbox-kubelet", nil, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, o.KubeletIPs, o.KubeletNames},
+		{KubeProxy, "system:kube-proxy", nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, nil, nil},
 	}
 	for _, c := range issue {
 		if err := ca.issue(f, c.name, c.cn, c.orgs, c.usage, c.ips, c.dnsSAN); err != nil {

@@ -125,8 +125,8 @@ func Start(opts Options) (*Sandbox, error) {
 	if err := controlplane.CheckBinaries(bin); err != nil {
 		return nil, err
 	}
-	if out, err := exec.Command(filepath.Join(repo, "hack", "sandbox-deps.sh")).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("hack/sandbox-deps.sh: %w\n%s", err, out)
+	if out, err := exec.Command(filepath.Join(repo, "hack", "install-packages.sh")).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("hack/install-packages.sh: %w\n%s", err, out)
 	}
 	tempBin, err := os.MkdirTemp("", "rediskube-sandbox-bin-")
 	if err != nil {
