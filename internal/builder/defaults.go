@@ -32,18 +32,20 @@ const (
 	defaultNodeConfVolumeSize = "1Gi"
 
 	// Defaults of the sentinel settings, equal to the CRD defaults.
-	defaultSentinelQuorum         = 2
-	defaultParallelSyncs          = "1"
-	defaultFailoverTimeout        = "10000"
-	defaultDownAfterMilliseconds  = "5000"
-	defaultSentinelResolveHosts   = "no"
-	defaultSentinelAnnounceHosts  = "no"
-	defaultSentinelMonitoredPort  = "6379"
-	defaultTLSCertFile            = "tls.crt"
-	defaultTLSKeyFile             = "tls.key"
-	defaultTLSCAFile              = "ca.crt"
-	defaultLivenessInitialDelay   = 15
-	defaultReadinessInitialDelay  = 5
+	defaultSentinelQuorum        = 2
+	defaultParallelSyncs         = "1"
+	defaultFailoverTimeout       = "10000"
+	defaultDownAfterMilliseconds = "5000"
+	defaultSentinelResolveHosts  = "no"
+	defaultSentinelAnnounceHosts = "no"
+	defaultSentinelMonitoredPort = "6379"
+	defaultTLSCertFile           = "tls.crt"
+	defaultTLSKeyFile            = "tls.key"
+	defaultTLSCAFile             = "ca.crt"
+	defaultLivenessInitialDelay  = 15
+	// Redis answers within milliseconds of starting; an ordered StatefulSet waits for each pod
+	// to be ready before the next, so a long first delay only slows every rollout.
+	defaultReadinessInitialDelay  = 1
 	defaultProbePeriodSeconds     = 10
 	defaultProbeTimeoutSeconds    = 5
 	defaultLivenessFailureThresh  = 5
