@@ -116,3 +116,34 @@ func waitStandaloneReady(t *testing.T, c client.Client, cr *v1beta2.Redis) {
 		return fmt.Errorf("state %q, conditions %s", cr.Status.State, describeConditions(cr.Status.Conditions))
 	})
 }
+
+func TestStandaloneSkipReconcileCreatesNothing(t *testing.T) {
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	ctx := context.Background()
+	c := newClient(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cr := &v1beta2.Redis{
+		ObjectMeta: metav1.ObjectMeta{Name: "hands-off", Namespace: ns, Annotations: map[string]string{SkipReconcileAnnotation: "true"}},
+		Spec:       v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "skip condition", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		p := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionProgressing)
+		if p != nil && p.Reason == ReasonSkipReconcile && p.Status == metav1.ConditionFalse {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(cr.Status.Conditions))
+	})
+	time.Sleep(time.Second)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hands-off"}, &appsv1.StatefulSet{}); err == nil {
+		t.Fatal("a StatefulSet was created although reconciling is skipped")
+	}
+}
