@@ -102,17 +102,14 @@ func TestStatefulSetKeepsDataWhenPodsAreRecreated(t *testing.T) {
 		t.Fatalf("exec redis-cli get owner in redis-1: out=%q stderr=%q err=%v", out, stderr, err)
 	}
 
-	// Cluster DNS: the headless Service names each pod; the name follows the pod's IP.
-	resolve := func(from, name string) string {
-		t.Helper()
-		out, stderr, err := sb.Exec(ctx, ns, from, "redis", "getent", "hosts", name)
-		if err != nil {
-			t.Fatalf("resolve %s in %s: %v %s", name, from, err, stderr)
-		}
-		return strings.Fields(out + " -")[0]
-	}
-	if got := resolve("redis-1", "redis-2.redis"); got != pods[2].Status.PodIP {
-		t.Errorf("redis-2.redis resolves to %s, want %s", got, pods[2].Status.PodIP)
+	// Cluster DNS: the headless Service names each ready pod (once the EndpointSlice
+	// controller has seen it ready, as on any cluster); the name follows the pod's IP.
+	for i := range pods {
+		name := pods[i].Name + ".redis"
+		sb.WaitFor(t, ns, name+" to resolve in redis-1", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+			out, _, err := sb.Exec(ctx, ns, "redis-1", "redis", "getent", "hosts", name)
+			return err == nil && strings.HasPrefix(out, pods[i].Status.PodIP+" "), out, nil
+		})
 	}
 	if out, _, err := sb.Exec(ctx, ns, "redis-0", "redis", "redis-cli", "-h", "redis-1.redis."+ns+".svc.cluster.local", "get", "owner"); err != nil || strings.TrimSpace(out) != "redis-1" {
 		t.Errorf("redis-cli from redis-0 to redis-1 by name: %q %v", out, err)

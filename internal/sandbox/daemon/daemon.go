@@ -222,10 +222,14 @@ func (d *daemon) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clusterDNS := inst.Gateway()
-	if err := dns.Serve(ctx, d.client, net.JoinHostPort(clusterDNS.String(), "53"), d.log); err != nil {
+	// The DNS server listens on the gateway; pods ask the kube-dns Service, which kube-proxy
+	// maps to it.
+	clusterDNS := inst.KubeDNSServiceIP()
+	if err := dns.Serve(ctx, d.client, net.JoinHostPort(inst.Gateway().String(), "53"), d.log); err != nil {
 		d.log.Warn("no cluster DNS: pods keep the host's resolv.conf", "err", err)
 		clusterDNS = netip.Addr{}
+	} else if err := dns.PublishService(ctx, d.client, clusterDNS, inst.Gateway()); err != nil {
+		return err
 	}
 	d.cluster, err = kubelet.Start(ctx, kubelet.Config{
 		DNS:    clusterDNS,

@@ -608,24 +608,24 @@ const clusterDomain = "cluster.local"
 func (sb *podSandbox) envContext(pod *corev1.Pod) *envContext {
 	c := sb.p.c
 	inst := c.cfg.Inst
-	gw, port := inst.Gateway().String(), fmt.Sprint(inst.APIServerPort())
+	host, port := inst.KubernetesServiceIP().String(), "443"
 	return &envContext{
 		pod:       pod,
 		podIP:     sb.podIP(),
 		hostIP:    sb.p.hostIP(),
 		configMap: c.configMap,
 		secret:    c.secret,
-		// The API server, as the "kubernetes" Service would publish it; in-cluster clients
-		// (the operator) reach it through the bridge.
+		// The "kubernetes" Service, as a kubelet publishes it; kube-proxy carries in-cluster
+		// clients (the operator) to the API server.
 		serviceEnv: map[string]string{
-			"KUBERNETES_SERVICE_HOST":                gw,
+			"KUBERNETES_SERVICE_HOST":                host,
 			"KUBERNETES_SERVICE_PORT":                port,
 			"KUBERNETES_SERVICE_PORT_HTTPS":          port,
-			"KUBERNETES_PORT":                        "tcp://" + gw + ":" + port,
-			"KUBERNETES_PORT_" + port + "_TCP":       "tcp://" + gw + ":" + port,
+			"KUBERNETES_PORT":                        "tcp://" + host + ":" + port,
+			"KUBERNETES_PORT_" + port + "_TCP":       "tcp://" + host + ":" + port,
 			"KUBERNETES_PORT_" + port + "_TCP_PROTO": "tcp",
 			"KUBERNETES_PORT_" + port + "_TCP_PORT":  port,
-			"KUBERNETES_PORT_" + port + "_TCP_ADDR":  gw,
+			"KUBERNETES_PORT_" + port + "_TCP_ADDR":  host,
 		},
 		allocCPU: c.cfg.NodeCPU,
 		allocMem: c.cfg.NodeMemory,
