@@ -57,8 +57,12 @@ control-plane: ## Build etcd, kube-apiserver, kubectl, kube-controller-manager, 
 packages: ## Install the Debian packages the tests and the sandbox need (redis-server, iproute2, nftables, ...).
 	hack/install-packages.sh
 
+.PHONY: chainsaw
+chainsaw: ## Build bin/chainsaw (kyverno/chainsaw v0.2.12), which runs the tests in test/chainsaw.
+	hack/build-chainsaw.sh
+
 .PHONY: test
-test: packages control-plane build ## Run every test: unit, golden, schema compatibility, real kube-apiserver, real Redis.
+test: packages control-plane build chainsaw ## Run every test: unit, golden, schema compatibility, real kube-apiserver, real Redis.
 	go vet ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
 
@@ -112,5 +116,5 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 	$(BIN)/sandbox down --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT)
 
 .PHONY: e2e
-e2e: packages control-plane ## Run the sandbox's end-to-end tests (as root).
+e2e: packages control-plane chainsaw ## Run the sandbox's end-to-end tests (as root).
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./test/e2e/...

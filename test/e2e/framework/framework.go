@@ -242,3 +242,6 @@ func (s *Sandbox) Binary() string { return filepath.Join(s.tempBin, "sandbox") }
 
 // Repo is the repository root.
 func (s *Sandbox) Repo() string { return s.repo }
+
+// Bin is the directory of the control-plane binaries (kubectl among them).
+func (s *Sandbox) Bin() string { return s.bin }
