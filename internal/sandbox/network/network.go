@@ -71,6 +71,11 @@ func (m *Manager) Setup() error {
 	}
 	cmds = append(cmds,
 		[]string{"-n", node, "link", "set", "eth0", "up"},
+		// In the node namespace the ClusterIP range needs a route, as a node's default route
+		// would be, so that packets reach kube-proxy's forward-hook rules (reject for a
+		// Service without endpoints, drop for an unallocated address). Nothing survives
+		// them untranslated, and the host, which forwards nothing, would drop it.
+		[]string{"-n", node, "route", "add", inst.ServiceCIDR().String(), "via", inst.Gateway().String(), "dev", "eth0"},
 		[]string{"route", "add", inst.ServiceCIDR().String(), "via", inst.NodeIP(0).String(), "dev", br},
 	)
 	_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
