@@ -125,7 +125,8 @@ spec:
 // Services work as on a real cluster: by DNS name from client pods of every tools image,
 // through ClusterIPs with port mapping and load balancing, through headless Services, from
 // the host, on NodePorts of every node address, back to the calling pod itself (hairpin),
-// and they follow a recreated pod. Redis runs as uid 1000 and writes its PVC.
+// and they follow a recreated pod, whose containers get the Services' variables. Redis runs as
+// uid 1000 and writes its PVC.
 func TestServicesAndDNS(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -258,6 +259,11 @@ func TestServicesAndDNS(t *testing.T) {
 		out, err := sh("client", "busybox", "getent hosts "+name)
 		return strings.HasPrefix(out, fresh.Status.PodIP+" "), out, err
 	})
+	// Containers started after the Services get their variables, as from a kubelet.
+	if out, err := sh(old.Name, "redis", "echo $REDIS_SERVICE_HOST $REDIS_SERVICE_PORT_REDIS $REDIS_PORT $KUBERNETES_SERVICE_HOST"); strings.TrimSpace(out) !=
+		fmt.Sprintf("%s 7000 tcp://%s:7000 %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, sb.Inst.KubernetesServiceIP()) {
+		t.Errorf("Service variables in the recreated redis-0: %q (%v)", out, err)
+	}
 	info, err := sb.Redis(t, fresh).InfoMap(ctx, "server").Result()
 	if err != nil {
 		t.Fatal(err)

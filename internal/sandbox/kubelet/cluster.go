@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -53,6 +55,7 @@ type Cluster struct {
 	factory    informers.SharedInformerFactory
 	configMaps corev1listers.ConfigMapLister
 	secrets    corev1listers.SecretLister
+	services   corev1listers.ServiceLister
 
 	mu    sync.Mutex
 	nodes []*Node
@@ -71,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.factory = informers.NewSharedInformerFactory(cfg.Client, 10*time.Minute)
 	c.configMaps = c.factory.Core().V1().ConfigMaps().Lister()
 	c.secrets = c.factory.Core().V1().Secrets().Lister()
-	_ = c.factory.Core().V1().Services().Informer()
+	c.services = c.factory.Core().V1().Services().Lister()
 	c.factory.Start(ctx.Done())
 	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -101,6 +104,27 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// serviceEnv is the Service environment of pod's containers, computed when a container
+// starts, as a kubelet does. The "kubernetes" Service's variables are there even before the
+// informer has seen it: in-cluster clients depend on them.
+func (c *Cluster) serviceEnv(pod *corev1.Pod) map[string]string {
+	var candidates []*corev1.Service
+	if list, err := c.services.Services(pod.Namespace).List(labels.Everything()); err == nil {
+		candidates = append(candidates, list...)
+	}
+	if k, err := c.services.Services(metav1.NamespaceDefault).Get("kubernetes"); err == nil {
+		candidates = append(candidates, k)
+	} else {
+		candidates = append(candidates, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "kubernetes"},
+			Spec: corev1.ServiceSpec{ClusterIP: c.cfg.Inst.KubernetesServiceIP().String(),
+				Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}},
+		})
+	}
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	return serviceEnv(candidates, pod.Namespace, links)
 }
 
 // Stop stops every node and kills every pod process.

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Expand replaces $(VAR) references in s with values from lookup, as the kubelet does for
@@ -282,4 +284,52 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// serviceEnv returns the Service variables a kubelet gives every container of a pod in ns:
+// those of the "kubernetes" Service of the default namespace always, and with service links
+// enabled (the default) those of every Service of ns that has a ClusterIP, with the
+// Docker-link forms. services are the candidates, in any order.
+func serviceEnv(services []*corev1.Service, ns string, enableLinks bool) map[string]string {
+	byName := map[string]*corev1.Service{}
+	for _, svc := range services {
+		if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+			continue
+		}
+		switch {
+		case svc.Namespace == metav1.NamespaceDefault && svc.Name == "kubernetes":
+			if _, ok := byName[svc.Name]; !ok {
+				byName[svc.Name] = svc
+			}
+		case svc.Namespace == ns && enableLinks:
+			byName[svc.Name] = svc
+		}
+	}
+	vars := map[string]string{}
+	for _, svc := range byName {
+		prefix := strings.ToUpper(strings.ReplaceAll(svc.Name, "-", "_"))
+		ip := svc.Spec.ClusterIP
+		vars[prefix+"_SERVICE_HOST"] = ip
+		vars[prefix+"_SERVICE_PORT"] = strconv.Itoa(int(svc.Spec.Ports[0].Port))
+		for i, sp := range svc.Spec.Ports {
+			port := strconv.Itoa(int(sp.Port))
+			if sp.Name != "" {
+				vars[prefix+"_SERVICE_PORT_"+strings.ToUpper(strings.ReplaceAll(sp.Name, "-", "_"))] = port
+			}
+			proto := string(sp.Protocol)
+			if proto == "" {
+				proto = string(corev1.ProtocolTCP)
+			}
+			url := strings.ToLower(proto) + "://" + net.JoinHostPort(ip, port)
+			if i == 0 {
+				vars[prefix+"_PORT"] = url
+			}
+			p := prefix + "_PORT_" + port + "_" + strings.ToUpper(proto)
+			vars[p] = url
+			vars[p+"_PROTO"] = strings.ToLower(proto)
+			vars[p+"_PORT"] = port
+			vars[p+"_ADDR"] = ip
+		}
+	}
+	return vars
 }

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,5 +154,62 @@ func TestResolvConf(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: resolvConf = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// Service variables as a kubelet sets them: the kubernetes Service always, the pod's
+// namespace's Services with a ClusterIP when service links are on.
+func TestServiceEnv(t *testing.T) {
+	svc := func(ns, name, ip string, ports ...corev1.ServicePort) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}
+	}
+	services := []*corev1.Service{
+		svc("default", "kubernetes", "10.96.0.1", corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}),
+		svc("db", "redis-leader", "10.96.0.20",
+			corev1.ServicePort{Name: "redis-client", Port: 6379, Protocol: corev1.ProtocolTCP},
+			corev1.ServicePort{Name: "metrics", Port: 9121}),
+		svc("db", "redis-headless", corev1.ClusterIPNone, corev1.ServicePort{Name: "redis", Port: 6379}),
+		svc("other", "elsewhere", "10.96.0.30", corev1.ServicePort{Port: 80}),
+	}
+	got := serviceEnv(services, "db", true)
+	want := map[string]string{
+		"KUBERNETES_SERVICE_HOST":                "10.96.0.1",
+		"KUBERNETES_SERVICE_PORT":                "443",
+		"KUBERNETES_SERVICE_PORT_HTTPS":          "443",
+		"KUBERNETES_PORT":                        "tcp://10.96.0.1:443",
+		"KUBERNETES_PORT_443_TCP":                "tcp://10.96.0.1:443",
+		"KUBERNETES_PORT_443_TCP_PROTO":          "tcp",
+		"KUBERNETES_PORT_443_TCP_PORT":           "443",
+		"KUBERNETES_PORT_443_TCP_ADDR":           "10.96.0.1",
+		"REDIS_LEADER_SERVICE_HOST":              "10.96.0.20",
+		"REDIS_LEADER_SERVICE_PORT":              "6379",
+		"REDIS_LEADER_SERVICE_PORT_REDIS_CLIENT": "6379",
+		"REDIS_LEADER_SERVICE_PORT_METRICS":      "9121",
+		"REDIS_LEADER_PORT":                      "tcp://10.96.0.20:6379",
+		"REDIS_LEADER_PORT_6379_TCP":             "tcp://10.96.0.20:6379",
+		"REDIS_LEADER_PORT_6379_TCP_PROTO":       "tcp",
+		"REDIS_LEADER_PORT_6379_TCP_PORT":        "6379",
+		"REDIS_LEADER_PORT_6379_TCP_ADDR":        "10.96.0.20",
+		"REDIS_LEADER_PORT_9121_TCP":             "tcp://10.96.0.20:9121",
+		"REDIS_LEADER_PORT_9121_TCP_PROTO":       "tcp",
+		"REDIS_LEADER_PORT_9121_TCP_PORT":        "9121",
+		"REDIS_LEADER_PORT_9121_TCP_ADDR":        "10.96.0.20",
+	}
+	if !reflect.DeepEqual(got, want) {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s = %q, want %q", k, got[k], v)
+			}
+		}
+		for k, v := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("unexpected %s=%q", k, v)
+			}
+		}
+	}
+	noLinks := serviceEnv(services, "db", false)
+	if len(noLinks) != 8 || noLinks["KUBERNETES_SERVICE_HOST"] != "10.96.0.1" {
+		t.Errorf("without service links only the kubernetes Service's 8 variables remain: %v", noLinks)
 	}
 }

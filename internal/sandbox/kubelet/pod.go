@@ -607,27 +607,14 @@ const clusterDomain = "cluster.local"
 // envContext is the environment-resolution context of the pod as it is now.
 func (sb *podSandbox) envContext(pod *corev1.Pod) *envContext {
 	c := sb.p.c
-	inst := c.cfg.Inst
-	host, port := inst.KubernetesServiceIP().String(), "443"
 	return &envContext{
-		pod:       pod,
-		podIP:     sb.podIP(),
-		hostIP:    sb.p.hostIP(),
-		configMap: c.configMap,
-		secret:    c.secret,
-		// The "kubernetes" Service, as a kubelet publishes it; kube-proxy carries in-cluster
-		// clients (the operator) to the API server.
-		serviceEnv: map[string]string{
-			"KUBERNETES_SERVICE_HOST":                host,
-			"KUBERNETES_SERVICE_PORT":                port,
-			"KUBERNETES_SERVICE_PORT_HTTPS":          port,
-			"KUBERNETES_PORT":                        "tcp://" + host + ":" + port,
-			"KUBERNETES_PORT_" + port + "_TCP":       "tcp://" + host + ":" + port,
-			"KUBERNETES_PORT_" + port + "_TCP_PROTO": "tcp",
-			"KUBERNETES_PORT_" + port + "_TCP_PORT":  port,
-			"KUBERNETES_PORT_" + port + "_TCP_ADDR":  host,
-		},
-		allocCPU: c.cfg.NodeCPU,
-		allocMem: c.cfg.NodeMemory,
+		pod:        pod,
+		podIP:      sb.podIP(),
+		hostIP:     sb.p.hostIP(),
+		configMap:  c.configMap,
+		secret:     c.secret,
+		serviceEnv: c.serviceEnv(pod),
+		allocCPU:   c.cfg.NodeCPU,
+		allocMem:   c.cfg.NodeMemory,
 	}
 }
