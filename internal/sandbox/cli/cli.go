@@ -234,7 +234,7 @@ func status(args []string) error {
 }
 
 func printStatus(w io.Writer, s *fault.Status) {
-	_, _ = fmt.Fprintf(w, "slot %d, state %s, API server %s, pods %s on bridge %s, services %s (unrouted)\n",
+	_, _ = fmt.Fprintf(w, "slot %d, state %s, API server %s, pods %s on bridge %s, services %s (kube-proxy in the node namespace)\n",
 		s.Slot, s.Dir, s.APIServer, s.PodCIDR, s.Bridge, s.ServiceCIDR)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tKUBELET")

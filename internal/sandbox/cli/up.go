@@ -483,14 +483,14 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 	kubeconfig := relative(inst.Kubeconfig())
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\nKubeconfig: %s\nkubectl:    %s --kubeconfig %s get nodes,pods -A\n", kubeconfig, kubectl, kubeconfig)
-	fmt.Fprintf(&b, "API server: %s (pods reach it at %s)\nPod IPs:    %s on bridge %s (reachable from this machine); ClusterIPs %s are not routed\n\n",
+	fmt.Fprintf(&b, "API server: %s (pods reach it at %s)\nPod IPs:    %s on bridge %s; ClusterIPs %s and NodePorts on the node addresses (kube-proxy), all reachable from this machine\n\n",
 		st.APIServer, st.Gateway, st.PodCIDR, st.Bridge, st.ServiceCIDR)
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tREADY")
+	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tADDRESS\tREADY")
 	for _, n := range nodes.Items {
 		ready := "False"
 		for _, c := range n.Status.Conditions {
@@ -498,7 +498,13 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 				ready = string(c.Status)
 			}
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels["topology.kubernetes.io/zone"], ready)
+		addr := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				addr = a.Address
+			}
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, n.Labels["topology.kubernetes.io/zone"], addr, ready)
 	}
 	_ = tw.Flush()
 	pods, err := kc.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
