@@ -16,8 +16,8 @@ import (
 )
 
 // Two Redis pods running as uid 1000 with their data on PVCs, behind a headless, a ClusterIP
-// (port 7000 to the named port "redis"), a NodePort and a one-pod Service, and a Service
-// that selects nothing; a client pod with the tools images.
+// (port 7000 to the named port "redis"), a NodePort, a one-pod and a node-local Service, and
+// a Service that selects nothing; a client pod with the tools images.
 const servicesManifest = `
 apiVersion: v1
 kind: Service
@@ -51,6 +51,15 @@ metadata:
   name: redis-0-only
 spec:
   selector: {statefulset.kubernetes.io/pod-name: redis-0}
+  ports: [{name: redis, port: 6379}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: redis-local
+spec:
+  internalTrafficPolicy: Local
+  selector: {app: redis}
   ports: [{name: redis, port: 6379}]
 ---
 apiVersion: v1
@@ -123,7 +132,8 @@ spec:
 `
 
 // Services work as on a real cluster: by DNS name from client pods of every tools image,
-// through ClusterIPs with port mapping and load balancing, through headless Services, from
+// through ClusterIPs with port mapping and load balancing, through headless Services, to the
+// caller's node only with internalTrafficPolicy Local, from
 // the host, on NodePorts of every node address, back to the calling pod itself (hairpin),
 // and they follow a recreated pod, whose containers get the Services' variables. Redis runs as
 // uid 1000 and writes its PVC.
@@ -192,6 +202,29 @@ func TestServicesAndDNS(t *testing.T) {
 	// Hairpin: redis-0 reaches itself through a Service whose only endpoint it is.
 	if out, err := sh("redis-0", "redis", "redis-cli -h redis-0-only info server | grep run_id"); runIDs[strings.TrimPrefix(strings.TrimSpace(out), "run_id:")] != "redis-0" {
 		t.Errorf("redis-0 through its own Service reached %q (%v)", out, err)
+	}
+
+	// Every node has its own kube-proxy: with internalTrafficPolicy Local, a pod reaches only
+	// the endpoints on its own node.
+	for _, p := range pods {
+		local := map[string]bool{}
+		for id, name := range runIDs {
+			for _, q := range pods {
+				if q.Name == name && q.Spec.NodeName == p.Spec.NodeName {
+					local[id] = true
+				}
+			}
+		}
+		out, err := sh(p.Name, "redis", "for i in 1 2 3 4 5 6; do redis-cli -h redis-local info server | grep run_id; done")
+		ids := strings.Fields(out)
+		for _, line := range ids {
+			if !local[strings.TrimPrefix(line, "run_id:")] {
+				t.Errorf("%s on %s reached %s through an internalTrafficPolicy Local Service (pods %v)", p.Name, p.Spec.NodeName, line, runIDs)
+			}
+		}
+		if len(ids) != 6 {
+			t.Errorf("%s through redis-local: %q (%v)", p.Name, out, err)
+		}
 	}
 
 	// From the host: the ClusterIP, and the NodePort on every node's address, also from a pod.

@@ -59,7 +59,7 @@ type daemon struct {
 	log     *slog.Logger
 	client  kubernetes.Interface
 	cp      *controlplane.ControlPlane
-	proxy   *proxy.Proxy
+	proxies []*proxy.Proxy
 	net     *network.Manager
 	cluster *kubelet.Cluster
 	started time.Time
@@ -247,7 +247,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 	// After the nodes: kube-proxy reads its node's addresses at start.
-	d.proxy, err = proxy.Start(ctx, inst, opts.Bin, d.log)
+	d.proxies, err = proxy.Start(ctx, inst, opts.Bin, d.log)
 	if err != nil {
 		return fmt.Errorf("service routing: %w", err)
 	}
@@ -281,8 +281,8 @@ func (d *daemon) shutdown() {
 	if d.cluster != nil {
 		d.cluster.Stop()
 	}
-	if d.proxy != nil {
-		d.proxy.Stop()
+	for _, p := range d.proxies {
+		p.Stop()
 	}
 	if d.cp != nil {
 		d.cp.Stop()
@@ -331,7 +331,9 @@ func (d *daemon) status() fault.Status {
 	}
 	if ready {
 		s.Processes = d.cp.Pids()
-		s.Processes["kube-proxy"] = d.proxy.Pid()
+		for _, p := range d.proxies {
+			s.Processes[p.Name()] = p.Pid()
+		}
 		for i, name := range d.cluster.NodeNames() {
 			s.Nodes = append(s.Nodes, fault.Node{Name: name, Zone: inst.NodeZone(i), Running: d.cluster.NodeRunning(name)})
 		}

@@ -63,9 +63,9 @@ func (i Instance) PodCIDR() netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(16 * i.Slot), 0}), 20)
 }
 
-// ServiceCIDR is the ClusterIP range: 10.96.16*slot.0/20. The host and every pod route it
-// to the node network namespace, where kube-proxy translates it to endpoints; behind that
-// route an "unreachable" one keeps it on the machine.
+// ServiceCIDR is the ClusterIP range: 10.96.16*slot.0/20. Every pod routes it to its node's
+// network namespace, the host to the first node's, where kube-proxy translates it to
+// endpoints; behind that route an "unreachable" one keeps it on the machine.
 func (i Instance) ServiceCIDR() netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 96, byte(16 * i.Slot), 0}), 20)
 }
@@ -73,9 +73,9 @@ func (i Instance) ServiceCIDR() netip.Prefix {
 // Gateway is the host's address on the bridge; pods reach the API server through it.
 func (i Instance) Gateway() netip.Addr { return i.PodCIDR().Addr().Next() }
 
-// NodeIP is the address of node n (0-based): the addresses of all nodes live in the slot's
-// node network namespace (NodeNetNS), on the bridge, where kube-proxy runs; NodePorts and
-// the kubelet API answer on them. They follow the gateway and are never given to pods.
+// NodeIP is the address of node n (0-based): it lives in the node's network namespace
+// (NodeNetNS) on the bridge, where the node's kube-proxy runs; the node's NodePorts and its
+// kubelet API answer on it. Node addresses follow the gateway and are never given to pods.
 func (i Instance) NodeIP(n int) netip.Addr {
 	a := i.Gateway().As4()
 	a[3] += byte(1 + n)
@@ -87,9 +87,10 @@ func (i Instance) IsReserved(a netip.Addr) bool {
 	return a == i.Gateway() || (a.Compare(i.NodeIP(0)) >= 0 && a.Compare(i.NodeIP(MaxNodes-1)) <= 0)
 }
 
-// NodeNetNS is the network namespace that holds the nodes' addresses and kube-proxy's
-// rules; its host-side link has the same name. Deleting it deletes every rule kube-proxy made.
-func (i Instance) NodeNetNS() string { return i.NamePrefix() + "node" }
+// NodeNetNS is the network namespace of node n: it holds the node's address and its
+// kube-proxy's rules, and its host-side link has the same name. Deleting it deletes every
+// rule that kube-proxy made.
+func (i Instance) NodeNetNS(n int) string { return fmt.Sprintf("%snode%d", i.NamePrefix(), n) }
 
 // KubeDNSServiceIP is the ClusterIP of kube-system/kube-dns, the pods' nameserver.
 func (i Instance) KubeDNSServiceIP() netip.Addr {

@@ -58,8 +58,8 @@ func TestSlotsDoNotCollide(t *testing.T) {
 		if inst.IsReserved(inst.NodeIP(MaxNodes - 1).Next()) {
 			t.Errorf("slot %d: the first pod address is reserved", s)
 		}
-		if l := len(inst.NodeNetNS()); l > 15 {
-			t.Errorf("slot %d: node link name %q too long", s, inst.NodeNetNS())
+		if l := len(inst.NodeNetNS(MaxNodes - 1)); l > 15 || !strings.HasPrefix(inst.NodeNetNS(0), inst.NamePrefix()) {
+			t.Errorf("slot %d: node link name %q too long or not of the slot", s, inst.NodeNetNS(MaxNodes-1))
 		}
 	}
 }

@@ -183,7 +183,7 @@ func (c *Cluster) startNode(idx int) (*Node, error) {
 		return fail(fmt.Errorf("kubelet API listener: %w", err))
 	}
 	var onNode net.Listener
-	err = network.InNetNS(filepath.Join("/run/netns", inst.NodeNetNS()), func() (err error) {
+	err = network.InNetNS(filepath.Join("/run/netns", inst.NodeNetNS(idx)), func() (err error) {
 		onNode, err = net.Listen("tcp", net.JoinHostPort(inst.NodeIP(idx).String(), port))
 		return err
 	})

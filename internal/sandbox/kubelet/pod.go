@@ -247,7 +247,7 @@ func (sb *podSandbox) setupNetwork() bool {
 		return sb.writeEtcFiles() == nil
 	}
 	for {
-		n, err := sb.p.c.cfg.Net.Attach(pod.Namespace + "-" + pod.Name)
+		n, err := sb.p.c.cfg.Net.Attach(pod.Namespace+"-"+pod.Name, sb.p.nodeIdx)
 		if err == nil {
 			sb.mu.Lock()
 			sb.net, sb.hasNet = n, true

@@ -1,11 +1,11 @@
 // Package network gives every pod of a sandbox its own network namespace and IP on a bridge
 // the sandbox owns. The host reaches pods through the bridge and pods reach each other.
-// Node addresses live in one more namespace on the bridge, the node namespace, where
-// kube-proxy's rules translate ClusterIPs and NodePorts to endpoints: the host and every pod
-// route the ClusterIP range there. No packet for a sandbox address leaves the machine: pods
-// and the node namespace have no default route, the host NATs and forwards nothing, and
-// "unreachable" routes stand behind the bridge's for both ranges. Everything the node
-// namespace holds (kube-proxy's tables) goes away with it.
+// Every node has a namespace on the bridge too, with the node's address, where its
+// kube-proxy's rules translate ClusterIPs and NodePorts to endpoints: each pod routes the
+// ClusterIP range to its node, the host to the first node. No packet for a sandbox address
+// leaves the machine: pods and nodes have no default route, the host NATs and forwards
+// nothing, and "unreachable" routes stand behind the bridge's for both ranges. Everything a
+// node namespace holds (kube-proxy's tables) goes away with it.
 package network
 
 import (
@@ -46,50 +46,62 @@ func New(inst instance.Instance) *Manager {
 // link go away, sandbox addresses still never follow a default route off the machine.
 const backstopMetric = "4000"
 
-// Setup creates the bridge with the gateway address, the node namespace with the nodes'
-// addresses, and the routes: the ClusterIP range goes to the node namespace, and both
-// sandbox ranges have an "unreachable" backstop.
+// Setup creates the bridge with the gateway address, one network namespace per node with
+// the node's address, and the routes: the host sends the ClusterIP range to the first node,
+// and both sandbox ranges have an "unreachable" backstop.
 func (m *Manager) Setup() error {
 	inst := m.inst
 	br := inst.Bridge()
-	bits := inst.PodCIDR().Bits()
-	gw := netip.PrefixFrom(inst.Gateway(), bits)
-	node := inst.NodeNetNS()
+	gw := netip.PrefixFrom(inst.Gateway(), inst.PodCIDR().Bits())
 	cmds := [][]string{
 		{"link", "add", br, "type", "bridge"},
 		{"addr", "add", gw.String(), "dev", br},
 		{"link", "set", br, "up"},
 		{"route", "add", "unreachable", inst.PodCIDR().String(), "metric", backstopMetric},
 		{"route", "add", "unreachable", inst.ServiceCIDR().String(), "metric", backstopMetric},
-		{"netns", "add", node},
-		{"link", "add", node, "type", "veth", "peer", "name", "eth0", "netns", node},
-		{"link", "set", node, "master", br, "up"},
-		{"-n", node, "link", "set", "lo", "up"},
+	}
+	_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
+	for i, c := range cmds {
+		if err := ip(c...); err != nil {
+			return err
+		}
+		if i == 0 {
+			_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
+		}
 	}
 	for n := 0; n < inst.Nodes; n++ {
-		cmds = append(cmds, []string{"-n", node, "addr", "add", netip.PrefixFrom(inst.NodeIP(n), bits).String(), "dev", "eth0"})
+		if err := m.setupNode(n); err != nil {
+			return err
+		}
 	}
-	cmds = append(cmds,
-		[]string{"-n", node, "link", "set", "eth0", "up"},
-		// In the node namespace the ClusterIP range needs a route, as a node's default route
-		// would be, so that packets reach kube-proxy's forward-hook rules (reject for a
-		// Service without endpoints, drop for an unallocated address). Nothing survives
-		// them untranslated, and the host, which forwards nothing, would drop it.
-		[]string{"-n", node, "route", "add", inst.ServiceCIDR().String(), "via", inst.Gateway().String(), "dev", "eth0"},
-		[]string{"route", "add", inst.ServiceCIDR().String(), "via", inst.NodeIP(0).String(), "dev", br},
-	)
-	_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
+	return ip("route", "add", inst.ServiceCIDR().String(), "via", inst.NodeIP(0).String(), "dev", br)
+}
+
+// setupNode creates node n's network namespace, linked to the bridge with the node's address.
+func (m *Manager) setupNode(n int) error {
+	inst := m.inst
+	ns := inst.NodeNetNS(n)
+	cmds := [][]string{
+		{"netns", "add", ns},
+		{"link", "add", ns, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"link", "set", ns, "master", inst.Bridge(), "up"},
+		{"-n", ns, "link", "set", "lo", "up"},
+		{"-n", ns, "addr", "add", netip.PrefixFrom(inst.NodeIP(n), inst.PodCIDR().Bits()).String(), "dev", "eth0"},
+		{"-n", ns, "link", "set", "eth0", "up"},
+		// The ClusterIP range needs a route here, as a node's default route would be, so
+		// that packets reach kube-proxy's forward-hook rules (reject for a Service without
+		// endpoints, drop for an unallocated address). Nothing survives them untranslated,
+		// and the host, which forwards nothing, would drop it.
+		{"-n", ns, "route", "add", inst.ServiceCIDR().String(), "via", inst.Gateway().String(), "dev", "eth0"},
+	}
 	for _, c := range cmds {
 		if err := ip(c...); err != nil {
 			return err
 		}
-		if c[0] == "link" && c[1] == "add" && c[2] == br {
-			_ = os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", br), []byte("1"), 0o644)
-		}
 	}
-	// The node namespace routes translated packets back out to the bridge. It sends no ICMP
-	// redirects: the host and pods must keep sending ClusterIP traffic through it.
-	return InNetNS(filepath.Join("/run/netns", node), func() error {
+	// The node routes translated packets back out to the bridge. It sends no ICMP redirects:
+	// the host and pods must keep sending ClusterIP traffic through it.
+	return InNetNS(filepath.Join("/run/netns", ns), func() error {
 		for path, v := range map[string]string{
 			"/proc/sys/net/ipv4/ip_forward":                  "1",
 			"/proc/sys/net/ipv4/conf/all/send_redirects":     "0",
@@ -97,7 +109,7 @@ func (m *Manager) Setup() error {
 			"/proc/sys/net/ipv4/conf/eth0/send_redirects":    "0",
 		} {
 			if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
-				return fmt.Errorf("node namespace: %w", err)
+				return fmt.Errorf("node namespace %s: %w", ns, err)
 			}
 		}
 		_ = os.WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", []byte("1"), 0o644)
@@ -140,9 +152,10 @@ type Pod struct {
 // NetNSPath is the namespace's bind-mount path, which processes join with setns.
 func (p Pod) NetNSPath() string { return filepath.Join("/run/netns", p.NetNS) }
 
-// Attach creates a network namespace for a pod with a new IP (never the IP the pod's previous
-// incarnation had while other addresses are free) and links it to the bridge.
-func (m *Manager) Attach(label string) (Pod, error) {
+// Attach creates a network namespace for a pod of node (0-based) with a new IP (never the IP
+// the pod's previous incarnation had while other addresses are free) and links it to the
+// bridge; the pod sends Service traffic to its node.
+func (m *Manager) Attach(label string, node int) (Pod, error) {
 	addr, err := m.allocate()
 	if err != nil {
 		return Pod{}, err
@@ -161,7 +174,7 @@ func (m *Manager) Attach(label string) (Pod, error) {
 		{"-n", p.NetNS, "addr", "add", cidr, "dev", "eth0"},
 		{"-n", p.NetNS, "link", "set", "lo", "up"},
 		{"-n", p.NetNS, "link", "set", "eth0", "up"},
-		{"-n", p.NetNS, "route", "add", m.inst.ServiceCIDR().String(), "via", m.inst.NodeIP(0).String(), "dev", "eth0"},
+		{"-n", p.NetNS, "route", "add", m.inst.ServiceCIDR().String(), "via", m.inst.NodeIP(node).String(), "dev", "eth0"},
 		{"-n", p.NetNS, "route", "add", "unreachable", m.inst.ServiceCIDR().String(), "metric", backstopMetric},
 	}
 	for _, s := range steps {
