@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -41,9 +42,10 @@ func TestOperatorServesProbesMetricsAndElectsALeader(t *testing.T) {
 
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	operator := &operatorRun{exited: make(chan struct{})}
 	go func() {
-		done <- run(ctx, []string{
+		defer close(operator.exited)
+		operator.err = run(ctx, []string{
 			"--metrics-bind-address", metricsAddr,
 			"--health-probe-bind-address", probeAddr,
 			"--leader-elect",
@@ -53,18 +55,23 @@ func TestOperatorServesProbesMetricsAndElectsALeader(t *testing.T) {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator exited with error: %v", err)
+		select {
+		case <-operator.exited:
+			if operator.err != nil {
+				t.Errorf("operator exited with error: %v", operator.err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("operator still running a minute after its context was cancelled")
 		}
 	})
 
 	for _, path := range []string{"/healthz", "/readyz"} {
-		body := waitFor200(t, "http://"+probeAddr+path, done)
+		body := waitFor200(t, "http://"+probeAddr+path, operator)
 		if !strings.Contains(body, "ok") {
 			t.Errorf("%s answered %q, want ok", path, body)
 		}
 	}
-	metrics := waitFor200(t, "http://"+metricsAddr+"/metrics", done)
+	metrics := waitFor200(t, "http://"+metricsAddr+"/metrics", operator)
 	if !strings.Contains(metrics, "controller_runtime_") && !strings.Contains(metrics, "go_goroutines") {
 		t.Errorf("/metrics does not look like Prometheus metrics:\n%.500s", metrics)
 	}
@@ -101,27 +108,47 @@ func TestParseFlagsSplitsWatchNamespaces(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+// operatorRun is one run of the operator in the test: exited closes when run returns, and err
+// is what it returned. A closed channel (unlike a value sent once) can be observed both by the
+// waits below and by the cleanup.
+type operatorRun struct {
+	exited chan struct{}
+	err    error
 }
 
-func waitFor200(t *testing.T, url string, exited <-chan error) string {
+// freeAddr picks a free loopback port below the kernel's ephemeral range (32768 and up), so
+// that a port the operator binds a moment later is not taken meanwhile by one of the many
+// connections and `:0` listeners that other test packages open at the same time.
+func freeAddr(t *testing.T) string {
 	t.Helper()
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return addr
+	}
+	t.Fatal("no free loopback port between 20000 and 32000")
+	return ""
+}
+
+func waitFor200(t *testing.T, url string, operator *operatorRun) string {
+	t.Helper()
+	// A probe that hangs must fail the test, not stall it until the package timeout.
+	httpClient := &http.Client{Timeout: 5 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-exited:
-			t.Fatalf("operator exited early: %v", err)
+		case <-operator.exited:
+			t.Fatalf("operator exited early: %v", operator.err)
 		default:
 		}
-		resp, err := http.Get(url)
+		resp, err := httpClient.Get(url)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
