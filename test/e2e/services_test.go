@@ -181,9 +181,13 @@ func TestServicesAndDNS(t *testing.T) {
 		// A Service without endpoints refuses connections.
 		{"busybox", "redis-cli -h lonely ping 2>&1 | grep -c refused", "1"},
 	} {
-		out, err := sh("client", c.container, c.script)
-		if strings.TrimSpace(out) != c.want {
-			t.Errorf("%s: %q = %q (%v), want %q", c.container, c.script, out, err, c.want)
+		// Endpoints and DNS records follow readiness eventually, as on any cluster: each
+		// check gets a few seconds to come true.
+		if err := sb.Poll(c.container+": "+c.script+" to print "+c.want, 20*time.Second, func(context.Context) (bool, string, error) {
+			out, err := sh("client", c.container, c.script)
+			return strings.TrimSpace(out) == c.want, out, err
+		}); err != nil {
+			t.Error(err)
 		}
 	}
 

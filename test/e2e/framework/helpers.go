@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
@@ -220,7 +221,12 @@ func (s *Sandbox) Exec(ctx context.Context, ns, pod, container string, cmd ...st
 	if err != nil {
 		return "", "", err
 	}
-	exe, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+	// Fall back to SPDY only when the WebSocket upgrade itself fails, as kubectl does: any other
+	// error (a non-zero exit included) comes from a command that already ran, which must not
+	// run a second time.
+	exe, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 	if err != nil {
 		return "", "", err
 	}
