@@ -1,0 +1,196 @@
+// Package replicationplan decides, from what every pod of a RedisReplication reports, which pod
+// is the master and the Redis commands that make every other pod its replica. It is pure:
+// observations in, steps out, so that each rule is a table test; the controller runs the steps.
+//
+// The rules keep acknowledged writes where Redis can: the master that serves replicas stays
+// master; a master that restarted (new IP, its data from disk) stays master and its replicas
+// follow it to its new address; a replica is promoted only when the caller says the master has
+// been gone long enough (or never, when sentinels own failover), and then the one that
+// processed the most of the master's stream.
+package replicationplan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// Member is one pod: where it is and what ROLE it answered.
+type Member struct {
+	Pod     string
+	Ordinal int
+	IP      string
+	Port    int
+	// Role is ROLE as the pod answered it; nil when it did not answer.
+	Role *redis.Role
+}
+
+// Design is what the caller knows beyond the pods' answers.
+type Design struct {
+	// Current is the pod the status names as master ("" before the first master is chosen).
+	Current string
+	// MayPromote allows promoting a replica when no master is left: the caller sets it once
+	// the master has been unreachable for its grace period, and never when sentinels decide.
+	MayPromote bool
+	// Monitored is the master address the sentinels agree on, "" without sentinels or before
+	// they answer. A pod at that address that is a master is the master, whatever else says.
+	Monitored string
+}
+
+// StepKind names a Redis command the plan asks for.
+type StepKind string
+
+// The commands a plan may ask for.
+const (
+	// StepReplicaOf makes a pod a replica of the master (REPLICAOF host port).
+	StepReplicaOf StepKind = "ReplicaOf"
+	// StepPromote makes a replica the master (REPLICAOF NO ONE), keeping its data.
+	StepPromote StepKind = "Promote"
+)
+
+// Step is one command on one pod.
+type Step struct {
+	Kind StepKind
+	On   string
+	// ReplicaOf: the master's address.
+	Host string
+	Port int
+	// Reason says why, for events and logs.
+	Reason string
+}
+
+func (s Step) String() string {
+	if s.Kind == StepReplicaOf {
+		return fmt.Sprintf("%s %s -> %s:%d", s.Kind, s.On, s.Host, s.Port)
+	}
+	return fmt.Sprintf("%s %s", s.Kind, s.On)
+}
+
+// Plan is the outcome: the master (when there is one), the steps to run now, or what to wait for.
+type Plan struct {
+	// Master is the pod that is, or is being made, the master; "" when none can be chosen yet.
+	Master string
+	Steps  []Step
+	// Wait explains why nothing can be done yet (or why the replication is not yet in sync).
+	Wait string
+	// MasterDown is set when no master answers: the caller starts its promotion clock.
+	MasterDown bool
+}
+
+// Compute returns the next plan for the members.
+func Compute(d Design, members []Member) Plan {
+	answering := make([]*Member, 0, len(members))
+	for i := range members {
+		if members[i].Role != nil && members[i].Role.Kind != redis.RoleSentinel {
+			answering = append(answering, &members[i])
+		}
+	}
+	if len(answering) == 0 {
+		return Plan{Wait: "no Redis pod answers yet", MasterDown: d.Current != ""}
+	}
+	master := chooseMaster(d, answering)
+	if master == nil {
+		return promote(d, answering)
+	}
+	plan := Plan{Master: master.Pod}
+	for _, m := range answering {
+		if m == master {
+			continue
+		}
+		role := m.Role
+		switch {
+		case role.Kind != redis.RoleSlave || role.MasterIP != master.IP || role.MasterPort != master.Port:
+			reason := fmt.Sprintf("%s is the master", master.Pod)
+			if role.Kind == redis.RoleSlave {
+				reason = fmt.Sprintf("%s follows %s:%d, the master is %s at %s:%d", m.Pod, role.MasterIP, role.MasterPort, master.Pod, master.IP, master.Port)
+			}
+			plan.Steps = append(plan.Steps, Step{Kind: StepReplicaOf, On: m.Pod, Host: master.IP, Port: master.Port, Reason: reason})
+		case !role.LinkUp() && plan.Wait == "":
+			plan.Wait = fmt.Sprintf("replica %s is syncing with %s (link %s)", m.Pod, master.Pod, role.ReplicationState)
+		}
+	}
+	return plan
+}
+
+// chooseMaster returns the member that is the master, or nil when none may be assumed to be.
+func chooseMaster(d Design, answering []*Member) *Member {
+	var masters []*Member
+	for _, m := range answering {
+		if m.Role.Kind == redis.RoleMaster {
+			masters = append(masters, m)
+		}
+	}
+	if len(masters) == 0 {
+		return nil
+	}
+	// The sentinels' choice stands: they fail over, and the operator must not undo it.
+	if d.Monitored != "" {
+		for _, m := range masters {
+			if m.IP == d.Monitored {
+				return m
+			}
+		}
+	}
+	// A master that replicas follow (synced or still syncing) was chosen as master by the
+	// operator or the sentinels and holds the newest writes; the most followed one wins.
+	followers := func(master *Member) int {
+		n := 0
+		for _, m := range answering {
+			if m.Role.Kind == redis.RoleSlave && m.Role.MasterIP == master.IP && m.Role.MasterPort == master.Port {
+				n++
+			}
+		}
+		return n
+	}
+	best := slices.MaxFunc(masters, func(a, b *Member) int {
+		return cmp.Or(cmp.Compare(followers(a), followers(b)), compareBool(a.Pod == d.Current, b.Pod == d.Current), cmp.Compare(b.Ordinal, a.Ordinal))
+	})
+	if followers(best) > 0 {
+		return best
+	}
+	// No master serves anyone. Before the first choice, the lowest ordinal starts as master;
+	// afterwards only the recorded master may be (it restarted and kept its data), not a
+	// replica that restarted and came back empty-handed as a master.
+	switch {
+	case d.Current == "":
+		return best
+	case best.Pod == d.Current:
+		return best
+	}
+	return nil
+}
+
+// promote picks the replica to promote once the caller allows it.
+func promote(d Design, answering []*Member) Plan {
+	down := fmt.Sprintf("the master %s does not answer", cmp.Or(d.Current, "(none yet)"))
+	if d.Monitored != "" {
+		return Plan{Wait: down + "; the sentinels fail over", MasterDown: true}
+	}
+	if !d.MayPromote {
+		return Plan{Wait: down + "; waiting for it to come back before promoting a replica", MasterDown: true}
+	}
+	// The replica that processed most of the old master's stream lost the fewest writes;
+	// among equals, the one that was a replica (its data is the master's), then the lowest ordinal.
+	best := slices.MaxFunc(answering, func(a, b *Member) int {
+		return cmp.Or(compareBool(a.Role.Kind == redis.RoleSlave, b.Role.Kind == redis.RoleSlave),
+			cmp.Compare(a.Role.ReplicationOffset, b.Role.ReplicationOffset), cmp.Compare(b.Ordinal, a.Ordinal))
+	})
+	return Plan{
+		Master:     best.Pod,
+		MasterDown: true,
+		Steps: []Step{{Kind: StepPromote, On: best.Pod,
+			Reason: fmt.Sprintf("%s; %s has the highest replication offset (%d)", down, best.Pod, best.Role.ReplicationOffset)}},
+	}
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}

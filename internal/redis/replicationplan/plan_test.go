@@ -1,0 +1,228 @@
+package replicationplan
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+const port = 6379
+
+func master(offset int64) *redis.Role {
+	return &redis.Role{Kind: redis.RoleMaster, ReplicationOffset: offset}
+}
+
+func replica(ofIP, state string, offset int64) *redis.Role {
+	return &redis.Role{Kind: redis.RoleSlave, MasterIP: ofIP, MasterPort: port, ReplicationState: state, ReplicationOffset: offset}
+}
+
+func pod(ordinal int, ip string, role *redis.Role) Member {
+	return Member{Pod: fmt.Sprintf("rr-%d", ordinal), Ordinal: ordinal, IP: ip, Port: port, Role: role}
+}
+
+func TestCompute(t *testing.T) {
+	cases := []struct {
+		name    string
+		design  Design
+		members []Member
+		// want: master, steps as strings, whether it waits, whether the master is down.
+		master string
+		steps  []string
+		wait   bool
+		down   bool
+	}{
+		{
+			name:    "bootstrap: every pod a fresh master, the lowest ordinal leads",
+			members: []Member{pod(0, "10.0.0.1", master(0)), pod(1, "10.0.0.2", master(0)), pod(2, "10.0.0.3", master(0))},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.1:6379", "ReplicaOf rr-2 -> 10.0.0.1:6379"},
+		},
+		{
+			name:    "bootstrap waits for nobody: pods that do not answer yet are left for later",
+			members: []Member{pod(0, "10.0.0.1", nil), pod(1, "10.0.0.2", master(0))},
+			master:  "rr-1",
+		},
+		{
+			name:    "nothing answers",
+			members: []Member{pod(0, "10.0.0.1", nil)},
+			wait:    true,
+		},
+		{
+			name:    "steady state: nothing to do",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", master(90)), pod(1, "10.0.0.2", replica("10.0.0.1", "connected", 90))},
+			master:  "rr-0",
+		},
+		{
+			name:    "a replica still syncing is waited for",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", master(90)), pod(1, "10.0.0.2", replica("10.0.0.1", "sync", 0))},
+			master:  "rr-0",
+			wait:    true,
+		},
+		{
+			name:   "the master restarted with a new IP and its data: it stays master, replicas follow",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 88))},
+			master: "rr-0",
+			steps:  []string{"ReplicaOf rr-1 -> 10.0.0.9:6379", "ReplicaOf rr-2 -> 10.0.0.9:6379"},
+		},
+		{
+			name:    "a replica restarted as an empty master: it rejoins as a replica",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", master(90)), pod(1, "10.0.0.7", master(0)), pod(2, "10.0.0.3", replica("10.0.0.1", "connected", 90))},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.1:6379"},
+		},
+		{
+			name:    "the master is gone: without permission nothing is promoted",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90)), pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 95))},
+			wait:    true,
+			down:    true,
+		},
+		{
+			name:    "the master is gone for long: the replica with the highest offset is promoted",
+			design:  Design{Current: "rr-0", MayPromote: true},
+			members: []Member{pod(0, "10.0.0.1", nil), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90)), pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 95))},
+			master:  "rr-2",
+			steps:   []string{"Promote rr-2"},
+			down:    true,
+		},
+		{
+			name:    "a replica that restarted as a master is not promoted over one that kept following",
+			design:  Design{Current: "rr-0", MayPromote: true},
+			members: []Member{pod(1, "10.0.0.8", master(500)), pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 95))},
+			master:  "rr-2",
+			steps:   []string{"Promote rr-2"},
+			down:    true,
+		},
+		{
+			name:   "after a promotion the promoted master leads, and the old master rejoins as replica",
+			design: Design{Current: "rr-2"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90)),
+				pod(2, "10.0.0.3", master(95))},
+			master: "rr-2",
+			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.3:6379", "ReplicaOf rr-1 -> 10.0.0.3:6379"},
+		},
+		{
+			name:   "a master that replicas follow beats the recorded master with none",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", master(120)),
+				pod(2, "10.0.0.3", replica("10.0.0.2", "sync", 0))},
+			master: "rr-1",
+			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.2:6379"},
+			wait:   true,
+		},
+		{
+			name:   "the sentinels' master stands even when another master has followers",
+			design: Design{Current: "rr-0", Monitored: "10.0.0.2"},
+			members: []Member{pod(0, "10.0.0.1", master(0)), pod(1, "10.0.0.2", master(120)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connected", 0))},
+			master: "rr-1",
+			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.2:6379", "ReplicaOf rr-2 -> 10.0.0.2:6379"},
+		},
+		{
+			name:    "with sentinels the operator never promotes",
+			design:  Design{Current: "rr-0", Monitored: "10.0.0.1", MayPromote: true},
+			members: []Member{pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90))},
+			wait:    true,
+			down:    true,
+		},
+		{
+			name:    "a replica of a wrong port is re-pointed",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", master(5)), pod(1, "10.0.0.2", &redis.Role{Kind: redis.RoleSlave, MasterIP: "10.0.0.1", MasterPort: 7000, ReplicationState: "connect"})},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.1:6379"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan := Compute(c.design, c.members)
+			var steps []string
+			for _, s := range plan.Steps {
+				steps = append(steps, s.String())
+				if s.Reason == "" {
+					t.Errorf("step %s has no reason", s)
+				}
+			}
+			if plan.Master != c.master || !slices.Equal(steps, c.steps) || (plan.Wait != "") != c.wait || plan.MasterDown != c.down {
+				t.Errorf("plan = master %q steps %v wait %q down %v\nwant master %q steps %v wait %v down %v",
+					plan.Master, steps, plan.Wait, plan.MasterDown, c.master, c.steps, c.wait, c.down)
+			}
+		})
+	}
+}
+
+// FuzzCompute checks the invariants of any plan: the master is an answering pod, no step runs
+// on it except its own promotion, at most one pod is promoted, and every replica is pointed at
+// the master's address.
+func FuzzCompute(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, uint8(0), true)
+	f.Add([]byte{3, 3, 1, 200, 7, 0, 0, 9, 1, 1, 1, 1}, uint8(2), false)
+	f.Fuzz(func(t *testing.T, data []byte, current uint8, mayPromote bool) {
+		var members []Member
+		for i := 0; i+2 < len(data) && len(members) < 6; i += 3 {
+			ord := len(members)
+			ip := fmt.Sprintf("10.0.0.%d", data[i]%8)
+			var role *redis.Role
+			switch data[i+1] % 4 {
+			case 1:
+				role = master(int64(data[i+2]))
+			case 2, 3:
+				state := "connected"
+				if data[i+1]%4 == 3 {
+					state = "connect"
+				}
+				role = replica(fmt.Sprintf("10.0.0.%d", data[i+2]%8), state, int64(data[i+2]))
+			}
+			members = append(members, pod(ord, ip, role))
+		}
+		d := Design{MayPromote: mayPromote}
+		if int(current) < len(members) {
+			d.Current = members[current].Pod
+		}
+		plan := Compute(d, members)
+		byPod := map[string]*Member{}
+		for i := range members {
+			byPod[members[i].Pod] = &members[i]
+		}
+		promotions := 0
+		for _, s := range plan.Steps {
+			m := byPod[s.On]
+			if m == nil || m.Role == nil {
+				t.Fatalf("step %s on a pod that did not answer", s)
+			}
+			switch s.Kind {
+			case StepPromote:
+				promotions++
+				if s.On != plan.Master {
+					t.Fatalf("promotes %s but the master is %s", s.On, plan.Master)
+				}
+			case StepReplicaOf:
+				if s.On == plan.Master {
+					t.Fatalf("the master %s is made a replica", s.On)
+				}
+				if mm := byPod[plan.Master]; mm == nil || s.Host != mm.IP {
+					t.Fatalf("%s points at %s, not at the master %s", s.On, s.Host, plan.Master)
+				}
+			}
+		}
+		if promotions > 1 {
+			t.Fatalf("%d promotions", promotions)
+		}
+		if plan.Master != "" && (byPod[plan.Master] == nil || byPod[plan.Master].Role == nil) {
+			t.Fatalf("master %s did not answer", plan.Master)
+		}
+		if plan.Master == "" && len(plan.Steps) > 0 {
+			t.Fatalf("steps %v without a master", plan.Steps)
+		}
+		if plan.Master == "" && plan.Wait == "" {
+			t.Fatalf("the plan for %v neither chose a master nor said what it waits for", members)
+		}
+	})
+}
