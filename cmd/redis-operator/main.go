@@ -125,22 +125,19 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		}
 	}()
 	writes := controller.CountWrites(mgr.GetClient())
-	if err := (&controller.RedisClusterReconciler{
-		Client:   writes,
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("redis-operator"),
-		Redis:    redisPool,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the RedisCluster controller: %w", err)
+	events := mgr.GetEventRecorder("redis-operator")
+	controllers := []struct {
+		kind string
+		r    interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
+		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
+		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
 	}
-
-	if err := (&controller.RedisReconciler{
-		Client:   writes,
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("redis-operator"),
-		Redis:    redisPool,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the Redis controller: %w", err)
+	for _, c := range controllers {
+		if err := c.r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up the %s controller: %w", c.kind, err)
+		}
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

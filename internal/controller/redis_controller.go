@@ -84,64 +84,29 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (resu
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	cr := s.cr
-	if cr.DeletionTimestamp == nil {
-		return false, nil
-	}
-	objects, err := builder.BuildRedis(builder.RedisInput{CR: cr, Password: placeholderPassword(cr.Spec.KubernetesConfig.ExistingPasswordSecret)})
-	if err != nil {
-		return false, err
-	}
-	keep := cr.Spec.Storage != nil && cr.Spec.Storage.KeepAfterDelete
-	return true, finalize(ctx, r.Client, r.Recorder, cr, keep, objects.StatefulSets)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.Storage, func(password string) (*builder.Objects, error) {
+		return builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: password})
+	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
 }
 
 func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
-	if s.cr.Annotations[SkipReconcileAnnotation] != "true" {
-		return false, nil
-	}
-	s.conditions.skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this Redis", SkipReconcileAnnotation))
-	return true, nil
+	return skipWhileAnnotated(s.cr, SkipReconcileAnnotation, "Redis", s.conditions), nil
 }
 
-func (r *RedisReconciler) fail(s *redisScope, reason, message string) {
+// failed is the compatible status of a standalone Redis the user must fix.
+func (s *redisScope) failed(message string) {
 	s.cr.Status.State, s.cr.Status.Reason = StandaloneStateFailed, message
-	s.conditions.degraded(reason, message)
-	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", message)
 }
 
-func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (bool, error) {
-	password, err := readPassword(ctx, r.Client, s.cr.Namespace, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
-	var missing *SecretKeyError
-	if errors.As(err, &missing) {
-		r.fail(s, ReasonSecretMissing, missing.Error())
-		return true, nil // the Secret watch brings us back
-	}
-	s.password = password
-	return false, err
+func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (stop bool, err error) {
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	return stop, err
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
 	objects, err := builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password})
-	if err != nil {
-		r.fail(s, ReasonInvalidSpec, err.Error())
-		return true, nil
-	}
 	s.objects = objects
-	err = applyAll(ctx, r.Client, r.Recorder, s.cr, objects)
-	var notOwned *NotOwnedError
-	var immutable *ImmutableError
-	switch {
-	case errors.As(err, &notOwned):
-		s.cr.Status.State, s.cr.Status.Reason = StandaloneStateFailed, notOwned.Error()
-		s.conditions.degraded(ReasonNotOwned, notOwned.Error())
-		return true, nil
-	case errors.As(err, &immutable):
-		// Waits for the user: the annotation change brings the resource back.
-		s.conditions.degraded(ReasonImmutable, immutable.Error())
-		return true, nil
-	}
-	return false, err
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
 }
 
 func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, error) {

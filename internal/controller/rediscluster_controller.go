@@ -97,69 +97,37 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clusterScope) (bool, error) {
-	cr := s.cr
-	if cr.DeletionTimestamp == nil {
-		return false, nil
+	var storage *v1beta2.Storage
+	if s.cr.Spec.Storage != nil {
+		storage = &s.cr.Spec.Storage.Storage
 	}
-	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: cr, Password: placeholderPassword(cr.Spec.KubernetesConfig.ExistingPasswordSecret)})
-	if err != nil {
-		return false, err
-	}
-	keep := cr.Spec.Storage != nil && cr.Spec.Storage.KeepAfterDelete
-	return true, finalize(ctx, r.Client, r.Recorder, cr, keep, objects.StatefulSets)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, storage, func(password string) (*builder.Objects, error) {
+		return builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: password})
+	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
-	if s.cr.Annotations[SkipReconcileClusterAnnotation] != "true" {
-		return false, nil
-	}
-	s.conditions.skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this cluster", SkipReconcileClusterAnnotation))
-	return true, nil
+	return skipWhileAnnotated(s.cr, SkipReconcileClusterAnnotation, "cluster", s.conditions), nil
 }
 
 func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *clusterScope) (bool, error) {
 	return false, addFinalizer(ctx, r.Client, s.cr)
 }
 
-func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (bool, error) {
-	password, err := readPassword(ctx, r.Client, s.cr.Namespace, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
-	var missing *SecretKeyError
-	if errors.As(err, &missing) {
-		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, missing.Error()
-		s.conditions.degraded(ReasonSecretMissing, missing.Error())
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonSecretMissing, "ReadPassword", "%s", missing.Error())
-		return true, nil // the Secret watch brings us back when it appears
-	}
-	if err != nil {
-		return false, err
-	}
-	s.password = password
-	return false, nil
+// failed is the compatible status of a cluster the user must fix.
+func (s *clusterScope) failed(message string) {
+	s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, message
+}
+
+func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (stop bool, err error) {
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	return stop, err
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
 	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password})
-	if err != nil {
-		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, err.Error()
-		s.conditions.degraded(ReasonInvalidSpec, err.Error())
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", err.Error())
-		return true, nil
-	}
 	s.objects = objects
-	err = applyAll(ctx, r.Client, r.Recorder, s.cr, objects)
-	var notOwned *NotOwnedError
-	var immutable *ImmutableError
-	switch {
-	case errors.As(err, &notOwned):
-		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, notOwned.Error()
-		s.conditions.degraded(ReasonNotOwned, notOwned.Error())
-		return true, nil
-	case errors.As(err, &immutable):
-		// Waits for the user: the annotation change brings the resource back.
-		s.conditions.degraded(ReasonImmutable, immutable.Error())
-		return true, nil
-	}
-	return false, err
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
@@ -264,9 +232,14 @@ func podReady(pod *corev1.Pod) bool {
 // requeue asks to come back after d for a reason that raises no Kubernetes event (Redis
 // gossip, a replica's sync).
 func (s *clusterScope) requeue(ctx context.Context, d time.Duration, reason string) {
+	requeueAfter(ctx, &s.result, d, reason)
+}
+
+// requeueAfter keeps the earliest of the requeues asked for, logging why.
+func requeueAfter(ctx context.Context, result *ctrl.Result, d time.Duration, reason string) {
 	log.FromContext(ctx).V(1).Info("requeue", "after", d, "reason", reason)
-	if s.result.RequeueAfter == 0 || d < s.result.RequeueAfter {
-		s.result.RequeueAfter = d
+	if result.RequeueAfter == 0 || d < result.RequeueAfter {
+		result.RequeueAfter = d
 	}
 }
 

@@ -167,21 +167,29 @@ func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterSc
 		if me.IsReplica() {
 			want = builder.RedisRoleSlave
 		}
-		if pod.Labels[builder.LabelRedisRole] == want {
-			continue
-		}
-		original := pod.DeepCopy()
-		labels := maps.Clone(pod.Labels)
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[builder.LabelRedisRole] = want
-		pod.Labels = labels
-		if err := r.Client.Patch(ctx, pod, client.MergeFrom(original)); err != nil {
-			return false, fmt.Errorf("label pod %s %s=%s: %w", pod.Name, builder.LabelRedisRole, want, err)
+		if err := setPodRoleLabel(ctx, r.Client, pod, want); err != nil {
+			return false, err
 		}
 	}
 	return false, nil
+}
+
+// setPodRoleLabel sets the pod's redis-role label, writing only when it differs.
+func setPodRoleLabel(ctx context.Context, c client.Client, pod *corev1.Pod, want string) error {
+	if pod.Labels[builder.LabelRedisRole] == want {
+		return nil
+	}
+	original := pod.DeepCopy()
+	labels := maps.Clone(pod.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[builder.LabelRedisRole] = want
+	pod.Labels = labels
+	if err := c.Patch(ctx, pod, client.MergeFrom(original)); err != nil {
+		return fmt.Errorf("label pod %s %s=%s: %w", pod.Name, builder.LabelRedisRole, want, err)
+	}
+	return nil
 }
 
 // applyDynamicConfig sets redisConfig.dynamicConfig on every pod with CONFIG SET when CONFIG

@@ -129,6 +129,10 @@ func startOperator(t *testing.T, namespace string) *operator {
 		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	if err := (&RedisReplicationReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool, MasterPromotionGrace: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() { op.done <- mgr.Start(ctx) }()

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+)
+
+// The bodies of phases that every kind runs the same way. Each kind's phase wraps one of these
+// with its own status strings (failState), so that the rules live in one place.
+
+// failState writes a kind's compatible state/reason for a failure the user must fix.
+type failState func(message string)
+
+// finalizeDeleted runs when the resource is being deleted: it removes what the builders name
+// (PVCs of its StatefulSets unless storage.keepAfterDelete) and lets the resource go.
+func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object,
+	storage *v1beta2.Storage, build func(placeholderPassword string) (*builder.Objects, error), ref *v1beta2.ExistingPasswordSecret) (bool, error) {
+	if obj.GetDeletionTimestamp() == nil {
+		return false, nil
+	}
+	objects, err := build(placeholderPassword(ref))
+	if err != nil {
+		return false, err
+	}
+	keep := storage != nil && storage.KeepAfterDelete
+	return true, finalize(ctx, c, rec, obj, keep, objects.StatefulSets)
+}
+
+// skipWhileAnnotated stops every later phase while the kind's skip annotation is "true".
+func skipWhileAnnotated(obj client.Object, annotation, what string, conditions conditionSet) bool {
+	if obj.GetAnnotations()[annotation] != "true" {
+		return false
+	}
+	conditions.skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this %s", annotation, what))
+	return true
+}
+
+// resolvePasswordOf reads the password Secret; a missing Secret or key is the user's to fix and
+// stops the reconcile with a condition and an event (the Secret watch brings it back).
+func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object,
+	ref *v1beta2.ExistingPasswordSecret, conditions conditionSet, fail failState) (password string, stop bool, err error) {
+	password, err = readPassword(ctx, c, obj.GetNamespace(), ref)
+	var missing *SecretKeyError
+	if errors.As(err, &missing) {
+		fail(missing.Error())
+		conditions.degraded(ReasonSecretMissing, missing.Error())
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonSecretMissing, "ReadPassword", "%s", missing.Error())
+		return "", true, nil
+	}
+	return password, false, err
+}
+
+// applyBuilt writes the built objects. A spec the builders refuse, a name held by an object we
+// do not own, or an immutable change without permission stops the reconcile with a condition
+// (and an event): each waits for the user.
+func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object,
+	objects *builder.Objects, buildErr error, conditions conditionSet, fail failState) (bool, error) {
+	if buildErr != nil {
+		fail(buildErr.Error())
+		conditions.degraded(ReasonInvalidSpec, buildErr.Error())
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", buildErr.Error())
+		return true, nil
+	}
+	err := applyAll(ctx, c, rec, owner, objects)
+	var notOwned *NotOwnedError
+	var immutable *ImmutableError
+	switch {
+	case errors.As(err, &notOwned):
+		fail(notOwned.Error())
+		conditions.degraded(ReasonNotOwned, notOwned.Error())
+		return true, nil
+	case errors.As(err, &immutable):
+		conditions.degraded(ReasonImmutable, immutable.Error())
+		return true, nil
+	}
+	return false, err
+}

@@ -1,0 +1,375 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+)
+
+// Compatible status strings of a RedisReplication.
+const (
+	ReplicationStateInitializing = "Initializing"
+	ReplicationStateReady        = "Ready"
+	ReplicationStateFailed       = "Failed"
+)
+
+// SkipReconcileReplicationAnnotation stops all action on a RedisReplication while "true".
+const SkipReconcileReplicationAnnotation = "redisreplication.opstreelabs.in/skip-reconcile"
+
+// DefaultMasterPromotionGrace is how long a RedisReplication without sentinels waits for an
+// unreachable master to come back before promoting a replica: a restarting master keeps its
+// writes, a promoted replica loses those it had not received.
+const DefaultMasterPromotionGrace = 15 * time.Second
+
+// RedisReplicationReconciler runs a RedisReplication: one master, the other pods its replicas.
+type RedisReplicationReconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Redis    *redis.Pool
+	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
+	MasterPromotionGrace time.Duration
+
+	// masterDownSince remembers, per resource, when its master stopped answering. It is memory
+	// only: an operator restart restarts the clock, which delays a promotion and never hastens it.
+	masterDownSince sync.Map // types.UID -> time.Time
+}
+
+type replicationScope struct {
+	cr         *v1beta2.RedisReplication
+	conditions conditionSet
+	password   string
+	pods       []corev1.Pod
+	members    []replicationplan.Member
+	plan       replicationplan.Plan
+	result     ctrl.Result
+}
+
+func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
+	return []phase[*replicationScope]{
+		{"deletion", r.reconcileDeletion},
+		{"skip-reconcile", r.skipReconcile},
+		{"finalizer", func(ctx context.Context, s *replicationScope) (bool, error) {
+			return false, addFinalizer(ctx, r.Client, s.cr)
+		}},
+		{"password", r.resolvePassword},
+		{"objects", r.applyObjects},
+		{"pods", r.observePods},
+		{"replication", r.reconcileReplication},
+		{"pod-roles", r.labelPodRoles},
+		{"dynamic-config", r.applyDynamicConfig},
+		{"health", r.checkHealth},
+	}
+}
+
+// Reconcile runs the phases in order and writes the status once, when it changed.
+func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	cr := &v1beta2.RedisReplication{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cr.Status.DeepCopy()
+	s := &replicationScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
+	defer func() {
+		cr.Status.ObservedGeneration = cr.Generation
+		base := cr.DeepCopy()
+		base.Status = *before
+		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
+	}()
+	if err := runPhases(ctx, r.phases(), s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return s.result, nil
+}
+
+func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *replicationScope) (bool, error) {
+	if s.cr.DeletionTimestamp != nil {
+		r.masterDownSince.Delete(s.cr.UID)
+	}
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.Storage, func(password string) (*builder.Objects, error) {
+		return builder.BuildRedisReplication(builder.RedisReplicationInput{CR: s.cr, Password: password})
+	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+}
+
+func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
+	return skipWhileAnnotated(s.cr, SkipReconcileReplicationAnnotation, "RedisReplication", s.conditions), nil
+}
+
+// failed is the compatible status of a replication the user must fix.
+func (s *replicationScope) failed(message string) {
+	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateFailed, message
+}
+
+func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *replicationScope) (stop bool, err error) {
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	return stop, err
+}
+
+func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
+	if s.cr.Spec.Sentinel != nil {
+		message := "spec.sentinel (embedded sentinels) is not supported by this operator version yet; use a RedisReplication without it"
+		s.failed(message)
+		s.conditions.degraded(ReasonInvalidSpec, message)
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", message)
+		return true, nil
+	}
+	objects, err := builder.BuildRedisReplication(builder.RedisReplicationInput{CR: s.cr, Password: s.password})
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+}
+
+// observePods lists the pods and asks each running one for ROLE; a pod that does not answer is
+// a member without a role, which the plan treats as down.
+func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replicationScope) (bool, error) {
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	s.pods = pods
+	s.cr.Status.ReadyReplicas = countReady(pods)
+	for i := range pods {
+		pod := &pods[i]
+		m := replicationplan.Member{Pod: pod.Name, Ordinal: podOrdinal(pod.Name), IP: pod.Status.PodIP, Port: builder.DefaultRedisPort}
+		if pod.Status.PodIP != "" && pod.Status.Phase == corev1.PodRunning {
+			c, err := r.client(s, m.IP)
+			if err != nil {
+				return false, err
+			}
+			if role, err := c.Role(ctx); err == nil {
+				m.Role = &role
+			} else {
+				log.FromContext(ctx).Info("ROLE failed", "pod", pod.Name, "error", err.Error())
+			}
+		}
+		s.members = append(s.members, m)
+	}
+	if len(s.members) == 0 {
+		r.notReady(s, ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
+		return true, nil // the pod watch brings us back
+	}
+	return false, nil
+}
+
+// client returns the pooled connection to a pod.
+func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
+	return r.Redis.Client(fmt.Sprintf("%s:%d", ip, builder.DefaultRedisPort), redis.Auth{Password: s.password})
+}
+
+// reconcileReplication chooses the master and points every other pod at it.
+func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s *replicationScope) (bool, error) {
+	design := replicationplan.Design{Current: s.cr.Status.MasterNode}
+	since, down := r.masterDownSince.Load(s.cr.UID)
+	grace := r.MasterPromotionGrace
+	if grace == 0 {
+		grace = DefaultMasterPromotionGrace
+	}
+	if down {
+		design.MayPromote = time.Since(since.(time.Time)) >= grace
+	}
+	s.plan = replicationplan.Compute(design, s.members)
+	switch {
+	case !s.plan.MasterDown:
+		r.masterDownSince.Delete(s.cr.UID)
+	case !down:
+		r.masterDownSince.Store(s.cr.UID, time.Now())
+	}
+	if s.plan.Master != "" && s.plan.Master != s.cr.Status.MasterNode {
+		if s.cr.Status.MasterNode != "" {
+			r.Recorder.Eventf(s.cr, s.podNamed(s.plan.Master), corev1.EventTypeNormal, "MasterChanged", "Observe", "the master is now %s (was %s)", s.plan.Master, s.cr.Status.MasterNode)
+		}
+		s.cr.Status.MasterNode = s.plan.Master
+	}
+	for _, step := range s.plan.Steps {
+		if err := r.runStep(ctx, s, step); err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case len(s.plan.Steps) > 0:
+		s.cr.Status.State, s.cr.Status.Reason = ReplicationStateInitializing, "configuring replication"
+		s.conditions.progressing(ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
+		s.requeue(ctx, afterRedisCommands, "waiting for replicas to connect")
+		return true, nil
+	case s.plan.MasterDown:
+		r.notReady(s, ReasonTopologyProblem, s.plan.Wait)
+		wait := whileConverging
+		if !down {
+			wait = grace // the promotion clock starts now
+		}
+		s.requeue(ctx, wait, s.plan.Wait)
+		return true, nil
+	case s.plan.Wait != "":
+		r.notReady(s, ReasonConverging, s.plan.Wait)
+		s.requeue(ctx, whileConverging, s.plan.Wait)
+		return true, nil
+	}
+	return false, nil
+}
+
+func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replicationScope, step replicationplan.Step) error {
+	var target *replicationplan.Member
+	for i := range s.members {
+		if s.members[i].Pod == step.On {
+			target = &s.members[i]
+		}
+	}
+	if target == nil {
+		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
+	}
+	c, err := r.client(s, target.IP)
+	if err != nil {
+		return err
+	}
+	switch step.Kind {
+	case replicationplan.StepReplicaOf:
+		err = c.ReplicaOf(ctx, step.Host, step.Port)
+	case replicationplan.StepPromote:
+		err = c.ReplicaOfNoOne(ctx)
+	default:
+		err = fmt.Errorf("unknown step %s", step.Kind)
+	}
+	pod := s.podNamed(step.On)
+	if err != nil {
+		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, string(step.Kind)+"Failed", string(step.Kind), "%s failed: %v", step, err)
+		return fmt.Errorf("%s: %w", step, err)
+	}
+	log.FromContext(ctx).Info("ran replication step", "step", step.String(), "reason", step.Reason)
+	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, string(step.Kind), string(step.Kind), "%s: %s", step, step.Reason)
+	return nil
+}
+
+// notReady reports what is missing: a replication that was never Ready is initializing, one
+// that was is degraded.
+func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, message string) {
+	if s.cr.Status.State == ReplicationStateReady || s.cr.Status.State == ReplicationStateFailed {
+		s.cr.Status.State, s.cr.Status.Reason = ReplicationStateFailed, message
+		s.conditions.degraded(reason, message)
+		return
+	}
+	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateInitializing, message
+	s.conditions.progressing(reason, message)
+}
+
+func (s *replicationScope) podNamed(name string) runtime.Object {
+	for i := range s.pods {
+		if s.pods[i].Name == name {
+			return &s.pods[i]
+		}
+	}
+	return nil
+}
+
+func (s *replicationScope) requeue(ctx context.Context, d time.Duration, reason string) {
+	requeueAfter(ctx, &s.result, d, reason)
+}
+
+// labelPodRoles keeps redis-role on what Redis says each pod is, for the -master and -replica
+// Services and users' selectors.
+func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *replicationScope) (bool, error) {
+	for i := range s.members {
+		m := &s.members[i]
+		pod, _ := s.podNamed(m.Pod).(*corev1.Pod)
+		if m.Role == nil || pod == nil {
+			continue
+		}
+		want := builder.RedisRoleSlave
+		if m.Role.Kind == redis.RoleMaster {
+			want = builder.RedisRoleMaster
+		}
+		if err := setPodRoleLabel(ctx, r.Client, pod, want); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func (r *RedisReplicationReconciler) applyDynamicConfig(ctx context.Context, s *replicationScope) (bool, error) {
+	if s.cr.Spec.RedisConfig == nil || len(s.cr.Spec.RedisConfig.DynamicConfig) == 0 {
+		return false, nil
+	}
+	for _, m := range s.members {
+		if m.Role == nil {
+			continue
+		}
+		c, err := r.client(s, m.IP)
+		if err != nil {
+			return false, err
+		}
+		changed, err := setDynamicConfig(ctx, c, s.cr.Spec.RedisConfig.DynamicConfig)
+		if err != nil {
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "DynamicConfigFailed", "ConfigSet", "pod %s: %v", m.Pod, err)
+			return false, fmt.Errorf("pod %s: %w", m.Pod, err)
+		}
+		if len(changed) > 0 {
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "DynamicConfig", "ConfigSet", "pod %s: set %v", m.Pod, changed)
+		}
+	}
+	return false, nil
+}
+
+// checkHealth is Ready when every designed pod is ready, answers, and follows the master with
+// its link up (the plan has waited for syncing replicas already).
+func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replicationScope) (bool, error) {
+	size := *s.cr.Spec.Size
+	answering := 0
+	for _, m := range s.members {
+		if m.Role != nil {
+			answering++
+		}
+	}
+	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
+		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
+		return true, nil // pod events bring us back
+	}
+	master, ok := s.podNamed(s.plan.Master).(*corev1.Pod)
+	if !ok {
+		r.notReady(s, ReasonConverging, "no master chosen yet")
+		return true, nil
+	}
+	s.cr.Status.ConnectionInfo = &v1beta2.ConnectionInfo{Host: master.Status.PodIP, Port: builder.DefaultRedisPort}
+	if s.cr.Status.State != ReplicationStateReady {
+		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
+	}
+	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateReady, "RedisReplication is ready"
+	s.conditions.ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
+	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+	return false, nil
+}
+
+// SetupWithManager registers the RedisReplication controller and what it watches.
+func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta2.RedisReplication{}, passwordSecretIndex,
+		func(obj client.Object) []string {
+			return secretNames(obj.(*v1beta2.RedisReplication).Spec.KubernetesConfig.ExistingPasswordSecret)
+		}); err != nil {
+		return fmt.Errorf("index RedisReplication by password Secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1beta2.RedisReplication{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(builder.SetupReplication))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), &v1beta2.RedisReplicationList{}))).
+		Named("redisreplication").
+		Complete(r)
+}

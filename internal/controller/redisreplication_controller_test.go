@@ -1,0 +1,224 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+)
+
+const replicationPassword = "s3cret-replication"
+
+type replicationFixture struct {
+	t       *testing.T
+	ctx     context.Context
+	c       client.Client
+	op      *operator
+	kubelet *fakeKubelet
+	cr      *v1beta2.RedisReplication
+}
+
+func newReplicationFixture(t *testing.T, size int32) *replicationFixture {
+	t.Helper()
+	ns := testNamespace(t)
+	f := &replicationFixture{t: t, ctx: context.Background(), c: newClient(t)}
+	f.op = startOperator(t, ns)
+	f.kubelet = newFakeKubelet(t, f.c, builder.DefaultRedisPort)
+	f.kubelet.standalone, f.kubelet.password = true, replicationPassword
+	if err := f.c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "redis-secret", Namespace: ns},
+		Data: map[string][]byte{"password": []byte(replicationPassword)}}); err != nil {
+		t.Fatal(err)
+	}
+	secretName, secretKey := "redis-secret", "password"
+	f.cr = &v1beta2.RedisReplication{
+		ObjectMeta: metav1.ObjectMeta{Name: "rr", Namespace: ns},
+		Spec: v1beta2.RedisReplicationSpec{
+			Size: &size,
+			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15",
+				ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}},
+		},
+	}
+	if err := f.c.Create(f.ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	f.kubelet.runStatefulSet(f.ctx, ns, "rr")
+	return f
+}
+
+// waitReady waits for Ready with the given master and returns the status.
+func (f *replicationFixture) waitReady(master string) {
+	f.t.Helper()
+	waitUntil(f.t, 30*time.Second, "RedisReplication Ready with master "+master, func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionReady)
+		if f.cr.Status.State == ReplicationStateReady && ready != nil && ready.Status == metav1.ConditionTrue &&
+			ready.ObservedGeneration == f.cr.Generation && f.cr.Status.MasterNode == master &&
+			f.cr.Status.ReadyReplicas == *f.cr.Spec.Size {
+			return nil
+		}
+		return fmt.Errorf("state %q master %q ready %d, conditions %s", f.cr.Status.State, f.cr.Status.MasterNode,
+			f.cr.Status.ReadyReplicas, describeConditions(f.cr.Status.Conditions))
+	})
+}
+
+func (f *replicationFixture) redis(pod string) *goredis.Client {
+	f.t.Helper()
+	p := f.kubelet.pod(pod)
+	if p == nil {
+		f.t.Fatalf("no pod %s", pod)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: p.addr(builder.DefaultRedisPort), Password: replicationPassword})
+	f.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// checkTopology asserts from Redis itself: master is a master, every other pod its replica with
+// the link up, each holding key=value; and the redis-role labels say the same.
+func (f *replicationFixture) checkTopology(master string, keys map[string]string) {
+	f.t.Helper()
+	masterIP := f.kubelet.pod(master).ip
+	for i := range *f.cr.Spec.Size {
+		name := builder.PodName("rr", i)
+		rdb := f.redis(name)
+		waitUntil(f.t, 15*time.Second, name+" in its role with the data", func() error {
+			info, err := rdb.Info(f.ctx, "replication").Result()
+			if err != nil {
+				return err
+			}
+			if name == master {
+				if !strings.Contains(info, "role:master") {
+					return fmt.Errorf("%s is not master: %s", name, info)
+				}
+			} else if !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_host:"+masterIP+"\r") || !strings.Contains(info, "master_link_status:up") {
+				return fmt.Errorf("%s is not a linked replica of %s (%s): %s", name, master, masterIP, info)
+			}
+			for k, v := range keys {
+				if got, err := rdb.Get(f.ctx, k).Result(); err != nil || got != v {
+					return fmt.Errorf("GET %s on %s = %q, %v; want %q", k, name, got, err, v)
+				}
+			}
+			return nil
+		})
+		var pod corev1.Pod
+		waitUntil(f.t, 10*time.Second, name+" labelled with its role", func() error {
+			if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: name}, &pod); err != nil {
+				return err
+			}
+			want := builder.RedisRoleSlave
+			if name == master {
+				want = builder.RedisRoleMaster
+			}
+			if got := pod.Labels[builder.LabelRedisRole]; got != want {
+				return fmt.Errorf("redis-role=%q, want %q", got, want)
+			}
+			return nil
+		})
+	}
+}
+
+func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
+	f.t.Helper()
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "rr"}, &sts); err != nil {
+		f.t.Fatal(err)
+	}
+	return &sts
+}
+
+func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
+	f := newReplicationFixture(t, 3)
+	f.waitReady("rr-0")
+	for _, svc := range []string{"rr", "rr-headless", "rr-additional", "rr-master", "rr-replica"} {
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: svc}, &corev1.Service{}); err != nil {
+			t.Errorf("Service %s: %v", svc, err)
+		}
+	}
+	if err := f.redis("rr-0").Set(f.ctx, "greeting", "hello", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.checkTopology("rr-0", map[string]string{"greeting": "hello"})
+	if ci := f.cr.Status.ConnectionInfo; ci == nil || ci.Host != f.kubelet.pod("rr-0").ip || ci.Port != builder.DefaultRedisPort {
+		t.Errorf("connectionInfo = %+v, want the master's address", ci)
+	}
+
+	// A steady state writes nothing, to the API or to Redis.
+	apiBefore, redisBefore := f.op.apiWrites.Load(), f.op.redisWrites.Load()
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		t.Fatal(err)
+	}
+	f.cr.Annotations = map[string]string{"touch": "1"} // a reconcile with nothing to do
+	if err := f.c.Update(f.ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if d := f.op.apiWrites.Load() - apiBefore; d != 0 {
+		t.Errorf("steady-state reconciles made %d API writes, want 0: %v", d, f.op.writesSince(apiBefore))
+	}
+	if d := f.op.redisWrites.Load() - redisBefore; d != 0 {
+		t.Errorf("steady-state reconciles sent %d Redis commands that write, want 0", d)
+	}
+}
+
+// The master restarts with a new IP and its data: it stays master and the replicas follow it
+// to its new address, with every acknowledged write.
+func TestReplicationMasterRestartKeepsItsRole(t *testing.T) {
+	f := newReplicationFixture(t, 3)
+	f.waitReady("rr-0")
+	if err := f.redis("rr-0").Set(f.ctx, "before", "crash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL).dataDir
+	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, dir)
+	f.waitReady("rr-0")
+	f.checkTopology("rr-0", map[string]string{"before": "crash"})
+}
+
+// The master is gone for good: after the grace period the replica with the most data is
+// promoted; writes go to it; when the old master returns with its data it rejoins as a replica.
+func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
+	f := newReplicationFixture(t, 3)
+	f.waitReady("rr-0")
+	if err := f.redis("rr-0").Set(f.ctx, "before", "failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// WAIT: both replicas acknowledged the write before the master dies.
+	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
+	var promoted string
+	waitUntil(t, 30*time.Second, "a replica promoted", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if m := f.cr.Status.MasterNode; m == "rr-1" || m == "rr-2" {
+			promoted = m
+			return nil
+		}
+		return fmt.Errorf("master %q, conditions %s", f.cr.Status.MasterNode, describeConditions(f.cr.Status.Conditions))
+	})
+	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
+		return f.redis(promoted).Set(f.ctx, "after", "failover", 0).Err()
+	})
+
+	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "failover", "after": "failover"})
+}
