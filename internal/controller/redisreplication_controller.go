@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -152,7 +153,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 			if err != nil {
 				return false, err
 			}
-			if role, err := c.Role(ctx); err == nil {
+			if role, err := observeRole(ctx, c); err == nil {
 				m.Role = &role
 			} else {
 				log.FromContext(ctx).Info("ROLE failed", "pod", pod.Name, "error", err.Error())
@@ -165,6 +166,27 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 		return true, nil // the pod watch brings us back
 	}
 	return false, nil
+}
+
+// observeRole is ROLE with the offset of the stream the node holds. ROLE reports -1 for a
+// replica whose link is down, exactly when the planner compares what replicas hold, so the
+// offset comes from INFO replication (master_repl_offset), which a replica keeps while
+// disconnected.
+func observeRole(ctx context.Context, c *redis.Client) (redis.Role, error) {
+	role, err := c.Role(ctx)
+	if err != nil {
+		return role, err
+	}
+	info, err := c.Info(ctx, "replication")
+	if err != nil {
+		return role, err
+	}
+	offset, err := strconv.ParseInt(info["master_repl_offset"], 10, 64)
+	if err != nil {
+		return role, fmt.Errorf("INFO replication: master_repl_offset %q: %w", info["master_repl_offset"], err)
+	}
+	role.ReplicationOffset = offset
+	return role, nil
 }
 
 // client returns the pooled connection to a pod.

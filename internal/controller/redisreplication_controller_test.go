@@ -133,6 +133,23 @@ func (f *replicationFixture) checkTopology(master string, keys map[string]string
 	}
 }
 
+// waitPromoted waits for the status to name a replica (rr-1 or rr-2) as master.
+func (f *replicationFixture) waitPromoted() string {
+	f.t.Helper()
+	var promoted string
+	waitUntil(f.t, 30*time.Second, "a replica promoted", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if m := f.cr.Status.MasterNode; m == "rr-1" || m == "rr-2" {
+			promoted = m
+			return nil
+		}
+		return fmt.Errorf("master %q, conditions %s", f.cr.Status.MasterNode, describeConditions(f.cr.Status.Conditions))
+	})
+	return promoted
+}
+
 func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
 	f.t.Helper()
 	var sts appsv1.StatefulSet
@@ -176,18 +193,47 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 	}
 }
 
-// The master restarts with a new IP and its data: it stays master and the replicas follow it
-// to its new address, with every acknowledged write.
-func TestReplicationMasterRestartKeepsItsRole(t *testing.T) {
+// The master's process crashes and its pod comes back at a new IP: its replicas hold the
+// stream up to the crash, so the most advanced one is promoted at once (no grace period: the
+// old master answered, empty-handed or from its disk) and the old master rejoins as replica.
+func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 	f := newReplicationFixture(t, 3)
 	f.waitReady("rr-0")
 	if err := f.redis("rr-0").Set(f.ctx, "before", "crash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	dir := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL).dataDir
-	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, dir)
+	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
+	// Comes back empty, as a pod without a volume would.
+	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, "")
+	promoted := f.waitPromoted()
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "crash"})
+}
+
+// Every pod stops and comes back at once, each with its volume: no replica holds more than the
+// disks, so the recorded master leads again and nothing is lost.
+func TestReplicationAllPodsRestartTogether(t *testing.T) {
+	f := newReplicationFixture(t, 3)
 	f.waitReady("rr-0")
-	f.checkTopology("rr-0", map[string]string{"before": "crash"})
+	if err := f.redis("rr-0").Set(f.ctx, "survives", "everything", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+	dirs := map[int32]string{}
+	for i := range int32(3) {
+		dirs[i] = f.kubelet.deletePod(f.ctx, f.cr.Namespace, builder.PodName("rr", i), syscall.SIGTERM).dataDir
+	}
+	sts := f.statefulSet()
+	for i := range int32(3) {
+		f.kubelet.startPod(f.ctx, sts, int(i), dirs[i])
+	}
+	f.waitReady("rr-0")
+	f.checkTopology("rr-0", map[string]string{"survives": "everything"})
 }
 
 // The master is gone for good: after the grace period the replica with the most data is
@@ -203,17 +249,7 @@ func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
 		t.Fatalf("WAIT 2 = %d, %v", n, err)
 	}
 	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
-	var promoted string
-	waitUntil(t, 30*time.Second, "a replica promoted", func() error {
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
-			return err
-		}
-		if m := f.cr.Status.MasterNode; m == "rr-1" || m == "rr-2" {
-			promoted = m
-			return nil
-		}
-		return fmt.Errorf("master %q, conditions %s", f.cr.Status.MasterNode, describeConditions(f.cr.Status.Conditions))
-	})
+	promoted := f.waitPromoted()
 	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
 		return f.redis(promoted).Set(f.ctx, "after", "failover", 0).Err()
 	})

@@ -2,11 +2,14 @@
 // is the master and the Redis commands that make every other pod its replica. It is pure:
 // observations in, steps out, so that each rule is a table test; the controller runs the steps.
 //
-// The rules keep acknowledged writes where Redis can: the master that serves replicas stays
-// master; a master that restarted (new IP, its data from disk) stays master and its replicas
-// follow it to its new address; a replica is promoted only when the caller says the master has
-// been gone long enough (or never, when sentinels own failover), and then the one that
-// processed the most of the master's stream.
+// The rules keep acknowledged writes where Redis can: the master that replicas follow stays
+// master. A master that restarted (it answers at a new address while its replicas still point
+// at the old one) has at most what it had written to disk, and nothing at all without a volume,
+// while its replicas hold the stream up to the crash: the replica that processed most of it is
+// promoted at once and the restarted master rejoins as its replica. A master that does not
+// answer at all may only be partitioned away, so a replica is promoted only when the caller
+// says it has been gone long enough (never when sentinels own failover). Only when no replica
+// holds anything (every pod restarted together) does the recorded master lead with its disk.
 package replicationplan
 
 import (
@@ -90,6 +93,11 @@ func Compute(d Design, members []Member) Plan {
 	if len(answering) == 0 {
 		return Plan{Wait: "no Redis pod answers yet", MasterDown: d.Current != ""}
 	}
+	if orphan := restartedMaster(d, answering); orphan != nil {
+		return Plan{Master: orphan.Pod, Steps: []Step{{Kind: StepPromote, On: orphan.Pod,
+			Reason: fmt.Sprintf("the master %s restarted without the replication stream its replicas hold; %s processed the most of it (offset %d)",
+				d.Current, orphan.Pod, orphan.Role.ReplicationOffset)}}}
+	}
 	master := chooseMaster(d, answering)
 	if master == nil {
 		return promote(d, answering)
@@ -160,6 +168,49 @@ func chooseMaster(d Design, answering []*Member) *Member {
 		return best
 	}
 	return nil
+}
+
+// restartedMaster returns the replica to promote when the recorded master answers as a master
+// that no replica follows while a replica that processed more of the stream than the master's
+// offset still points at an address no pod answers at: the master restarted and lost what that
+// replica holds. Nil otherwise.
+// With sentinels it is nil: they fail over.
+func restartedMaster(d Design, answering []*Member) *Member {
+	if d.Current == "" || d.Monitored != "" {
+		return nil
+	}
+	var current *Member
+	at := map[string]bool{}
+	for _, m := range answering {
+		at[fmt.Sprintf("%s:%d", m.IP, m.Port)] = true
+		if m.Pod == d.Current {
+			current = m
+		}
+	}
+	if current == nil || current.Role.Kind != redis.RoleMaster {
+		return nil
+	}
+	var best *Member
+	for _, m := range answering {
+		r := m.Role
+		if r.Kind != redis.RoleSlave {
+			continue
+		}
+		if at[fmt.Sprintf("%s:%d", r.MasterIP, r.MasterPort)] {
+			return nil // some master is followed: chooseMaster decides between masters
+		}
+		// Only a replica that processed more of the stream than the master now holds proves a
+		// loss: a replica the operator just promoted keeps its offset, and the others, still
+		// pointing at the old master, are behind it.
+		if r.ReplicationOffset <= current.Role.ReplicationOffset {
+			continue
+		}
+		if best == nil || r.ReplicationOffset > best.Role.ReplicationOffset ||
+			(r.ReplicationOffset == best.Role.ReplicationOffset && m.Ordinal < best.Ordinal) {
+			best = m
+		}
+	}
+	return best
 }
 
 // promote picks the replica to promote once the caller allows it.

@@ -63,12 +63,41 @@ func TestCompute(t *testing.T) {
 			wait:    true,
 		},
 		{
-			name:   "the master restarted with a new IP and its data: it stays master, replicas follow",
+			name:   "the master restarted at a new IP: the replica with the most of its stream is promoted at once",
 			design: Design{Current: "rr-0"},
-			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90)),
-				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 88))},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 88)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 90))},
+			master: "rr-2",
+			steps:  []string{"Promote rr-2"},
+		},
+		{
+			name:   "every pod restarted together: the recorded master leads with its disk",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.8", master(0)),
+				pod(2, "10.0.0.7", master(0))},
 			master: "rr-0",
 			steps:  []string{"ReplicaOf rr-1 -> 10.0.0.9:6379", "ReplicaOf rr-2 -> 10.0.0.9:6379"},
+		},
+		{
+			name:    "a master restarted from a snapshot is replaced by a replica that got further",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(70)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90))},
+			master:  "rr-1",
+			steps:   []string{"Promote rr-1"},
+		},
+		{
+			name:    "replicas that never synced do not replace a restarted master",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 0))},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.9:6379"},
+		},
+		{
+			name:    "with sentinels a restarted master is left to them",
+			design:  Design{Current: "rr-0", Monitored: "10.0.0.9"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90))},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.9:6379"},
 		},
 		{
 			name:    "a replica restarted as an empty master: it rejoins as a replica",
@@ -168,7 +197,8 @@ func FuzzCompute(f *testing.F) {
 		var members []Member
 		for i := 0; i+2 < len(data) && len(members) < 6; i += 3 {
 			ord := len(members)
-			ip := fmt.Sprintf("10.0.0.%d", data[i]%8)
+			// Pods never share an address; replicas may point at any, or at one that is gone.
+			ip := fmt.Sprintf("10.0.%d.%d", data[i]%2, ord)
 			var role *redis.Role
 			switch data[i+1] % 4 {
 			case 1:
@@ -178,7 +208,7 @@ func FuzzCompute(f *testing.F) {
 				if data[i+1]%4 == 3 {
 					state = "connect"
 				}
-				role = replica(fmt.Sprintf("10.0.0.%d", data[i+2]%8), state, int64(data[i+2]))
+				role = replica(fmt.Sprintf("10.0.%d.%d", data[i+2]%2, data[i+2]%7), state, int64(data[i+2]/2))
 			}
 			members = append(members, pod(ord, ip, role))
 		}
@@ -220,6 +250,25 @@ func FuzzCompute(f *testing.F) {
 		}
 		if plan.Master == "" && len(plan.Steps) > 0 {
 			t.Fatalf("steps %v without a master", plan.Steps)
+		}
+		// A promotion is final: once the promoted replica is master (keeping its offset), the
+		// next plan follows it rather than promoting another pod.
+		if promotions == 1 {
+			next := slices.Clone(members)
+			for i := range next {
+				if next[i].Pod == plan.Master {
+					next[i].Role = master(next[i].Role.ReplicationOffset)
+				}
+			}
+			again := Compute(Design{Current: plan.Master, MayPromote: mayPromote}, next)
+			if again.Master != plan.Master {
+				t.Fatalf("after promoting %s the next plan chose %s (%v) for %v", plan.Master, again.Master, again.Steps, next)
+			}
+			for _, s := range again.Steps {
+				if s.Kind == StepPromote {
+					t.Fatalf("after promoting %s the next plan promotes again: %v", plan.Master, again.Steps)
+				}
+			}
 		}
 		if plan.Master == "" && plan.Wait == "" {
 			t.Fatalf("the plan for %v neither chose a master nor said what it waits for", members)
