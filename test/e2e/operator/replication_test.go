@@ -1,0 +1,108 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// The RedisReplication sample: a master and two replicas, writes through the -master Service;
+// its master pod deleted (the sample has no volume, so it comes back empty): a replica that
+// holds the data is promoted, the -master Service follows it, nothing acknowledged is lost and
+// the recreated pod rejoins as a replica.
+func TestReplicationSampleServesAndFailsOver(t *testing.T) {
+	ctx := context.Background()
+	ns := sb.Namespace(t, "replication")
+	const name = "redis-replication"
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redisreplication_minimal.yaml"))
+
+	waitReady := func(since time.Time, notMaster string) *v1beta2.RedisReplication {
+		t.Helper()
+		cr := &v1beta2.RedisReplication{}
+		sb.WaitFor(t, ns, "RedisReplication Ready", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+				return false, "", err
+			}
+			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+			ok := cr.Status.State == "Ready" && ready != nil && ready.Status == metav1.ConditionTrue &&
+				!ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) && cr.Status.ReadyReplicas == 3 &&
+				cr.Status.MasterNode != "" && cr.Status.MasterNode != notMaster
+			return ok, fmt.Sprintf("%s master %q ready %d: %s", cr.Status.State, cr.Status.MasterNode, cr.Status.ReadyReplicas, cr.Status.Reason), nil
+		})
+		return cr
+	}
+	cr := waitReady(time.Now().Add(-time.Hour), "")
+
+	// Writes through the -master Service reach the master; WAIT makes them acknowledged by both
+	// replicas, which is what a failover can keep.
+	var svc corev1.Service
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-master"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	var master *corev1.Pod
+	sb.WaitFor(t, ns, "the -master Service to reach "+cr.Status.MasterNode, time.Minute, func(ctx context.Context) (bool, string, error) {
+		rdb := sb.RedisAt(t, svc.Spec.ClusterIP, 6379)
+		for i := range 50 {
+			if err := rdb.Set(ctx, "key-"+strconv.Itoa(i), i, 0).Err(); err != nil {
+				return false, "", err
+			}
+		}
+		n, err := rdb.Wait(ctx, 2, time.Second).Result()
+		return err == nil && n == 2, fmt.Sprintf("WAIT 2 = %d", n), err
+	})
+	master = getPod(t, ns, cr.Status.MasterNode)
+	readAll := func(pod *corev1.Pod) {
+		t.Helper()
+		rdb := sb.Redis(t, pod)
+		sb.WaitFor(t, ns, "every key on "+pod.Name, 30*time.Second, func(ctx context.Context) (bool, string, error) {
+			for i := range 50 {
+				v, err := rdb.Get(ctx, "key-"+strconv.Itoa(i)).Int()
+				if err != nil || v != i {
+					return false, fmt.Sprintf("key-%d = %d (%v)", i, v, err), nil
+				}
+			}
+			return true, "", nil
+		})
+	}
+
+	fault := faultTime()
+	if err := sb.Kube.CoreV1().Pods(ns).Delete(ctx, master.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cr = waitReady(fault, master.Name)
+	for i := range 3 {
+		pod := getPod(t, ns, fmt.Sprintf("%s-%d", name, i))
+		readAll(pod)
+		want := "slave"
+		if pod.Name == cr.Status.MasterNode {
+			want = "master"
+		}
+		sb.WaitFor(t, ns, pod.Name+" labelled redis-role="+want, 30*time.Second, func(ctx context.Context) (bool, string, error) {
+			p := getPod(t, ns, pod.Name)
+			return p.Labels["redis-role"] == want, p.Labels["redis-role"], nil
+		})
+	}
+	// The -master Service follows the new master: writes through it succeed.
+	sb.WaitFor(t, ns, "writes through the -master Service after the failover", time.Minute, func(ctx context.Context) (bool, string, error) {
+		err := sb.RedisAt(t, svc.Spec.ClusterIP, 6379).Set(ctx, "after", "failover", 0).Err()
+		return err == nil, fmt.Sprint(err), nil
+	})
+}
+
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
