@@ -30,7 +30,8 @@ type replicationFixture struct {
 	cr      *v1beta2.RedisReplication
 }
 
-func newReplicationFixture(t *testing.T, size int32) *replicationFixture {
+func newReplicationFixture(t *testing.T) *replicationFixture {
+	size := int32(3)
 	t.Helper()
 	ns := testNamespace(t)
 	f := &replicationFixture{t: t, ctx: context.Background(), c: newClient(t)}
@@ -110,8 +111,12 @@ func (f *replicationFixture) checkTopology(master string, keys map[string]string
 				return fmt.Errorf("%s is not a linked replica of %s (%s): %s", name, master, masterIP, info)
 			}
 			for k, v := range keys {
-				if got, err := rdb.Get(f.ctx, k).Result(); err != nil || got != v {
-					return fmt.Errorf("GET %s on %s = %q, %v; want %q", k, name, got, err, v)
+				got, err := rdb.Get(f.ctx, k).Result()
+				if err != nil {
+					return fmt.Errorf("GET %s on %s: %w", k, name, err)
+				}
+				if got != v {
+					return fmt.Errorf("GET %s on %s = %q, want %q", k, name, got, v)
 				}
 			}
 			return nil
@@ -160,7 +165,7 @@ func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
 }
 
 func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
-	f := newReplicationFixture(t, 3)
+	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	for _, svc := range []string{"rr", "rr-headless", "rr-additional", "rr-master", "rr-replica"} {
 		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: svc}, &corev1.Service{}); err != nil {
@@ -197,7 +202,7 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 // stream up to the crash, so the most advanced one is promoted at once (no grace period: the
 // old master answered, empty-handed or from its disk) and the old master rejoins as replica.
 func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
-	f := newReplicationFixture(t, 3)
+	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	if err := f.redis("rr-0").Set(f.ctx, "before", "crash", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -216,7 +221,7 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 // Every pod stops and comes back at once, each with its volume: no replica holds more than the
 // disks, so the recorded master leads again and nothing is lost.
 func TestReplicationAllPodsRestartTogether(t *testing.T) {
-	f := newReplicationFixture(t, 3)
+	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	if err := f.redis("rr-0").Set(f.ctx, "survives", "everything", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -239,7 +244,7 @@ func TestReplicationAllPodsRestartTogether(t *testing.T) {
 // The master is gone for good: after the grace period the replica with the most data is
 // promoted; writes go to it; when the old master returns with its data it rejoins as a replica.
 func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
-	f := newReplicationFixture(t, 3)
+	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	if err := f.redis("rr-0").Set(f.ctx, "before", "failover", 0).Err(); err != nil {
 		t.Fatal(err)
