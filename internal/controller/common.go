@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
@@ -146,4 +151,55 @@ func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.
 	}
 	rec.Eventf(owner, nil, corev1.EventTypeNormal, "RecreateStatefulSet", "Recreate", "recreating StatefulSet %s for new volume claim templates, keeping its pods and volumes", desired.Name)
 	return recreateStatefulSet(ctx, c, owner.GetNamespace(), desired.Name)
+}
+
+// scopeBase is what every kind's scope carries: the conditions being written and the result
+// the reconcile returns once a phase stops it.
+type scopeBase struct {
+	conditions conditionSet
+	result     ctrl.Result
+}
+
+func (b *scopeBase) base() *scopeBase { return b }
+
+// requeue asks to come back after d for a reason that raises no Kubernetes event (Redis
+// gossip, a replica's sync), keeping the earliest of the requeues asked for.
+func (b *scopeBase) requeue(ctx context.Context, d time.Duration, reason string) {
+	log.FromContext(ctx).V(1).Info("requeue", "after", d, "reason", reason)
+	if b.result.RequeueAfter == 0 || d < b.result.RequeueAfter {
+		b.result.RequeueAfter = d
+	}
+}
+
+// kindShell is the Reconcile of every kind: load the resource, run its phases over a scope,
+// write the status once at the end, only when it changed, as a patch of the status alone.
+type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
+	newObject func() T
+	// status points at the resource's whole status (compared and restored as one value);
+	// common at the part every kind shares.
+	status   func(T) any
+	common   func(T) *v1beta2.CommonStatus
+	newScope func(T, scopeBase) S
+	phases   []phase[S]
+}
+
+func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
+	obj := k.newObject()
+	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := obj.DeepCopyObject().(T)
+	common := k.common(obj)
+	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration()}})
+	defer func() {
+		common.ObservedGeneration = obj.GetGeneration()
+		changed := !equality.Semantic.DeepEqual(k.status(before), k.status(obj))
+		base := obj.DeepCopyObject().(T)
+		reflect.ValueOf(k.status(base)).Elem().Set(reflect.ValueOf(k.status(before)).Elem())
+		err = errors.Join(err, patchStatus(ctx, c, obj, base, changed))
+	}()
+	if err := runPhases(ctx, k.phases, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return s.base().result, nil
 }

@@ -2,18 +2,13 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -40,12 +35,11 @@ type RedisReconciler struct {
 }
 
 type redisScope struct {
-	cr         *v1beta2.Redis
-	conditions conditionSet
-	password   string
-	objects    *builder.Objects
-	pod        *corev1.Pod
-	result     ctrl.Result
+	scopeBase
+	cr       *v1beta2.Redis
+	password string
+	objects  *builder.Objects
+	pod      *corev1.Pod
 }
 
 func (r *RedisReconciler) phases() []phase[*redisScope] {
@@ -64,23 +58,14 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 }
 
 // Reconcile runs the phases in order and writes the status once, when it changed.
-func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	cr := &v1beta2.Redis{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	before := cr.Status.DeepCopy()
-	s := &redisScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
-	defer func() {
-		cr.Status.ObservedGeneration = cr.Generation
-		base := cr.DeepCopy()
-		base.Status = *before
-		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
-	}()
-	if err := runPhases(ctx, r.phases(), s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return s.result, nil
+func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kindShell[*v1beta2.Redis, *redisScope]{
+		newObject: func() *v1beta2.Redis { return &v1beta2.Redis{} },
+		status:    func(cr *v1beta2.Redis) any { return &cr.Status },
+		common:    func(cr *v1beta2.Redis) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
+		newScope:  func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
+		phases:    r.phases(),
+	}.reconcile(ctx, r.Client, req)
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
@@ -175,25 +160,4 @@ func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool,
 	s.conditions.ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
 	s.result.RequeueAfter = healthCheckInterval
 	return false, nil
-}
-
-// SetupWithManager registers the Redis controller and what it watches.
-func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta2.Redis{}, passwordSecretIndex,
-		func(obj client.Object) []string {
-			return secretNames(obj.(*v1beta2.Redis).Spec.KubernetesConfig.ExistingPasswordSecret)
-		}); err != nil {
-		return fmt.Errorf("index Redis by password Secret: %w", err)
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1beta2.Redis{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(builder.SetupStandalone))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), &v1beta2.RedisList{}))).
-		Named("redis").
-		Complete(r)
 }

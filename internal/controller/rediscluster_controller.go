@@ -2,16 +2,12 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -46,17 +42,15 @@ type RedisClusterReconciler struct {
 
 // clusterScope is what the phases of one reconcile share.
 type clusterScope struct {
-	cr         *v1beta2.RedisCluster
-	conditions conditionSet
-	password   string
-	objects    *builder.Objects
-	leaders    []corev1.Pod
-	followers  []corev1.Pod
-	members    []clusterplan.Member
+	scopeBase
+	cr        *v1beta2.RedisCluster
+	password  string
+	objects   *builder.Objects
+	leaders   []corev1.Pod
+	followers []corev1.Pod
+	members   []clusterplan.Member
 	// podsReady: every pod passed its readiness probe, which Ready also requires.
 	podsReady bool
-	// result is what the reconcile returns once a phase stops it.
-	result ctrl.Result
 }
 
 func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
@@ -76,24 +70,14 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 
 // Reconcile runs the phases in order; the status is written once, at the end, and only when
 // it changed.
-func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	cr := &v1beta2.RedisCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	before := cr.Status.DeepCopy()
-	s := &clusterScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
-	defer func() {
-		cr.Status.ObservedGeneration = cr.Generation
-		base := cr.DeepCopy()
-		base.Status = *before
-		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
-	}()
-
-	if err := runPhases(ctx, r.phases(), s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return s.result, nil
+func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
+		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
+		status:    func(cr *v1beta2.RedisCluster) any { return &cr.Status },
+		common:    func(cr *v1beta2.RedisCluster) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
+		newScope:  func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
+		phases:    r.phases(),
+	}.reconcile(ctx, r.Client, req)
 }
 
 func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clusterScope) (bool, error) {
@@ -227,20 +211,6 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// requeue asks to come back after d for a reason that raises no Kubernetes event (Redis
-// gossip, a replica's sync).
-func (s *clusterScope) requeue(ctx context.Context, d time.Duration, reason string) {
-	requeueAfter(ctx, &s.result, d, reason)
-}
-
-// requeueAfter keeps the earliest of the requeues asked for, logging why.
-func requeueAfter(ctx context.Context, result *ctrl.Result, d time.Duration, reason string) {
-	log.FromContext(ctx).V(1).Info("requeue", "after", d, "reason", reason)
-	if result.RequeueAfter == 0 || d < result.RequeueAfter {
-		result.RequeueAfter = d
-	}
 }
 
 // placeholderPassword lets the builders run where only object names matter (deletion).

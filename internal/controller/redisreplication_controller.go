@@ -2,20 +2,15 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -55,13 +50,12 @@ type RedisReplicationReconciler struct {
 }
 
 type replicationScope struct {
-	cr         *v1beta2.RedisReplication
-	conditions conditionSet
-	password   string
-	pods       []corev1.Pod
-	members    []replicationplan.Member
-	plan       replicationplan.Plan
-	result     ctrl.Result
+	scopeBase
+	cr       *v1beta2.RedisReplication
+	password string
+	pods     []corev1.Pod
+	members  []replicationplan.Member
+	plan     replicationplan.Plan
 }
 
 func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
@@ -82,23 +76,16 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 }
 
 // Reconcile runs the phases in order and writes the status once, when it changed.
-func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	cr := &v1beta2.RedisReplication{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	before := cr.Status.DeepCopy()
-	s := &replicationScope{cr: cr, conditions: conditionSet{conditions: &cr.Status.Conditions, generation: cr.Generation}}
-	defer func() {
-		cr.Status.ObservedGeneration = cr.Generation
-		base := cr.DeepCopy()
-		base.Status = *before
-		err = errors.Join(err, patchStatus(ctx, r.Client, cr, base, !equality.Semantic.DeepEqual(before, &cr.Status)))
-	}()
-	if err := runPhases(ctx, r.phases(), s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return s.result, nil
+func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kindShell[*v1beta2.RedisReplication, *replicationScope]{
+		newObject: func() *v1beta2.RedisReplication { return &v1beta2.RedisReplication{} },
+		status:    func(cr *v1beta2.RedisReplication) any { return &cr.Status },
+		common:    func(cr *v1beta2.RedisReplication) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
+		newScope: func(cr *v1beta2.RedisReplication, b scopeBase) *replicationScope {
+			return &replicationScope{scopeBase: b, cr: cr}
+		},
+		phases: r.phases(),
+	}.reconcile(ctx, r.Client, req)
 }
 
 func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *replicationScope) (bool, error) {
@@ -298,10 +285,6 @@ func (s *replicationScope) podNamed(name string) runtime.Object {
 	return nil
 }
 
-func (s *replicationScope) requeue(ctx context.Context, d time.Duration, reason string) {
-	requeueAfter(ctx, &s.result, d, reason)
-}
-
 // labelPodRoles keeps redis-role on what Redis says each pod is, for the -master and -replica
 // Services and users' selectors.
 func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *replicationScope) (bool, error) {
@@ -373,25 +356,4 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	s.conditions.ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
 	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	return false, nil
-}
-
-// SetupWithManager registers the RedisReplication controller and what it watches.
-func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta2.RedisReplication{}, passwordSecretIndex,
-		func(obj client.Object) []string {
-			return secretNames(obj.(*v1beta2.RedisReplication).Spec.KubernetesConfig.ExistingPasswordSecret)
-		}); err != nil {
-		return fmt.Errorf("index RedisReplication by password Secret: %w", err)
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1beta2.RedisReplication{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(builder.SetupReplication))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), &v1beta2.RedisReplicationList{}))).
-		Named("redisreplication").
-		Complete(r)
 }

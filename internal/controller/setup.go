@@ -21,25 +21,49 @@ import (
 // a change to a Secret reaches the resources that use it.
 const passwordSecretIndex = "spec.kubernetesConfig.redisSecret.name"
 
-// SetupWithManager registers the RedisCluster controller: it watches its resources and what
-// it owns (Pods included, through their StatefulSet's owner) and the password Secrets.
+// SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1beta2.RedisCluster{}, passwordSecretIndex,
-		func(obj client.Object) []string {
-			return secretNames(obj.(*v1beta2.RedisCluster).Spec.KubernetesConfig.ExistingPasswordSecret)
-		}); err != nil {
-		return fmt.Errorf("index RedisCluster by password Secret: %w", err)
+	return watchKind(mgr, r, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
+		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
+			return obj.(*v1beta2.RedisCluster).Spec.KubernetesConfig.ExistingPasswordSecret
+		})
+}
+
+// SetupWithManager registers the Redis controller.
+func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return watchKind(mgr, r, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
+		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
+			return obj.(*v1beta2.Redis).Spec.KubernetesConfig.ExistingPasswordSecret
+		})
+}
+
+// SetupWithManager registers the RedisReplication controller.
+func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return watchKind(mgr, r, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
+		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
+			return obj.(*v1beta2.RedisReplication).Spec.KubernetesConfig.ExistingPasswordSecret
+		})
+}
+
+// watchKind registers a kind's controller: it watches the resources and what they own, their
+// pods (owned by StatefulSets, mapped back by their instance label) and the password Secrets
+// they read (through a field index on the Secret's name).
+func watchKind(mgr ctrl.Manager, r reconcile.Reconciler, name string, obj client.Object, list client.ObjectList, setupType string,
+	passwordSecret func(client.Object) *v1beta2.ExistingPasswordSecret) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, passwordSecretIndex,
+		func(o client.Object) []string { return secretNames(passwordSecret(o)) }); err != nil {
+		return fmt.Errorf("index %s by password Secret: %w", name, err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1beta2.RedisCluster{}).
+		For(obj).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(builder.SetupCluster))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), &v1beta2.RedisClusterList{}))).
-		Named("rediscluster").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(setupType))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), list))).
+		Named(name).
 		Complete(r)
 }
 
