@@ -37,8 +37,11 @@ type Design struct {
 	// MayPromote allows promoting a replica when no master is left: the caller sets it once
 	// the master has been unreachable for its grace period, and never when sentinels decide.
 	MayPromote bool
-	// Monitored is the master address the sentinels agree on, "" without sentinels or before
-	// they answer. A pod at that address that is a master is the master, whatever else says.
+	// Sentinels is set when sentinels watch the replication: they alone promote, and the
+	// operator only points the other pods at the master they chose.
+	Sentinels bool
+	// Monitored is the master address the sentinels agree on, "" without sentinels or when
+	// none answers. A pod at that address that is a master is the master, whatever else says.
 	Monitored string
 }
 
@@ -133,13 +136,15 @@ func chooseMaster(d Design, answering []*Member) *Member {
 	if len(masters) == 0 {
 		return nil
 	}
-	// The sentinels' choice stands: they fail over, and the operator must not undo it.
+	// The sentinels' choice stands: they fail over, and the operator must not undo it. While
+	// they move the master (their choice is not a master yet), nothing is re-pointed.
 	if d.Monitored != "" {
 		for _, m := range masters {
 			if m.IP == d.Monitored {
 				return m
 			}
 		}
+		return nil
 	}
 	// A master that replicas follow (synced or still syncing) was chosen as master by the
 	// operator or the sentinels and holds the newest writes; the most followed one wins.
@@ -161,7 +166,11 @@ func chooseMaster(d Design, answering []*Member) *Member {
 	// No master serves anyone. Before the first choice, the lowest ordinal starts as master;
 	// afterwards only the recorded master may be (it restarted and kept its data), not a
 	// replica that restarted and came back empty-handed as a master.
+	// With sentinels that do not answer, a master nobody follows may be one that restarted
+	// empty: following it could erase the replicas, so nothing is assumed.
 	switch {
+	case d.Sentinels:
+		return nil
 	case d.Current == "":
 		return best
 	case best.Pod == d.Current:
@@ -176,7 +185,7 @@ func chooseMaster(d Design, answering []*Member) *Member {
 // replica holds. Nil otherwise.
 // With sentinels it is nil: they fail over.
 func restartedMaster(d Design, answering []*Member) *Member {
-	if d.Current == "" || d.Monitored != "" {
+	if d.Current == "" || d.Sentinels {
 		return nil
 	}
 	var current *Member
@@ -216,7 +225,7 @@ func restartedMaster(d Design, answering []*Member) *Member {
 // promote picks the replica to promote once the caller allows it.
 func promote(d Design, answering []*Member) Plan {
 	down := fmt.Sprintf("the master %s does not answer", cmp.Or(d.Current, "(none yet)"))
-	if d.Monitored != "" {
+	if d.Sentinels {
 		return Plan{Wait: down + "; the sentinels fail over", MasterDown: true}
 	}
 	if !d.MayPromote {

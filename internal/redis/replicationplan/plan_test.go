@@ -94,7 +94,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:    "with sentinels a restarted master is left to them",
-			design:  Design{Current: "rr-0", Monitored: "10.0.0.9"},
+			design:  Design{Current: "rr-0", Sentinels: true, Monitored: "10.0.0.9"},
 			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90))},
 			master:  "rr-0",
 			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.9:6379"},
@@ -148,7 +148,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:   "the sentinels' master stands even when another master has followers",
-			design: Design{Current: "rr-0", Monitored: "10.0.0.2"},
+			design: Design{Current: "rr-0", Sentinels: true, Monitored: "10.0.0.2"},
 			members: []Member{pod(0, "10.0.0.1", master(0)), pod(1, "10.0.0.2", master(120)),
 				pod(2, "10.0.0.3", replica("10.0.0.1", "connected", 0))},
 			master: "rr-1",
@@ -156,10 +156,32 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:    "with sentinels the operator never promotes",
-			design:  Design{Current: "rr-0", Monitored: "10.0.0.1", MayPromote: true},
+			design:  Design{Current: "rr-0", Sentinels: true, Monitored: "10.0.0.1", MayPromote: true},
 			members: []Member{pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90))},
 			wait:    true,
 			down:    true,
+		},
+		{
+			name:   "while the sentinels' master is down, a restarted empty master is not followed",
+			design: Design{Current: "rr-0", Sentinels: true, Monitored: "10.0.0.1"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 90))},
+			wait: true,
+			down: true,
+		},
+		{
+			name:    "sentinels that do not answer: a master nobody follows is not assumed",
+			design:  Design{Current: "rr-0", Sentinels: true},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 90))},
+			wait:    true,
+			down:    true,
+		},
+		{
+			name:    "sentinels that do not answer: a followed master is kept and stragglers follow it",
+			design:  Design{Current: "rr-0", Sentinels: true},
+			members: []Member{pod(0, "10.0.0.1", master(90)), pod(1, "10.0.0.2", replica("10.0.0.1", "connected", 90)), pod(2, "10.0.0.7", master(0))},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-2 -> 10.0.0.1:6379"},
 		},
 		{
 			name:    "a replica of a wrong port is re-pointed",
@@ -194,6 +216,8 @@ func FuzzCompute(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, uint8(0), true)
 	f.Add([]byte{3, 3, 1, 200, 7, 0, 0, 9, 1, 1, 1, 1}, uint8(2), false)
 	f.Fuzz(func(t *testing.T, data []byte, current uint8, mayPromote bool) {
+		sentinels := current&0x80 != 0
+		current &= 0x7f
 		var members []Member
 		for i := 0; i+2 < len(data) && len(members) < 6; i += 3 {
 			ord := len(members)
@@ -212,7 +236,7 @@ func FuzzCompute(f *testing.F) {
 			}
 			members = append(members, pod(ord, ip, role))
 		}
-		d := Design{MayPromote: mayPromote}
+		d := Design{MayPromote: mayPromote, Sentinels: sentinels}
 		if int(current) < len(members) {
 			d.Current = members[current].Pod
 		}
@@ -241,6 +265,9 @@ func FuzzCompute(f *testing.F) {
 					t.Fatalf("%s points at %s, not at the master %s", s.On, s.Host, plan.Master)
 				}
 			}
+		}
+		if sentinels && promotions > 0 {
+			t.Fatalf("promoted %s although sentinels decide", plan.Master)
 		}
 		if promotions > 1 {
 			t.Fatalf("%d promotions", promotions)
