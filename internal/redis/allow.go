@@ -30,6 +30,8 @@ var allowedCommands = map[string][]string{
 		"nodes", "shards", "info", "myid", "meet", "addslotsrange", "replicate", "failover",
 		"forget", "countkeysinslot", "getkeysinslot", "setslot",
 	},
+	// Read-only: failover decisions stay with the sentinels.
+	"sentinel": {"get-master-addr-by-name", "master", "ckquorum", "replicas", "sentinels"},
 }
 
 func commandName(args []any) (name, sub string) {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -17,6 +18,10 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"FLUSH" + "ALL"}, {"flush" + "all", "async"}, {"flushdb"}, {"CLUSTER", "RE" + "SET", "HARD"},
 		{"cluster", "re" + "set"}, {"cluster", "delslots", 1}, {"config", "resetstat"}, {"del", "k"},
 		{"shutdown"}, {"debug", "segfault"}, {}, {42},
+		// Sentinel commands that change what the sentinels monitor or force a failover.
+		{"sentinel", "re" + "set", "*"}, {"SENTINEL", "FAILOVER", "g"}, {"sentinel", "remove", "g"},
+		{"sentinel", "monitor", "g", "h", 1, 2}, {"sentinel", "set", "g", "quorum", 1},
+		{"sentinel", "flushconfig"}, {"sentinel", "config", "set", "x", "y"}, {"sentinel"},
 	} {
 		if err := checkAllowed(args); !errors.Is(err, ErrCommandNotAllowed) {
 			t.Errorf("%v allowed", args)
@@ -25,10 +30,29 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 	for _, args := range [][]any{
 		{"hello", "3"}, {"ping"}, {"CLUSTER", "NODES"}, {"cluster", "setslot", 1, "node", "x"},
 		{"config", "get", "x"}, {"migrate", "h", 1, "", 0, 5, "keys", "k"}, {"client", "setname", "x"},
+		{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "g"}, {"sentinel", "master", "g"}, {"sentinel", "ckquorum", "g"},
+		{"sentinel", "replicas", "g"}, {"sentinel", "sentinels", "g"},
 	} {
 		if err := checkAllowed(args); err != nil {
 			t.Errorf("%v refused: %v", args, err)
 		}
+	}
+}
+
+// The hook refuses a disallowed command before any connection is made: nothing listens on
+// port 1, so a command that got through would fail with a dial error instead.
+func TestClientRefusesDisallowedSentinelCommands(t *testing.T) {
+	c := newClient("127.0.0.1:1", Auth{}, Options{}.withDefaults(), nil)
+	t.Cleanup(func() { _ = c.close() })
+	for _, args := range [][]any{
+		{"sentinel", "failover", "g"}, {"sentinel", "re" + "set", "*"}, {"sentinel", "remove", "g"},
+	} {
+		if err := c.rdb.Do(context.Background(), args...).Err(); !errors.Is(err, ErrCommandNotAllowed) {
+			t.Errorf("%v: err = %v, want ErrCommandNotAllowed", args, err)
+		}
+	}
+	if n := c.CommandCount(); n != 0 {
+		t.Errorf("refused commands counted %d sent", n)
 	}
 }
 

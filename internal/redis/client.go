@@ -50,7 +50,7 @@ func (c *Client) count(args []any) {
 	c.touch()
 	if c.opts.OnCommand != nil {
 		name, sub := commandName(args)
-		if name == "cluster" || name == "config" || name == "client" {
+		if name == "cluster" || name == "config" || name == "client" || name == "sentinel" {
 			name += " " + sub
 		}
 		c.opts.OnCommand(c.addr, name)

@@ -1,10 +1,9 @@
-// Package redistest runs real redis-server processes on loopback for tests, and forms
+// Package redistest runs real redis-server processes (and sentinels) on loopback for tests, and forms
 // clusters of them with the operator's own client.
 package redistest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -37,11 +36,13 @@ type Server struct {
 	BusPort int // cluster bus port, 0 outside cluster mode
 	Dir     string
 
-	opts    ServerOptions
-	binary  string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	opts     ServerOptions
+	sentinel *SentinelOptions // set when the process runs in sentinel mode
+	started  bool             // answered once; a sentinel then owns its config file
+	binary   string
+	logPath  string
+	cmd      *exec.Cmd
+	exited   chan struct{}
 }
 
 // Addr is "127.0.0.1:port".
@@ -63,29 +64,42 @@ func Binary(t testing.TB) string {
 func StartServer(t testing.TB, opts ServerOptions) *Server {
 	t.Helper()
 	s := &Server{Host: Host, Dir: t.TempDir(), opts: opts, binary: Binary(t)}
+	s.launch(t)
+	return s
+}
+
+// launch starts s for the first time and ties its life to the test's.
+func (s *Server) launch(t testing.TB) {
+	t.Helper()
 	s.logPath = filepath.Join(s.Dir, "redis.log")
 	t.Cleanup(func() {
 		s.Stop(t)
 		if t.Failed() {
-			t.Logf("log of redis-server %s:\n%s", s.Addr(), s.LogTail(40))
+			t.Logf("log of %s %s:\n%s", s.kind(), s.Addr(), s.LogTail(40))
 		}
 	})
 	var err error
 	// A free port can be taken between picking and binding it; pick again then.
 	for attempt := 0; attempt < 5; attempt++ {
-		s.Port, s.BusPort, err = freePorts(opts.Cluster)
+		s.Port, s.BusPort, err = freePorts(s.opts.Cluster)
 		if err != nil {
 			t.Fatalf("pick free ports: %v", err)
 		}
 		if err = s.start(); err == nil {
-			return s
+			return
 		}
 		if !strings.Contains(s.LogTail(20), "Address already in use") {
 			break
 		}
 	}
-	t.Fatalf("start redis-server: %v\n%s", err, s.LogTail(40))
-	return nil
+	t.Fatalf("start %s: %v\n%s", s.kind(), err, s.LogTail(40))
+}
+
+func (s *Server) kind() string {
+	if s.sentinel != nil {
+		return "redis-sentinel"
+	}
+	return "redis-server"
 }
 
 // StartServers starts n servers with the same options.
@@ -124,6 +138,9 @@ func freePorts(withBus bool) (port, busPort int, err error) {
 }
 
 func (s *Server) config() string {
+	if s.sentinel != nil {
+		return s.sentinelConfig()
+	}
 	lines := []string{
 		"bind " + s.Host,
 		"port " + strconv.Itoa(s.Port),
@@ -151,8 +168,16 @@ func (s *Server) config() string {
 
 func (s *Server) start() error {
 	confPath := filepath.Join(s.Dir, "redis.conf")
-	if err := os.WriteFile(confPath, []byte(s.config()), 0o600); err != nil {
-		return err
+	args := []string{confPath}
+	if s.sentinel != nil {
+		args = append(args, "--sentinel")
+	}
+	// A sentinel rewrites its config with what it learned (other sentinels, epochs); a
+	// restart must keep that, as a pod's persistent config would.
+	if s.sentinel == nil || !s.started {
+		if err := os.WriteFile(confPath, []byte(s.config()), 0o600); err != nil {
+			return err
+		}
 	}
 	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -160,7 +185,7 @@ func (s *Server) start() error {
 	}
 	// The child holds its own descriptor of the log.
 	defer func() { _ = logFile.Close() }()
-	cmd := exec.Command(s.binary, confPath)
+	cmd := exec.Command(s.binary, args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -179,16 +204,17 @@ func (s *Server) start() error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			return fmt.Errorf("redis-server on port %d exited: %v", s.Port, cmd.ProcessState)
+			return fmt.Errorf("%s on port %d exited: %v", s.kind(), s.Port, cmd.ProcessState)
 		default:
 		}
 		if s.answers() {
+			s.started = true
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.kill()
-	return errors.New("redis-server did not answer PING within 15s")
+	return fmt.Errorf("%s did not answer PING within 15s", s.kind())
 }
 
 // answers reports whether the server replies to PING, or refuses it for lack of a password.
@@ -230,7 +256,7 @@ func (s *Server) Stop(t testing.TB) {
 	select {
 	case <-s.exited:
 	case <-time.After(10 * time.Second):
-		t.Logf("redis-server %s ignored SIGTERM for 10s; killing it", s.Addr())
+		t.Logf("%s %s ignored SIGTERM for 10s; killing it", s.kind(), s.Addr())
 		s.kill()
 	}
 }
@@ -254,10 +280,10 @@ func (s *Server) kill() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	if s.Running() {
-		t.Fatalf("restart redis-server %s: still running", s.Addr())
+		t.Fatalf("restart %s %s: still running", s.kind(), s.Addr())
 	}
 	if err := s.start(); err != nil {
-		t.Fatalf("restart redis-server %s: %v\n%s", s.Addr(), err, s.LogTail(40))
+		t.Fatalf("restart %s %s: %v\n%s", s.kind(), s.Addr(), err, s.LogTail(40))
 	}
 }
 

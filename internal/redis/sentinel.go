@@ -1,0 +1,101 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Read-only SENTINEL commands: the operator follows the sentinels' view of the master and
+// checks their quorum, but leaves failover decisions to the sentinels themselves.
+
+// SentinelMasterAddr asks a sentinel where the master of group is now (SENTINEL
+// GET-MASTER-ADDR-BY-NAME). known is false when the sentinel does not monitor that group (nil reply).
+func (c *Client) SentinelMasterAddr(ctx context.Context, group string) (host string, port int, known bool, err error) {
+	command := "SENTINEL GET-MASTER-ADDR-BY-NAME " + group
+	if group == "" {
+		return "", 0, false, c.wrap(command, errors.New("empty group name"))
+	}
+	reply, err := c.rdb.Do(ctx, "sentinel", "get-master-addr-by-name", group).Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", 0, false, nil
+	}
+	if err != nil {
+		return "", 0, false, c.wrap(command, err)
+	}
+	host, port, err = parseMasterAddr(reply)
+	if err != nil {
+		return "", 0, false, c.wrap(command, err)
+	}
+	return host, port, true, nil
+}
+
+// SentinelMaster returns the state a sentinel keeps for the group (SENTINEL MASTER), as field -> value
+// (e.g. "ip", "port", "flags", "num-other-sentinels", "quorum", "num-slaves").
+// A group the sentinel does not monitor is a server error.
+func (c *Client) SentinelMaster(ctx context.Context, group string) (map[string]string, error) {
+	command := "SENTINEL MASTER " + group
+	if group == "" {
+		return nil, c.wrap(command, errors.New("empty group name"))
+	}
+	reply, err := c.rdb.Do(ctx, "sentinel", "master", group).Result()
+	if err != nil {
+		return nil, c.wrap(command, err)
+	}
+	fields, err := parseFieldMap(reply)
+	return fields, c.wrap(command, err)
+}
+
+// SentinelCkQuorum is nil when the sentinels monitoring group can reach the quorum and the majority
+// needed to authorize a failover (SENTINEL CKQUORUM); otherwise its error carries the sentinel's
+// explanation (a server error, so IsServerError(err) is true).
+func (c *Client) SentinelCkQuorum(ctx context.Context, group string) error {
+	command := "SENTINEL CKQUORUM " + group
+	if group == "" {
+		return c.wrap(command, errors.New("empty group name"))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "sentinel", "ckquorum", group).Err())
+}
+
+// parseMasterAddr reads the [host, port] pair of GET-MASTER-ADDR-BY-NAME.
+func parseMasterAddr(reply any) (host string, port int, err error) {
+	a, err := replyArray(reply)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(a) != 2 {
+		return "", 0, fmt.Errorf("want [host, port], got %d elements", len(a))
+	}
+	host, err = replyString(a[0])
+	if err != nil {
+		return "", 0, fmt.Errorf("host: %w", err)
+	}
+	p, err := replyInt(a[1])
+	if err != nil {
+		return "", 0, fmt.Errorf("port: %w", err)
+	}
+	if host == "" || p <= 0 || p > 65535 {
+		return "", 0, fmt.Errorf("invalid master address %q port %d", host, p)
+	}
+	return host, int(p), nil
+}
+
+// parseFieldMap turns a field/value reply into a map of strings. Sentinel sends a RESP3 map
+// to HELLO 3 clients and a flat field/value array to RESP2 ones; both mean the same.
+func parseFieldMap(reply any) (map[string]string, error) {
+	pairs, err := replyMap(reply)
+	if err != nil {
+		return nil, err
+	}
+	fields := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		value, err := replyString(p.value)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", p.key, err)
+		}
+		fields[p.key] = value
+	}
+	return fields, nil
+}
