@@ -21,6 +21,7 @@ const (
 	ReasonSecretMissing    = "PasswordSecretMissing"
 	ReasonRedisUnreachable = "RedisUnreachable"
 	ReasonTopologyProblem  = "TopologyProblem"
+	ReasonMasterUnknown    = "MasterUnknown"
 	ReasonError            = "Error"
 )
 

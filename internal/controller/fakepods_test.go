@@ -34,13 +34,18 @@ type fakeKubelet struct {
 	// standalone runs plain redis-server instead of cluster nodes; password sets requirepass.
 	standalone bool
 	password   string
-	net        int
-	mu         sync.Mutex
-	nextIP     int
-	pods       map[string]*fakePod
+	// confFor, when set, writes each pod's config instead of config (sentinel pods), and args
+	// follow the config file on the command line (--sentinel).
+	confFor func(p *fakePod) string
+	args    []string
+	net     int
+	mu      sync.Mutex
+	nextIP  int
+	pods    map[string]*fakePod
 }
 
 type fakePod struct {
+	args    []string
 	name    string
 	ip      string
 	dataDir string
@@ -83,8 +88,12 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 		dataDir = k.t.TempDir()
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
-	p := &fakePod{name: name, ip: ip, dataDir: dataDir}
-	p.start(k.t, k.port, k.config(p))
+	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: k.args}
+	conf := k.config
+	if k.confFor != nil {
+		conf = k.confFor
+	}
+	p.start(k.t, k.port, conf(p))
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -151,7 +160,11 @@ func (p *fakePod) addr(port int) string { return p.ip + ":" + strconv.Itoa(port)
 func (k *fakeKubelet) config(p *fakePod) string {
 	conf := fmt.Sprintf("bind %s\nport %d\ndir %s\ndaemonize no\nappendonly yes\nappendfsync always\nsave \"\"\nrepl-diskless-sync-delay 0\n",
 		p.ip, k.port, p.dataDir)
-	if !k.standalone {
+	if k.standalone {
+		// Replicas connect from their own address, so that masters list (and sentinels find)
+		// them where they are, as pods with their own IPs.
+		conf += fmt.Sprintf("bind-source-addr %s\nreplica-announce-ip %s\n", p.ip, p.ip)
+	} else {
 		// Nodes sharing the loopback interface must announce their own address.
 		conf += fmt.Sprintf("cluster-enabled yes\ncluster-config-file %s\ncluster-port %d\ncluster-announce-ip %s\ncluster-node-timeout 2000\n",
 			filepath.Join(p.dataDir, "nodes.conf"), k.port+10000, p.ip)
@@ -173,7 +186,7 @@ func (p *fakePod) start(t *testing.T, port int, conf string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = logFile.Close() }()
-	p.cmd = exec.Command(redistest.Binary(t), confPath)
+	p.cmd = exec.Command(redistest.Binary(t), append([]string{confPath}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

@@ -56,6 +56,10 @@ type replicationScope struct {
 	pods     []corev1.Pod
 	members  []replicationplan.Member
 	plan     replicationplan.Plan
+	// sentinels is set when RedisSentinels monitor this replication; monitored is the master
+	// address most of their answering pods report.
+	sentinels bool
+	monitored string
 }
 
 func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
@@ -68,6 +72,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 		{"password", r.resolvePassword},
 		{"objects", r.applyObjects},
 		{"pods", r.observePods},
+		{"sentinels", r.observeSentinels},
 		{"replication", r.reconcileReplication},
 		{"pod-roles", r.labelPodRoles},
 		{"dynamic-config", r.applyDynamicConfig},
@@ -176,6 +181,52 @@ func observeRole(ctx context.Context, c *redis.Client) (redis.Role, error) {
 	return role, nil
 }
 
+// observeSentinels asks the pods of every RedisSentinel monitoring this replication where the
+// master is: with sentinels, they fail over and the operator follows the address most of them
+// report. Sentinels that do not answer leave monitored empty, which the plan treats as "do not
+// assume a master".
+func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *replicationScope) (bool, error) {
+	sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil || len(sentinels) == 0 {
+		return false, err
+	}
+	s.sentinels = true
+	votes, answers := map[string]int{}, 0
+	for i := range sentinels {
+		sn := &sentinels[i]
+		password, err := readPassword(ctx, r.Client, sn.Namespace, sn.Spec.KubernetesConfig.ExistingPasswordSecret)
+		if err != nil {
+			log.FromContext(ctx).Info("cannot ask sentinels without their password", "sentinel", sn.Name, "error", err.Error())
+			continue
+		}
+		pods, err := podsOf(ctx, r.Client, sn.Namespace, builder.SentinelStatefulSetName(sn.Name))
+		if err != nil {
+			return false, err
+		}
+		for j := range pods {
+			if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
+				continue
+			}
+			c, err := r.Redis.Client(fmt.Sprintf("%s:%d", pods[j].Status.PodIP, builder.DefaultSentinelPort), redis.Auth{Password: password})
+			if err != nil {
+				return false, err
+			}
+			host, _, known, err := c.SentinelMasterAddr(ctx, builder.MasterGroupName(sn))
+			if err != nil || !known {
+				continue
+			}
+			answers++
+			votes[host]++
+		}
+	}
+	for host, n := range votes {
+		if 2*n > answers {
+			s.monitored = host
+		}
+	}
+	return false, nil
+}
+
 // client returns the pooled connection to a pod.
 func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
 	return r.Redis.Client(fmt.Sprintf("%s:%d", ip, builder.DefaultRedisPort), redis.Auth{Password: s.password})
@@ -183,7 +234,7 @@ func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*re
 
 // reconcileReplication chooses the master and points every other pod at it.
 func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s *replicationScope) (bool, error) {
-	design := replicationplan.Design{Current: s.cr.Status.MasterNode}
+	design := replicationplan.Design{Current: s.cr.Status.MasterNode, Sentinels: s.sentinels, Monitored: s.monitored}
 	since, down := r.masterDownSince.Load(s.cr.UID)
 	grace := r.MasterPromotionGrace
 	if grace == 0 {

@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,36 +24,56 @@ const passwordSecretIndex = "spec.kubernetesConfig.redisSecret.name"
 
 // SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return watchKind(mgr, r, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
+	b, err := watchKind(mgr, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
 		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
 			return obj.(*v1beta2.RedisCluster).Spec.KubernetesConfig.ExistingPasswordSecret
 		})
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 // SetupWithManager registers the Redis controller.
 func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return watchKind(mgr, r, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
+	b, err := watchKind(mgr, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
 		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
 			return obj.(*v1beta2.Redis).Spec.KubernetesConfig.ExistingPasswordSecret
 		})
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 // SetupWithManager registers the RedisReplication controller.
 func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return watchKind(mgr, r, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
+	b, err := watchKind(mgr, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
 		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
 			return obj.(*v1beta2.RedisReplication).Spec.KubernetesConfig.ExistingPasswordSecret
 		})
+	if err != nil {
+		return err
+	}
+	// A RedisSentinel that starts or stops monitoring changes who may promote.
+	return b.Watches(&v1beta2.RedisSentinel{}, handler.EnqueueRequestsFromMapFunc(
+		func(_ context.Context, obj client.Object) []reconcile.Request {
+			cfg := obj.(*v1beta2.RedisSentinel).Spec.RedisSentinelConfig
+			if cfg == nil || cfg.RedisReplicationName == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: cfg.RedisReplicationName}}}
+		})).Complete(r)
 }
 
 // watchKind registers a kind's controller: it watches the resources and what they own, their
 // pods (owned by StatefulSets, mapped back by their instance label) and the password Secrets
 // they read (through a field index on the Secret's name).
-func watchKind(mgr ctrl.Manager, r reconcile.Reconciler, name string, obj client.Object, list client.ObjectList, setupType string,
-	passwordSecret func(client.Object) *v1beta2.ExistingPasswordSecret) error {
+func watchKind(mgr ctrl.Manager, name string, obj client.Object, list client.ObjectList, setupType string,
+	passwordSecret func(client.Object) *v1beta2.ExistingPasswordSecret) (*ctrlbuilder.Builder, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, passwordSecretIndex,
 		func(o client.Object) []string { return secretNames(passwordSecret(o)) }); err != nil {
-		return fmt.Errorf("index %s by password Secret: %w", name, err)
+		return nil, fmt.Errorf("index %s by password Secret: %w", name, err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(obj).
@@ -63,8 +84,7 @@ func watchKind(mgr ctrl.Manager, r reconcile.Reconciler, name string, obj client
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(setupType))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), list))).
-		Named(name).
-		Complete(r)
+		Named(name), nil
 }
 
 // podToInstance maps a pod to the custom resource named by its instance label, for pods of the

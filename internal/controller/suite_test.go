@@ -83,6 +83,7 @@ type operator struct {
 var readOnlyCommands = map[string]bool{
 	"ping": true, "cluster nodes": true, "cluster info": true, "cluster shards": true, "cluster myid": true,
 	"role": true, "info": true, "config get": true, "hello": true, "client setinfo": true, "client": true,
+	"sentinel": true,
 }
 
 func startOperator(t *testing.T, namespace string) *operator {
@@ -131,6 +132,10 @@ func startOperator(t *testing.T, namespace string) *operator {
 	}
 	if err := (&RedisReplicationReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool, MasterPromotionGrace: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&RedisSentinelReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

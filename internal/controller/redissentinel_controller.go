@@ -1,0 +1,268 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// Compatible status strings of a RedisSentinel.
+const (
+	SentinelStateInitializing = "Initializing"
+	SentinelStateReady        = "Ready"
+	SentinelStateFailed       = "Failed"
+)
+
+// SkipReconcileSentinelAnnotation stops all action on a RedisSentinel while "true".
+const SkipReconcileSentinelAnnotation = "redissentinel.opstreelabs.in/skip-reconcile"
+
+// RedisSentinelReconciler runs the sentinels of a RedisSentinel, monitoring the master of the
+// RedisReplication it names. The sentinels fail the master over; the RedisReplication controller
+// follows their choice.
+type RedisSentinelReconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Redis    *redis.Pool
+}
+
+type sentinelScope struct {
+	scopeBase
+	cr             *v1beta2.RedisSentinel
+	password       string
+	masterPassword string
+	masterHost     string
+	pods           []corev1.Pod
+}
+
+func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
+	return []phase[*sentinelScope]{
+		{"deletion", r.reconcileDeletion},
+		{"skip-reconcile", r.skipReconcile},
+		{"finalizer", func(ctx context.Context, s *sentinelScope) (bool, error) {
+			return false, addFinalizer(ctx, r.Client, s.cr)
+		}},
+		{"password", r.resolvePassword},
+		{"monitored-master", r.resolveMaster},
+		{"objects", r.applyObjects},
+		{"pods", r.observePods},
+		{"health", r.checkHealth},
+	}
+}
+
+// Reconcile runs the phases in order and writes the status once, when it changed.
+func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return kindShell[*v1beta2.RedisSentinel, *sentinelScope]{
+		newObject: func() *v1beta2.RedisSentinel { return &v1beta2.RedisSentinel{} },
+		status:    func(cr *v1beta2.RedisSentinel) any { return &cr.Status },
+		common:    func(cr *v1beta2.RedisSentinel) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
+		newScope: func(cr *v1beta2.RedisSentinel, b scopeBase) *sentinelScope {
+			return &sentinelScope{scopeBase: b, cr: cr}
+		},
+		phases: r.phases(),
+	}.reconcile(ctx, r.Client, req)
+}
+
+func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, nil, func(password string) (*builder.Objects, error) {
+		return builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: password, MasterHost: "placeholder"})
+	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+}
+
+func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
+	return skipWhileAnnotated(s.cr, SkipReconcileSentinelAnnotation, "RedisSentinel", s.conditions), nil
+}
+
+func (s *sentinelScope) failed(message string) {
+	s.cr.Status.State, s.cr.Status.Reason = SentinelStateFailed, message
+}
+
+// notReady reports what is missing: sentinels that were never Ready are initializing, ones
+// that were are degraded.
+func (s *sentinelScope) notReady(reason, message string) {
+	if s.cr.Status.State == SentinelStateReady || s.cr.Status.State == SentinelStateFailed {
+		s.cr.Status.State, s.cr.Status.Reason = SentinelStateFailed, message
+		s.conditions.degraded(reason, message)
+		return
+	}
+	s.cr.Status.State, s.cr.Status.Reason = SentinelStateInitializing, message
+	s.conditions.progressing(reason, message)
+}
+
+func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentinelScope) (stop bool, err error) {
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	return stop, err
+}
+
+// resolveMaster finds the address of the monitored RedisReplication's master and the password
+// the sentinels need for it. Both wait for the user or the replication: its watch brings us back.
+func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinelScope) (bool, error) {
+	cfg := s.cr.Spec.RedisSentinelConfig
+	if cfg == nil || cfg.RedisReplicationName == "" {
+		message := "redisSentinelConfig.redisReplicationName is required: it names the RedisReplication to monitor"
+		s.failed(message)
+		s.conditions.degraded(ReasonInvalidSpec, message)
+		return true, nil
+	}
+	if ref := cfg.RedisReplicationPassword; ref != nil {
+		if ref.SecretKeyRef == nil {
+			message := "redisSentinelConfig.redisReplicationPassword must be a secretKeyRef"
+			s.failed(message)
+			s.conditions.degraded(ReasonInvalidSpec, message)
+			return true, nil
+		}
+		name, key := ref.SecretKeyRef.Name, ref.SecretKeyRef.Key
+		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, &v1beta2.ExistingPasswordSecret{Name: &name, Key: &key}, s.conditions, s.failed)
+		if stop || err != nil {
+			return stop, err
+		}
+		s.masterPassword = password
+	}
+	var replication v1beta2.RedisReplication
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: cfg.RedisReplicationName}, &replication)
+	if apierrors.IsNotFound(err) {
+		s.notReady(ReasonMasterUnknown, fmt.Sprintf("RedisReplication %s does not exist", cfg.RedisReplicationName))
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get RedisReplication %s: %w", cfg.RedisReplicationName, err)
+	}
+	masterPod := replication.Status.MasterNode
+	if masterPod != "" {
+		var pod corev1.Pod
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: masterPod}, &pod); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("get master pod %s: %w", masterPod, err)
+		}
+		s.masterHost = pod.Status.PodIP
+	}
+	if s.masterHost == "" {
+		s.notReady(ReasonMasterUnknown, fmt.Sprintf("waiting for RedisReplication %s to have a master with an address", cfg.RedisReplicationName))
+		return true, nil
+	}
+	return false, nil
+}
+
+func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelScope) (bool, error) {
+	objects, err := builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
+		MasterPassword: s.masterPassword, MasterHost: s.masterHost})
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+}
+
+func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, builder.SentinelStatefulSetName(s.cr.Name))
+	if err != nil {
+		return false, err
+	}
+	s.pods = pods
+	s.cr.Status.ReadyReplicas = countReady(pods)
+	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
+		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
+		return true, nil // pod events bring us back
+	}
+	return false, nil
+}
+
+// checkHealth is Ready when every sentinel monitors the replication's current master and the
+// sentinels together can authorize a failover (SENTINEL CKQUORUM).
+func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelScope) (bool, error) {
+	group := builder.MasterGroupName(s.cr)
+	var quorumErr error
+	for i := range s.pods {
+		pod := &s.pods[i]
+		c, err := r.Redis.Client(pod.Status.PodIP+":"+strconv.Itoa(builder.DefaultSentinelPort), redis.Auth{Password: s.password})
+		if err != nil {
+			return false, err
+		}
+		host, _, known, err := c.SentinelMasterAddr(ctx, group)
+		switch {
+		case err != nil:
+			s.notReady(ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			s.requeue(ctx, whileConverging, "a sentinel does not answer")
+			return true, nil
+		case !known || host != s.masterHost:
+			s.notReady(ReasonConverging, fmt.Sprintf("sentinel %s monitors %q, the master is at %s", pod.Name, host, s.masterHost))
+			s.requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
+			return true, nil
+		}
+		if i == 0 {
+			quorumErr = c.SentinelCkQuorum(ctx, group)
+		}
+	}
+	if quorumErr != nil {
+		if !redis.IsServerError(quorumErr) {
+			return false, quorumErr
+		}
+		// Sentinels find each other through the master within seconds of starting.
+		s.notReady(ReasonConverging, fmt.Sprintf("sentinels cannot authorize a failover yet: %v", quorumErr))
+		s.requeue(ctx, whileBroken, "waiting for the sentinels to discover each other")
+		return true, nil
+	}
+	if s.cr.Status.State != SentinelStateReady {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "SentinelsReady", "Observe", "%d sentinels monitor %s at %s with quorum", len(s.pods), group, s.masterHost)
+	}
+	s.cr.Status.State, s.cr.Status.Reason = SentinelStateReady, "RedisSentinel is ready"
+	s.conditions.ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
+	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
+	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
+	return false, nil
+}
+
+// SetupWithManager registers the RedisSentinel controller; a change of the monitored
+// RedisReplication (its master) reaches the sentinels that monitor it.
+func (r *RedisSentinelReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b, err := watchKind(mgr, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,
+		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
+			return obj.(*v1beta2.RedisSentinel).Spec.KubernetesConfig.ExistingPasswordSecret
+		})
+	if err != nil {
+		return err
+	}
+	return b.Watches(&v1beta2.RedisReplication{}, handler.EnqueueRequestsFromMapFunc(
+		func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return sentinelsMonitoring(ctx, mgr.GetClient(), obj.GetNamespace(), obj.GetName())
+		})).Complete(r)
+}
+
+// sentinelsMonitoring lists the RedisSentinels that monitor a RedisReplication, as requests.
+func sentinelsMonitoring(ctx context.Context, c client.Client, namespace, replication string) []reconcile.Request {
+	sentinels, err := listSentinelsOf(ctx, c, namespace, replication)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "list RedisSentinels", "replication", replication)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(sentinels))
+	for i := range sentinels {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sentinels[i])})
+	}
+	return out
+}
+
+// listSentinelsOf returns the RedisSentinels that monitor a RedisReplication. A namespace holds
+// few of them, and the list comes from the cache.
+func listSentinelsOf(ctx context.Context, c client.Client, namespace, replication string) ([]v1beta2.RedisSentinel, error) {
+	var list v1beta2.RedisSentinelList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list RedisSentinels: %w", err)
+	}
+	var out []v1beta2.RedisSentinel
+	for _, item := range list.Items {
+		if cfg := item.Spec.RedisSentinelConfig; cfg != nil && cfg.RedisReplicationName == replication && item.DeletionTimestamp == nil {
+			out = append(out, item)
+		}
+	}
+	return out, nil
+}

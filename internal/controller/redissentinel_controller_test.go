@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// sentinelKubelet runs the pods of a RedisSentinel as real sentinels: each takes the monitoring
+// lines the operator rendered into the ConfigMap (the master's address among them) and adds
+// what pods sharing the loopback interface need (their own address to bind and announce).
+func (f *replicationFixture) sentinelKubelet(name string) *fakeKubelet {
+	k := newFakeKubelet(f.t, f.c, builder.DefaultSentinelPort)
+	k.args = []string{"--sentinel"}
+	k.confFor = func(p *fakePod) string {
+		var cm corev1.ConfigMap
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: builder.ConfigMapName(builder.SentinelStatefulSetName(name))}, &cm); err != nil {
+			f.t.Fatalf("sentinel ConfigMap: %v", err)
+		}
+		conf := fmt.Sprintf("bind %s\nport %d\ndir %s\nsentinel announce-ip %s\n", p.ip, builder.DefaultSentinelPort, p.dataDir, p.ip)
+		for _, line := range strings.Split(cm.Data[builder.SentinelConfKey], "\n") {
+			if strings.HasPrefix(line, "sentinel ") {
+				conf += line + "\n"
+			}
+		}
+		return conf + fmt.Sprintf("sentinel auth-pass %s %s\n", builder.DefaultMasterGroupName, replicationPassword)
+	}
+	return k
+}
+
+// With a RedisSentinel monitoring it, a RedisReplication's failover is the sentinels' to make:
+// the operator does not promote, follows the master they choose (status, labels, the returning
+// old master made its replica) and the sentinels report Ready on the new master.
+func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	if err := f.redis("rr-0").Set(f.ctx, "before", "sentinel-failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+
+	size := int32(3)
+	sn := &v1beta2.RedisSentinel{
+		ObjectMeta: metav1.ObjectMeta{Name: "sn", Namespace: f.cr.Namespace},
+		Spec: v1beta2.RedisSentinelSpec{
+			Size:             &size,
+			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			RedisSentinelConfig: &v1beta2.RedisSentinelConfig{
+				RedisReplicationName: "rr",
+				RedisReplicationPassword: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "redis-secret"}, Key: "password"}},
+				SentinelConfig: v1beta2.SentinelConfig{Quorum: "2", DownAfterMilliseconds: "1000", FailoverTimeout: "5000", ParallelSyncs: "1"},
+			},
+		},
+	}
+	if err := f.c.Create(f.ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	sentinels := f.sentinelKubelet("sn")
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
+	waitSentinelReady := func(masterIP string) {
+		t.Helper()
+		waitUntil(t, 45*time.Second, "RedisSentinel Ready on "+masterIP, func() error {
+			if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+				return err
+			}
+			ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+			if sn.Status.State == SentinelStateReady && ready != nil && ready.Status == metav1.ConditionTrue &&
+				strings.Contains(ready.Message, masterIP) && sn.Status.ReadyReplicas == 3 {
+				return nil
+			}
+			return fmt.Errorf("state %q, conditions %s", sn.Status.State, describeConditions(sn.Status.Conditions))
+		})
+	}
+	waitSentinelReady(f.kubelet.pod("rr-0").ip)
+
+	// The master dies and stays away; the sentinels promote a replica.
+	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
+	promoted := f.waitPromoted()
+	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
+		return f.redis(promoted).Set(f.ctx, "after", "sentinel-failover", 0).Err()
+	})
+	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "sentinel-failover", "after": "sentinel-failover"})
+	waitSentinelReady(f.kubelet.pod(promoted).ip)
+
+	// The sentinels promoted, not the operator (whose own grace period is 2 s in these tests).
+	var events eventsv1.EventList
+	if err := f.c.List(f.ctx, &events, client.InNamespace(f.cr.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "Promote" {
+			t.Errorf("the operator promoted a replica although sentinels monitor the replication: %s", e.Note)
+		}
+	}
+	// The sentinels' own record says they failed over: a failover starts a new config epoch.
+	c, err := f.op.pool.Client(sentinels.pod("sn-sentinel-0").addr(builder.DefaultSentinelPort), redis.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A sentinel finishes the failover once it reconfigured every replica it knows or its
+	// failover timeout passed: the dead old master is one it cannot reach.)
+	waitUntil(t, 20*time.Second, "the sentinels' failover recorded", func() error {
+		state, err := c.SentinelMaster(f.ctx, builder.DefaultMasterGroupName)
+		if err != nil {
+			return err
+		}
+		if state["config-epoch"] == "0" || state["config-epoch"] == "" || state["ip"] != f.kubelet.pod(promoted).ip {
+			return fmt.Errorf("SENTINEL MASTER = %v; want a config epoch above 0 and the promoted master", state)
+		}
+		return nil
+	})
+}
