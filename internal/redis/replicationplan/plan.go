@@ -166,13 +166,14 @@ func chooseMaster(d Design, answering []*Member) *Member {
 	// No master serves anyone. Before the first choice, the lowest ordinal starts as master;
 	// afterwards only the recorded master may be (it restarted and kept its data), not a
 	// replica that restarted and came back empty-handed as a master.
-	// With sentinels that do not answer, a master nobody follows may be one that restarted
-	// empty: following it could erase the replicas, so nothing is assumed.
+	// Before the first choice (sentinels cannot monitor anything yet) the operator chooses.
+	// After it, with sentinels that do not answer, a master nobody follows may be one that
+	// restarted empty: following it could erase the replicas, so nothing is assumed.
 	switch {
-	case d.Sentinels:
-		return nil
 	case d.Current == "":
 		return best
+	case d.Sentinels:
+		return nil
 	case best.Pod == d.Current:
 		return best
 	}

@@ -184,6 +184,13 @@ func TestCompute(t *testing.T) {
 			steps:   []string{"ReplicaOf rr-2 -> 10.0.0.1:6379"},
 		},
 		{
+			name:    "bootstrap under sentinels that wait for a master: the operator chooses the first",
+			design:  Design{Sentinels: true},
+			members: []Member{pod(0, "10.0.0.1", master(0)), pod(1, "10.0.0.2", master(0))},
+			master:  "rr-0",
+			steps:   []string{"ReplicaOf rr-1 -> 10.0.0.1:6379"},
+		},
+		{
 			name:    "a replica of a wrong port is re-pointed",
 			design:  Design{Current: "rr-0"},
 			members: []Member{pod(0, "10.0.0.1", master(5)), pod(1, "10.0.0.2", &redis.Role{Kind: redis.RoleSlave, MasterIP: "10.0.0.1", MasterPort: 7000, ReplicationState: "connect"})},
