@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,10 +22,45 @@ import (
 // holds the data is promoted, the -master Service follows it, nothing acknowledged is lost and
 // the recreated pod rejoins as a replica.
 func TestReplicationSampleServesAndFailsOver(t *testing.T) {
-	ctx := context.Background()
 	ns := sb.Namespace(t, "replication")
-	const name = "redis-replication"
 	sb.Apply(t, ns, sample(t, "redis_v1beta2_redisreplication_minimal.yaml"))
+	replicationFailsOver(t, ns)
+}
+
+// The RedisReplication and RedisSentinel samples together: the sentinels are Ready on the
+// master, fail it over when its pod is deleted (the operator only follows), nothing acknowledged
+// is lost, and they are Ready again on the new master.
+func TestSentinelSamplesFailOver(t *testing.T) {
+	ns := sb.Namespace(t, "sentinel")
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redisreplication_minimal.yaml"))
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redissentinel_minimal.yaml"))
+	master := replicationFailsOver(t, ns)
+	sb.WaitFor(t, ns, "RedisSentinel Ready on the new master "+master.Status.PodIP, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		sn := &v1beta2.RedisSentinel{}
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis-sentinel"}, sn); err != nil {
+			return false, "", err
+		}
+		ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && strings.Contains(ready.Message, " at "+master.Status.PodIP+" "),
+			fmt.Sprintf("%s: %v", sn.Status.State, ready), nil
+	})
+	var events eventsv1.EventList
+	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "Promote" {
+			t.Errorf("the operator promoted a replica although sentinels monitor the replication: %s", e.Note)
+		}
+	}
+}
+
+// replicationFailsOver runs the failover scenario on the sample RedisReplication in ns and
+// returns the new master pod.
+func replicationFailsOver(t *testing.T, ns string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	const name = "redis-replication"
 
 	waitReady := func(since time.Time, notMaster string) *v1beta2.RedisReplication {
 		t.Helper()
@@ -96,6 +133,7 @@ func TestReplicationSampleServesAndFailsOver(t *testing.T) {
 		err := sb.RedisAt(t, svc.Spec.ClusterIP, 6379).Set(ctx, "after", "failover", 0).Err()
 		return err == nil, fmt.Sprint(err), nil
 	})
+	return getPod(t, ns, cr.Status.MasterNode)
 }
 
 func getPod(t *testing.T, ns, name string) *corev1.Pod {
