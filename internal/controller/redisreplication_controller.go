@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,15 +118,53 @@ func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *rep
 }
 
 func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	if s.cr.Spec.Sentinel != nil {
-		message := "spec.sentinel (embedded sentinels) is not supported by this operator version yet; use a RedisReplication without it"
-		s.failed(message)
-		s.conditions.degraded(ReasonInvalidSpec, message)
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", message)
-		return true, nil
+	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password}
+	if sn := s.cr.Spec.Sentinel; sn != nil {
+		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions, s.failed)
+		if stop || err != nil {
+			return stop, err
+		}
+		in.SentinelPassword = password
+		if in.MasterHost, err = r.sentinelSeed(ctx, s); err != nil {
+			return false, err
+		}
 	}
-	objects, err := builder.BuildRedisReplication(builder.RedisReplicationInput{CR: s.cr, Password: s.password})
+	objects, err := builder.BuildRedisReplication(in)
 	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+}
+
+// sentinelSeed is the master address new embedded sentinel pods start monitoring: the current
+// master's pod IP, or, while that pod has none (it is being replaced), the address the sentinels
+// were last seeded with, so that they are never pruned in the middle of a failover. It is ""
+// only before the first master is chosen; the sentinels are created after that.
+func (r *RedisReplicationReconciler) sentinelSeed(ctx context.Context, s *replicationScope) (string, error) {
+	if master := s.cr.Status.MasterNode; master != "" {
+		var pod corev1.Pod
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: master}, &pod)
+		if client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("get master pod %s: %w", master, err)
+		}
+		if err == nil && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" {
+			return pod.Status.PodIP, nil
+		}
+	}
+	var cm corev1.ConfigMap
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: builder.ConfigMapName(builder.SentinelStatefulSetName(s.cr.Name))}, &cm)
+	if err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return seededMaster(cm.Data[builder.SentinelConfKey]), nil
+}
+
+// seededMaster reads the master address of the "sentinel monitor <group> <host> <port>
+// <quorum>" line of a rendered sentinel.conf.
+func seededMaster(conf string) string {
+	for _, line := range strings.Split(conf, "\n") {
+		if f := strings.Fields(line); len(f) == 6 && f[0] == "sentinel" && f[1] == "monitor" {
+			return f[3]
+		}
+	}
+	return ""
 }
 
 // observePods lists the pods and asks each running one for ROLE; a pod that does not answer is
@@ -187,19 +226,34 @@ func observeRole(ctx context.Context, c *redis.Client) (redis.Role, error) {
 // assume a master".
 func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *replicationScope) (bool, error) {
 	sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
-	if err != nil || len(sentinels) == 0 {
+	if err != nil {
 		return false, err
+	}
+	// Each group of sentinels: its StatefulSet, its own password Secret and its master group.
+	type group struct {
+		name, statefulSet, masterGroup string
+		secret                         *v1beta2.ExistingPasswordSecret
+	}
+	var groups []group
+	if sn := s.cr.Spec.Sentinel; sn != nil {
+		groups = append(groups, group{"embedded", builder.SentinelStatefulSetName(s.cr.Name), builder.DefaultMasterGroupName, sn.ExistingPasswordSecret})
+	}
+	for i := range sentinels {
+		sn := &sentinels[i]
+		groups = append(groups, group{sn.Name, builder.SentinelStatefulSetName(sn.Name), builder.MasterGroupName(sn), sn.Spec.KubernetesConfig.ExistingPasswordSecret})
+	}
+	if len(groups) == 0 {
+		return false, nil
 	}
 	s.sentinels = true
 	votes, answers := map[string]int{}, 0
-	for i := range sentinels {
-		sn := &sentinels[i]
-		password, err := readPassword(ctx, r.Client, sn.Namespace, sn.Spec.KubernetesConfig.ExistingPasswordSecret)
+	for _, g := range groups {
+		password, err := readPassword(ctx, r.Client, s.cr.Namespace, g.secret)
 		if err != nil {
-			log.FromContext(ctx).Info("cannot ask sentinels without their password", "sentinel", sn.Name, "error", err.Error())
+			log.FromContext(ctx).Info("cannot ask sentinels without their password", "sentinels", g.name, "error", err.Error())
 			continue
 		}
-		pods, err := podsOf(ctx, r.Client, sn.Namespace, builder.SentinelStatefulSetName(sn.Name))
+		pods, err := podsOf(ctx, r.Client, s.cr.Namespace, g.statefulSet)
 		if err != nil {
 			return false, err
 		}
@@ -211,7 +265,7 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 			if err != nil {
 				return false, err
 			}
-			host, _, known, err := c.SentinelMasterAddr(ctx, builder.MasterGroupName(sn))
+			host, _, known, err := c.SentinelMasterAddr(ctx, g.masterGroup)
 			if err != nil || !known {
 				continue
 			}
@@ -398,6 +452,19 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	if !ok {
 		r.notReady(s, ReasonConverging, "no master chosen yet")
 		return true, nil
+	}
+	if sn := s.cr.Spec.Sentinel; sn != nil {
+		// Embedded sentinels are part of the replication: Ready needs them to monitor this master.
+		sentinelPods, err := podsOf(ctx, r.Client, s.cr.Namespace, builder.SentinelStatefulSetName(s.cr.Name))
+		if err != nil {
+			return false, err
+		}
+		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
+			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
+			r.notReady(s, ReasonConverging, wait)
+			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
+			return true, nil
+		}
 	}
 	s.cr.Status.ConnectionInfo = &v1beta2.ConnectionInfo{Host: master.Status.PodIP, Port: builder.DefaultRedisPort}
 	if s.cr.Status.State != ReplicationStateReady {

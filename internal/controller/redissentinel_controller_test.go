@@ -88,7 +88,44 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	}
 	waitSentinelReady(f.kubelet.pod("rr-0").ip)
 
-	// The master dies and stays away; the sentinels promote a replica.
+	promoted := f.sentinelsFailOver(sentinels.pod("sn-sentinel-0"))
+	waitSentinelReady(f.kubelet.pod(promoted).ip)
+}
+
+// Embedded sentinels (spec.sentinel), added to a running RedisReplication: they are created
+// once it has a master, Ready waits for them to monitor it, and they fail it over.
+func TestEmbeddedSentinelsFailOver(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	if err := f.redis("rr-0").Set(f.ctx, "before", "sentinel-failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		t.Fatal(err)
+	}
+	f.cr.Spec.Sentinel = &v1beta2.Sentinel{Size: 3, Image: "redis:7.0.15",
+		SentinelConfig: v1beta2.SentinelConfig{Quorum: "2", DownAfterMilliseconds: "1000", FailoverTimeout: "5000", ParallelSyncs: "1"}}
+	if err := f.c.Update(f.ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	sentinels := f.sentinelKubelet("rr")
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "rr-sentinel")
+	f.waitReady("rr-0")
+	if ready := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionReady); ready.ObservedGeneration != f.cr.Generation {
+		t.Errorf("Ready describes generation %d, the spec with sentinels is %d", ready.ObservedGeneration, f.cr.Generation)
+	}
+	f.sentinelsFailOver(sentinels.pod("rr-sentinel-0"))
+}
+
+// sentinelsFailOver kills the master rr-0 for good, waits for the sentinels to promote a
+// replica and for the operator to follow, brings rr-0 back (with its volume) as a replica, checks
+// every key and that the operator promoted nobody, and returns the promoted pod.
+func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
+	t := f.t
+	t.Helper()
 	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
 	promoted := f.waitPromoted()
 	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
@@ -97,7 +134,6 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
 	f.waitReady(promoted)
 	f.checkTopology(promoted, map[string]string{"before": "sentinel-failover", "after": "sentinel-failover"})
-	waitSentinelReady(f.kubelet.pod(promoted).ip)
 
 	// The sentinels promoted, not the operator (whose own grace period is 2 s in these tests).
 	var events eventsv1.EventList
@@ -110,7 +146,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 		}
 	}
 	// The sentinels' own record says they failed over: a failover starts a new config epoch.
-	c, err := f.op.pool.Client(sentinels.pod("sn-sentinel-0").addr(builder.DefaultSentinelPort), redis.Auth{})
+	c, err := f.op.pool.Client(sentinel.addr(builder.DefaultSentinelPort), redis.Auth{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,4 +162,5 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 		}
 		return nil
 	})
+	return promoted
 }
