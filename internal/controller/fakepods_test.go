@@ -39,6 +39,7 @@ type fakeKubelet struct {
 	confFor func(p *fakePod) string
 	args    []string
 	net     int
+	base    string // the pods' volumes
 	mu      sync.Mutex
 	nextIP  int
 	pods    map[string]*fakePod
@@ -54,12 +55,22 @@ type fakePod struct {
 }
 
 func newFakeKubelet(t *testing.T, c client.Client, port int) *fakeKubelet {
-	k := &fakeKubelet{t: t, c: c, port: port, net: 100 + os.Getpid()%100, nextIP: 10, pods: map[string]*fakePod{}}
+	// The pods' volumes live under a folder of the kubelet's own, removed only after every
+	// process is stopped: a t.TempDir would be removed first (cleanups run last-in first-out)
+	// while Redis still writes into it.
+	base, err := os.MkdirTemp("", "fakekubelet-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &fakeKubelet{t: t, c: c, port: port, net: 100 + os.Getpid()%100, nextIP: 10, pods: map[string]*fakePod{}, base: base}
 	t.Cleanup(func() {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		for _, p := range k.pods {
 			p.stop(syscall.SIGKILL)
+		}
+		if err := os.RemoveAll(base); err != nil {
+			t.Errorf("remove the pods' volumes: %v", err)
 		}
 	})
 	return k
@@ -85,7 +96,10 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	k.nextIP++
 	k.mu.Unlock()
 	if dataDir == "" {
-		dataDir = k.t.TempDir()
+		var err error
+		if dataDir, err = os.MkdirTemp(k.base, "pod-"); err != nil {
+			k.t.Fatal(err)
+		}
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
 	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: k.args}

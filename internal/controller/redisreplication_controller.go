@@ -71,6 +71,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
 		{"password", r.resolvePassword},
+		{"hand-over-before-scale-in", r.handOverBeforeScaleIn},
 		{"objects", r.applyObjects},
 		{"pods", r.observePods},
 		{"sentinels", r.observeSentinels},
@@ -131,6 +132,77 @@ func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replic
 	}
 	objects, err := builder.BuildRedisReplication(in)
 	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+}
+
+// handOverBeforeScaleIn moves the master role to a pod that stays before the StatefulSet
+// shrinks: scaling in removes the highest ordinals, and a master removed that way would take
+// with it every write its replicas had not received yet. FAILOVER TO pauses writes until the
+// chosen replica has them all, then swaps the roles. Sentinels, where they watch, are left to
+// fail over by themselves once the pod goes.
+func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, s *replicationScope) (bool, error) {
+	size := int(*s.cr.Spec.Size)
+	master := s.cr.Status.MasterNode
+	if master == "" || podOrdinal(master) < size || s.cr.Spec.Sentinel != nil {
+		return false, nil
+	}
+	if sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name); err != nil || len(sentinels) > 0 {
+		return false, err
+	}
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	roles := map[string]redis.Role{}
+	var masterPod *corev1.Pod
+	for i := range pods {
+		if pods[i].Status.PodIP == "" {
+			continue
+		}
+		c, err := r.client(s, pods[i].Status.PodIP)
+		if err != nil {
+			return false, err
+		}
+		if role, err := observeRole(ctx, c); err == nil {
+			roles[pods[i].Name] = role
+		}
+		if pods[i].Name == master {
+			masterPod = &pods[i]
+		}
+	}
+	if role, ok := roles[master]; masterPod == nil || !ok || role.Kind != redis.RoleMaster {
+		return false, nil // gone, or no longer master: nothing to hand over
+	}
+	var target *corev1.Pod
+	var best int64 = -1
+	for i := range pods {
+		role, ok := roles[pods[i].Name]
+		if podOrdinal(pods[i].Name) < size && ok && role.LinkUp() && role.MasterIP == masterPod.Status.PodIP && role.ReplicationOffset > best {
+			target, best = &pods[i], role.ReplicationOffset
+		}
+	}
+	if target == nil {
+		wait := fmt.Sprintf("scaling in to %d removes the master %s, and no replica that stays is in sync to take over", size, master)
+		r.notReady(s, ReasonConverging, wait)
+		s.requeue(ctx, whileConverging, wait)
+		return true, nil
+	}
+	c, err := r.client(s, masterPod.Status.PodIP)
+	if err != nil {
+		return false, err
+	}
+	err = c.FailoverTo(ctx, target.Status.PodIP, builder.DefaultRedisPort, 5*time.Second)
+	inProgress := redis.IsServerError(err) && strings.Contains(err.Error(), "already in progress")
+	if err != nil && !inProgress {
+		r.Recorder.Eventf(s.cr, masterPod, corev1.EventTypeWarning, "HandOverFailed", "Failover", "FAILOVER TO %s failed: %v", target.Name, err)
+		return false, fmt.Errorf("hand the master role from %s to %s: %w", master, target.Name, err)
+	}
+	if err == nil {
+		r.Recorder.Eventf(s.cr, masterPod, corev1.EventTypeNormal, "HandOver", "Failover",
+			"handing the master role from %s to %s before scaling in to %d pods", master, target.Name, size)
+	}
+	r.notReady(s, ReasonConverging, fmt.Sprintf("handing the master role from %s to %s before scaling in", master, target.Name))
+	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
+	return true, nil
 }
 
 // sentinelSeed is the master address new embedded sentinel pods start monitoring: the current

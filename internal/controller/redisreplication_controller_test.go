@@ -263,3 +263,53 @@ func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
 	f.waitReady(promoted)
 	f.checkTopology(promoted, map[string]string{"before": "failover", "after": "failover"})
 }
+
+// Scaling in removes the highest ordinals: when the master is among them, the operator first
+// hands its role to a replica that stays (FAILOVER TO, no write lost), then shrinks.
+func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	// Make rr-2, the pod that scaling in removes, the master; the operator follows.
+	rr2 := f.kubelet.pod("rr-2")
+	if err := f.redis("rr-0").Do(f.ctx, "failover", "to", rr2.ip, builder.DefaultRedisPort).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A role change inside Redis raises no Kubernetes event: the operator would see it at its
+	// next periodic check (30 s); touching the resource brings that check forward.
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		t.Fatal(err)
+	}
+	f.cr.Annotations = map[string]string{"touch": "after-failover"}
+	if err := f.c.Update(f.ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReady("rr-2")
+	if err := f.redis("rr-2").Set(f.ctx, "written", "before-scale-in", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		t.Fatal(err)
+	}
+	two := int32(2)
+	f.cr.Spec.Size = &two
+	if err := f.c.Update(f.ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	var handedTo string
+	waitUntil(t, 30*time.Second, "the master role handed over and the StatefulSet shrunk", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		sts := f.statefulSet()
+		if m := f.cr.Status.MasterNode; (m == "rr-0" || m == "rr-1") && *sts.Spec.Replicas == 2 {
+			handedTo = m
+			return nil
+		}
+		return fmt.Errorf("master %q, StatefulSet replicas %d, conditions %s", f.cr.Status.MasterNode, *sts.Spec.Replicas, describeConditions(f.cr.Status.Conditions))
+	})
+	// The StatefulSet controller removes rr-2.
+	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-2", syscall.SIGTERM)
+	f.waitReady(handedTo)
+	f.checkTopology(handedTo, map[string]string{"written": "before-scale-in"})
+}

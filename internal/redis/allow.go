@@ -24,6 +24,7 @@ var allowedCommands = map[string][]string{
 	"info":      nil,
 	"role":      nil,
 	"replicaof": nil,
+	"failover":  nil,
 	"migrate":   nil,
 	"config":    {"get", "set"},
 	"cluster": {

@@ -428,3 +428,15 @@ func (c *Client) ReplicaOf(ctx context.Context, host string, port int) error {
 func (c *Client) ReplicaOfNoOne(ctx context.Context) error {
 	return c.wrap("REPLICAOF NO ONE", c.rdb.ReplicaOf(ctx, "no", "one").Err())
 }
+
+// FailoverTo hands the master role of this node (outside cluster mode) to its replica at
+// host:port without losing a write (FAILOVER TO): the master pauses writes, waits up to timeout
+// for the replica to catch up, then the two swap roles. The command returns once the switch has
+// started; ROLE on both shows when it is done.
+func (c *Client) FailoverTo(ctx context.Context, host string, port int, timeout time.Duration) error {
+	const command = "FAILOVER"
+	if host == "" || port <= 0 || port > 65535 || timeout <= 0 {
+		return c.wrap(command, fmt.Errorf("invalid target %q port %d timeout %s", host, port, timeout))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "failover", "to", host, strconv.Itoa(port), "timeout", strconv.FormatInt(timeout.Milliseconds(), 10)).Err())
+}

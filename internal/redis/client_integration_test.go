@@ -73,10 +73,31 @@ func TestStandaloneCommandsAndReplication(t *testing.T) {
 		}
 		return nil
 	})
-	if err := r.ReplicaOfNoOne(ctx); err != nil {
+	// FAILOVER TO swaps the roles: the replica leads, the old master follows it.
+	if err := p.FailoverTo(ctx, replica.Host, replica.Port, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if role, err := r.Role(ctx); err != nil || role.Kind != redis.RoleMaster {
+	redistest.WaitFor(t, 30*time.Second, "the roles to swap", func() error {
+		newMaster, err := r.Role(ctx)
+		if err != nil {
+			return err
+		}
+		oldMaster, err := p.Role(ctx)
+		if err != nil {
+			return err
+		}
+		if newMaster.Kind != redis.RoleMaster || !oldMaster.LinkUp() || oldMaster.MasterPort != replica.Port {
+			return errors.New("replica " + string(newMaster.Kind) + ", old master " + string(oldMaster.Kind) + " " + oldMaster.ReplicationState)
+		}
+		return nil
+	})
+	if err := p.FailoverTo(ctx, "", 0, time.Second); err == nil {
+		t.Error("FAILOVER TO without a target was sent")
+	}
+	if err := p.ReplicaOfNoOne(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if role, err := p.Role(ctx); err != nil || role.Kind != redis.RoleMaster {
 		t.Errorf("after REPLICAOF NO ONE: %+v, %v", role, err)
 	}
 

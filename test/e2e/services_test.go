@@ -191,21 +191,27 @@ func TestServicesAndDNS(t *testing.T) {
 		}
 	}
 
-	// The ClusterIP spreads connections over both pods.
-	out, err := sh("client", "redis", "for i in $(seq 1 24); do redis-cli -h redis -p 7000 info server | grep run_id; done")
-	seen := map[string]bool{}
-	for _, line := range strings.Fields(out) {
-		if pod, ok := runIDs[strings.TrimPrefix(line, "run_id:")]; ok {
-			seen[pod] = true
+	// The ClusterIP spreads connections over both pods, once both are among its endpoints
+	// (a pod's readiness reaches the EndpointSlice a moment after the pod's status).
+	if err := sb.Poll("24 connections through the ClusterIP to reach both pods", 20*time.Second, func(context.Context) (bool, string, error) {
+		out, err := sh("client", "redis", "for i in $(seq 1 24); do redis-cli -h redis -p 7000 info server | grep run_id; done")
+		seen := map[string]bool{}
+		for _, line := range strings.Fields(out) {
+			if pod, ok := runIDs[strings.TrimPrefix(line, "run_id:")]; ok {
+				seen[pod] = true
+			}
 		}
-	}
-	if len(seen) != 2 {
-		t.Errorf("24 connections through the ClusterIP reached %v, want both pods (%v; %s)", seen, err, out)
+		return len(seen) == 2, fmt.Sprintf("reached %v", seen), err
+	}); err != nil {
+		t.Error(err)
 	}
 
 	// Hairpin: redis-0 reaches itself through a Service whose only endpoint it is.
-	if out, err := sh("redis-0", "redis", "redis-cli -h redis-0-only info server | grep run_id"); runIDs[strings.TrimPrefix(strings.TrimSpace(out), "run_id:")] != "redis-0" {
-		t.Errorf("redis-0 through its own Service reached %q (%v)", out, err)
+	if err := sb.Poll("redis-0 to reach itself through its own Service", 20*time.Second, func(context.Context) (bool, string, error) {
+		out, err := sh("redis-0", "redis", "redis-cli -h redis-0-only info server | grep run_id")
+		return runIDs[strings.TrimPrefix(strings.TrimSpace(out), "run_id:")] == "redis-0", out, err
+	}); err != nil {
+		t.Error(err)
 	}
 
 	// Every node has its own kube-proxy: with internalTrafficPolicy Local, a pod reaches only
@@ -219,15 +225,18 @@ func TestServicesAndDNS(t *testing.T) {
 				}
 			}
 		}
-		out, err := sh(p.Name, "redis", "for i in 1 2 3 4 5 6; do redis-cli -h redis-local info server | grep run_id; done")
-		ids := strings.Fields(out)
+		var ids []string
+		if err := sb.Poll(p.Name+" to reach redis-local 6 times", 20*time.Second, func(context.Context) (bool, string, error) {
+			out, err := sh(p.Name, "redis", "for i in 1 2 3 4 5 6; do redis-cli -h redis-local info server | grep run_id; done")
+			ids = strings.Fields(out)
+			return len(ids) == 6, out, err
+		}); err != nil {
+			t.Error(err)
+		}
 		for _, line := range ids {
 			if !local[strings.TrimPrefix(line, "run_id:")] {
 				t.Errorf("%s on %s reached %s through an internalTrafficPolicy Local Service (pods %v)", p.Name, p.Spec.NodeName, line, runIDs)
 			}
-		}
-		if len(ids) != 6 {
-			t.Errorf("%s through redis-local: %q (%v)", p.Name, out, err)
 		}
 	}
 
