@@ -138,6 +138,18 @@ func (f *replicationFixture) checkTopology(master string, keys map[string]string
 	}
 }
 
+// writeAcknowledged writes key=value on the master and waits until both replicas have it
+// (WAIT 2): the writes a failover must keep.
+func (f *replicationFixture) writeAcknowledged(master, key, value string) {
+	f.t.Helper()
+	if err := f.redis(master).Set(f.ctx, key, value, 0).Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	if n, err := f.redis(master).Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		f.t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+}
+
 // waitPromoted waits for the status to name a replica (rr-1 or rr-2) as master.
 func (f *replicationFixture) waitPromoted() string {
 	f.t.Helper()
@@ -204,12 +216,7 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	if err := f.redis("rr-0").Set(f.ctx, "before", "crash", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-		t.Fatalf("WAIT 2 = %d, %v", n, err)
-	}
+	f.writeAcknowledged("rr-0", "before", "crash")
 	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
 	// Comes back empty, as a pod without a volume would.
 	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, "")
@@ -223,12 +230,7 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 func TestReplicationAllPodsRestartTogether(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	if err := f.redis("rr-0").Set(f.ctx, "survives", "everything", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-		t.Fatalf("WAIT 2 = %d, %v", n, err)
-	}
+	f.writeAcknowledged("rr-0", "survives", "everything")
 	dirs := map[int32]string{}
 	for i := range int32(3) {
 		dirs[i] = f.kubelet.deletePod(f.ctx, f.cr.Namespace, builder.PodName("rr", i), syscall.SIGTERM).dataDir

@@ -46,12 +46,7 @@ func (f *replicationFixture) sentinelKubelet(name string) *fakeKubelet {
 func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	if err := f.redis("rr-0").Set(f.ctx, "before", "sentinel-failover", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-		t.Fatalf("WAIT 2 = %d, %v", n, err)
-	}
+	f.writeAcknowledged("rr-0", "before", "sentinel-failover")
 
 	size := int32(3)
 	sn := &v1beta2.RedisSentinel{
@@ -97,12 +92,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 func TestEmbeddedSentinelsFailOver(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	if err := f.redis("rr-0").Set(f.ctx, "before", "sentinel-failover", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
-		t.Fatalf("WAIT 2 = %d, %v", n, err)
-	}
+	f.writeAcknowledged("rr-0", "before", "sentinel-failover")
 	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 		t.Fatal(err)
 	}
