@@ -113,16 +113,12 @@ func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentin
 func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinelScope) (bool, error) {
 	cfg := s.cr.Spec.RedisSentinelConfig
 	if cfg == nil || cfg.RedisReplicationName == "" {
-		message := "redisSentinelConfig.redisReplicationName is required: it names the RedisReplication to monitor"
-		s.failed(message)
-		s.conditions.degraded(ReasonInvalidSpec, message)
+		r.invalidSpec(s, "redisSentinelConfig.redisReplicationName is required: it names the RedisReplication to monitor")
 		return true, nil
 	}
 	if ref := cfg.RedisReplicationPassword; ref != nil {
 		if ref.SecretKeyRef == nil {
-			message := "redisSentinelConfig.redisReplicationPassword must be a secretKeyRef"
-			s.failed(message)
-			s.conditions.degraded(ReasonInvalidSpec, message)
+			r.invalidSpec(s, "redisSentinelConfig.redisReplicationPassword must be a secretKeyRef")
 			return true, nil
 		}
 		name, key := ref.SecretKeyRef.Name, ref.SecretKeyRef.Key
@@ -154,6 +150,13 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 		return true, nil
 	}
 	return false, nil
+}
+
+// invalidSpec reports a spec the user must change, in the status and as an event.
+func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) {
+	s.failed(message)
+	s.conditions.degraded(ReasonInvalidSpec, message)
+	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Validate", "%s", message)
 }
 
 func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelScope) (bool, error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -153,4 +154,61 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
 		return nil
 	})
 	return promoted
+}
+
+// What a RedisSentinel cannot act on is said in its conditions: a RedisReplication that does
+// not exist (it waits for it), a password from anything but a Secret (the user must fix it), and
+// the skip annotation (no object is created).
+func TestSentinelReportsWhatItWaitsFor(t *testing.T) {
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	c := newClient(t)
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	size := int32(3)
+	sentinel := func(name string, cfg v1beta2.RedisSentinelConfig, annotations map[string]string) *v1beta2.RedisSentinel {
+		return &v1beta2.RedisSentinel{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+			Spec: v1beta2.RedisSentinelSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+				RedisSentinelConfig: &cfg},
+		}
+	}
+	cases := []struct {
+		cr                      *v1beta2.RedisSentinel
+		condition, reason, text string
+		status                  metav1.ConditionStatus
+	}{
+		{sentinel("no-replication", v1beta2.RedisSentinelConfig{RedisReplicationName: "missing"}, nil),
+			v1beta2.ConditionProgressing, ReasonMasterUnknown, "RedisReplication missing does not exist", metav1.ConditionTrue},
+		{sentinel("configmap-password", v1beta2.RedisSentinelConfig{RedisReplicationName: "missing",
+			RedisReplicationPassword: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "password"}}}, nil),
+			v1beta2.ConditionDegraded, ReasonInvalidSpec, "must be a secretKeyRef", metav1.ConditionTrue},
+		{sentinel("hands-off", v1beta2.RedisSentinelConfig{RedisReplicationName: "missing"}, map[string]string{SkipReconcileSentinelAnnotation: "true"}),
+			v1beta2.ConditionProgressing, ReasonSkipReconcile, SkipReconcileSentinelAnnotation, metav1.ConditionFalse},
+	}
+	for _, tc := range cases {
+		if err := c.Create(ctx, tc.cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range cases {
+		waitUntil(t, 15*time.Second, tc.cr.Name+" reports "+tc.reason, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.cr), tc.cr); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(tc.cr.Status.Conditions, tc.condition)
+			if cond != nil && cond.Status == tc.status && cond.Reason == tc.reason && strings.Contains(cond.Message, tc.text) &&
+				cond.ObservedGeneration == tc.cr.Generation {
+				return nil
+			}
+			return fmt.Errorf("conditions %s", describeConditions(tc.cr.Status.Conditions))
+		})
+	}
+	var sets appsv1.StatefulSetList
+	if err := c.List(ctx, &sets, client.InNamespace(ns)); err != nil || len(sets.Items) != 0 {
+		t.Errorf("StatefulSets = %d (%v), want none: no sentinel can start without a master", len(sets.Items), err)
+	}
 }
