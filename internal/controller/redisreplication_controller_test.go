@@ -138,10 +138,11 @@ func (f *replicationFixture) checkTopology(master string, keys map[string]string
 	}
 }
 
-// writeAcknowledged writes key=value on the master and waits until both replicas have it
-// (WAIT 2): the writes a failover must keep.
-func (f *replicationFixture) writeAcknowledged(master, key, value string) {
+// writeAcknowledged writes key=value on the master the status names and waits until both
+// replicas have it (WAIT 2): the writes a failover must keep.
+func (f *replicationFixture) writeAcknowledged(key, value string) {
 	f.t.Helper()
+	master := f.cr.Status.MasterNode
 	if err := f.redis(master).Set(f.ctx, key, value, 0).Err(); err != nil {
 		f.t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	f.writeAcknowledged("rr-0", "before", "crash")
+	f.writeAcknowledged("before", "crash")
 	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
 	// Comes back empty, as a pod without a volume would.
 	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, "")
@@ -230,7 +231,7 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 func TestReplicationAllPodsRestartTogether(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	f.writeAcknowledged("rr-0", "survives", "everything")
+	f.writeAcknowledged("survives", "everything")
 	dirs := map[int32]string{}
 	for i := range int32(3) {
 		dirs[i] = f.kubelet.deletePod(f.ctx, f.cr.Namespace, builder.PodName("rr", i), syscall.SIGTERM).dataDir

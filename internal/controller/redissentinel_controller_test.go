@@ -47,7 +47,7 @@ func (f *replicationFixture) sentinelKubelet(name string) *fakeKubelet {
 func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	f.writeAcknowledged("rr-0", "before", "sentinel-failover")
+	f.writeAcknowledged("before", "sentinel-failover")
 
 	size := int32(3)
 	sn := &v1beta2.RedisSentinel{
@@ -93,7 +93,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 func TestEmbeddedSentinelsFailOver(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
-	f.writeAcknowledged("rr-0", "before", "sentinel-failover")
+	f.writeAcknowledged("before", "sentinel-failover")
 	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 		t.Fatal(err)
 	}
