@@ -31,6 +31,10 @@ const (
 // SkipReconcileReplicationAnnotation stops all action on a RedisReplication while "true".
 const SkipReconcileReplicationAnnotation = "redisreplication.opstreelabs.in/skip-reconcile"
 
+// sentinelWatchInterval is how often a Ready replication watched by sentinels asks them where
+// the master is (reads only).
+const sentinelWatchInterval = 5 * time.Second
+
 // DefaultMasterPromotionGrace is how long a RedisReplication without sentinels waits for an
 // unreachable master to come back before promoting a replica: a restarting master keeps its
 // writes, a promoted replica loses those it had not received.
@@ -544,6 +548,12 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	}
 	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateReady, "RedisReplication is ready"
 	s.conditions.ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
-	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+	if s.sentinels {
+		// Sentinels move the master without any Kubernetes event (a hung master, a partition):
+		// the -master Service label must follow within seconds, not at the next health check.
+		s.requeue(ctx, sentinelWatchInterval, "sentinels may fail over without any Kubernetes event")
+	} else {
+		s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+	}
 	return false, nil
 }

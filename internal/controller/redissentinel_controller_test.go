@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -86,6 +87,25 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 
 	promoted := f.sentinelsFailOver(sentinels.pod("sn-sentinel-0"))
 	waitSentinelReady(f.kubelet.pod(promoted).ip)
+
+	// A failover without any pod event (asked of the sentinels directly): the replication
+	// follows within a few of its sentinel checks, well before its 30 s health check.
+	sentinel := goredis.NewClient(&goredis.Options{Addr: sentinels.pod("sn-sentinel-1").addr(builder.DefaultSentinelPort)})
+	defer func() { _ = sentinel.Close() }()
+	if err := sentinel.Do(f.ctx, "sentinel", "failover", builder.DefaultMasterGroupName).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "the replication to follow a failover that no pod event announced", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if m := f.cr.Status.MasterNode; m != promoted && m != "" {
+			return nil
+		}
+		return fmt.Errorf("master still %q", f.cr.Status.MasterNode)
+	})
+	f.waitReady(f.cr.Status.MasterNode)
+	f.checkTopology(f.cr.Status.MasterNode, map[string]string{"before": "sentinel-failover", "after": "sentinel-failover"})
 }
 
 // Embedded sentinels (spec.sentinel), added to a running RedisReplication: they are created
