@@ -3,6 +3,8 @@ package builder
 import (
 	"errors"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
@@ -69,6 +71,11 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, err
+	}
+	if s.KubernetesConfig.UpdateStrategy.Type == "" {
+		// The operator rolls the pods itself, replicas first and the master last, after handing
+		// its role to an updated replica; a strategy the user sets explicitly is kept.
+		w.updateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}
 	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
 	if err != nil {

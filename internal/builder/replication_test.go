@@ -30,6 +30,18 @@ func TestBuildRedisReplication(t *testing.T) {
 			}
 			conf := confOf(t, o, "repl-config", RedisConfKey)
 			lacksLines(t, "redis.conf", conf, "replicaof", "slaveof", "cluster-")
+			// The operator rolls the pods itself, master last.
+			wantEqual(t, "update strategy", sts.Spec.UpdateStrategy.Type, appsv1.OnDeleteStatefulSetStrategyType)
+		},
+	}, {
+		name: "an update strategy the user sets is kept",
+		in: func() RedisReplicationInput {
+			cr := minimalReplication()
+			cr.Spec.KubernetesConfig.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+			return RedisReplicationInput{CR: cr}
+		},
+		check: func(t *testing.T, o *Objects) {
+			wantEqual(t, "update strategy", o.StatefulSet("repl").Spec.UpdateStrategy.Type, appsv1.RollingUpdateStatefulSetStrategyType)
 		},
 	}, {
 		name: "sentinel waits for a master",

@@ -22,6 +22,7 @@ const (
 	ReasonRedisUnreachable = "RedisUnreachable"
 	ReasonTopologyProblem  = "TopologyProblem"
 	ReasonMasterUnknown    = "MasterUnknown"
+	ReasonRollingUpdate    = "RollingUpdate"
 	ReasonError            = "Error"
 )
 

@@ -9,7 +9,8 @@ package controller
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/finalizers;redisclusters/finalizers;redisreplications/finalizers;redissentinels/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// Pods: label their redis-role; delete them one by one for a role-aware rolling update.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // Secrets: read the users' password Secrets, own the rendered auth Secrets.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete

@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,6 +84,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 		{"replication", r.reconcileReplication},
 		{"pod-roles", r.labelPodRoles},
 		{"dynamic-config", r.applyDynamicConfig},
+		{"rolling-update", r.rollPods},
 		{"health", r.checkHealth},
 	}
 }
@@ -207,6 +210,104 @@ func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, 
 	r.notReady(s, ReasonConverging, fmt.Sprintf("handing the master role from %s to %s before scaling in", master, target.Name))
 	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
 	return true, nil
+}
+
+// rollPods replaces the pods of an OnDelete StatefulSet that run an old revision, one at a time
+// and only while every pod is ready and in sync: replicas first (highest ordinal first), then
+// the master, after FAILOVER TO has handed its role to the most advanced updated replica. With
+// sentinels the old master is simply replaced and they fail over, as they would for any loss.
+func (r *RedisReplicationReconciler) rollPods(ctx context.Context, s *replicationScope) (bool, error) {
+	var sts appsv1.StatefulSet
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: s.cr.Name}, &sts); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	revision := sts.Status.UpdateRevision
+	if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType || revision == "" {
+		return false, nil
+	}
+	size := *s.cr.Spec.Size
+	var outdated []*corev1.Pod
+	answering := 0
+	for i := range s.members {
+		m := &s.members[i]
+		pod, _ := s.podNamed(m.Pod).(*corev1.Pod)
+		if pod == nil || podOrdinal(pod.Name) >= int(size) {
+			continue
+		}
+		if m.Role != nil {
+			answering++
+		}
+		if pod.Labels[appsv1.ControllerRevisionHashLabelKey] != revision {
+			outdated = append(outdated, pod)
+		}
+	}
+	if len(outdated) == 0 {
+		return false, nil
+	}
+	if s.cr.Status.ReadyReplicas < size || answering < int(size) {
+		return false, nil // health reports what is missing; pod events bring us back
+	}
+	slices.SortFunc(outdated, func(a, b *corev1.Pod) int { return podOrdinal(b.Name) - podOrdinal(a.Name) })
+	victim := outdated[0]
+	for _, pod := range outdated {
+		if pod.Name != s.plan.Master {
+			victim = pod
+			break
+		}
+	}
+	if victim.Name == s.plan.Master && !s.sentinels {
+		return r.handOverForUpdate(ctx, s, victim, revision)
+	}
+	if err := r.Client.Delete(ctx, victim, client.Preconditions{UID: &victim.UID}); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("delete pod %s for the rolling update: %w", victim.Name, err)
+	}
+	r.Recorder.Eventf(s.cr, victim, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s (%s) with revision %s", victim.Name, roleOf(victim, s.plan.Master), revision)
+	r.notReady(s, ReasonRollingUpdate, fmt.Sprintf("rolling update to revision %s: replacing %s, %d pod(s) left", revision, victim.Name, len(outdated)-1))
+	return true, nil // the pod's events bring us back
+}
+
+// handOverForUpdate moves the master role off an outdated master to the most advanced updated
+// replica, without losing a write; the master is replaced once it is a replica.
+func (r *RedisReplicationReconciler) handOverForUpdate(ctx context.Context, s *replicationScope, master *corev1.Pod, revision string) (bool, error) {
+	var target *corev1.Pod
+	var best int64 = -1
+	for i := range s.members {
+		m := &s.members[i]
+		pod, _ := s.podNamed(m.Pod).(*corev1.Pod)
+		if pod == nil || m.Role == nil || !m.Role.LinkUp() || pod.Labels[appsv1.ControllerRevisionHashLabelKey] != revision {
+			continue
+		}
+		if m.Role.ReplicationOffset > best {
+			target, best = pod, m.Role.ReplicationOffset
+		}
+	}
+	if target == nil {
+		return false, nil // no updated replica in sync yet
+	}
+	c, err := r.client(s, master.Status.PodIP)
+	if err != nil {
+		return false, err
+	}
+	err = c.FailoverTo(ctx, target.Status.PodIP, builder.DefaultRedisPort, 5*time.Second)
+	inProgress := redis.IsServerError(err) && strings.Contains(err.Error(), "already in progress")
+	if err != nil && !inProgress {
+		r.Recorder.Eventf(s.cr, master, corev1.EventTypeWarning, "HandOverFailed", "Failover", "FAILOVER TO %s failed: %v", target.Name, err)
+		return false, fmt.Errorf("hand the master role from %s to %s: %w", master.Name, target.Name, err)
+	}
+	if err == nil {
+		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "HandOver", "Failover",
+			"handing the master role from %s to the updated %s before replacing it", master.Name, target.Name)
+	}
+	r.notReady(s, ReasonRollingUpdate, fmt.Sprintf("rolling update to revision %s: handing the master role from %s to %s", revision, master.Name, target.Name))
+	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
+	return true, nil
+}
+
+func roleOf(pod *corev1.Pod, master string) string {
+	if pod.Name == master {
+		return "the master, which the sentinels fail over"
+	}
+	return "a replica"
 }
 
 // sentinelSeed is the master address new embedded sentinel pods start monitoring: the current

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -143,4 +144,123 @@ func getPod(t *testing.T, ns, name string) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A change of the pod template rolls the RedisReplication sample pod by pod: replicas first,
+// the master last after FAILOVER TO has handed its role to an updated replica. A client writing
+// through the -master Service the whole time loses none of the writes a replica acknowledged
+// (WAIT 1), and no replica is ever promoted the way a lost master would be.
+func TestReplicationRollingUpdateKeepsAcknowledgedWrites(t *testing.T) {
+	ctx := context.Background()
+	ns := sb.Namespace(t, "rollout")
+	const name = "redis-replication"
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redisreplication_minimal.yaml"))
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	cr := &v1beta2.RedisReplication{}
+	waitReady := func(since time.Time) {
+		t.Helper()
+		sb.WaitFor(t, ns, "RedisReplication Ready", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+			if err := sb.Client.Get(ctx, key, cr); err != nil {
+				return false, "", err
+			}
+			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+			ok := ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == cr.Generation &&
+				!ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) && cr.Status.ReadyReplicas == 3
+			return ok, fmt.Sprintf("%s master %q: %s", cr.Status.State, cr.Status.MasterNode, cr.Status.Reason), nil
+		})
+	}
+	waitReady(time.Now().Add(-time.Hour))
+	oldMaster := cr.Status.MasterNode
+	var svc corev1.Service
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-master"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+
+	// The writer: one key at a time through the -master Service; a key counts as acknowledged
+	// once a replica has it too. Errors while roles change are expected and counted.
+	stop := make(chan struct{})
+	var acknowledged []string
+	failures := 0
+	done := make(chan struct{})
+	writer := sb.RedisAt(t, svc.Spec.ClusterIP, 6379)
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := "w-" + strconv.Itoa(i)
+			if err := writer.Set(ctx, k, i, 0).Err(); err != nil {
+				failures++
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if n, err := writer.Wait(ctx, 1, time.Second).Result(); err == nil && n >= 1 {
+				acknowledged = append(acknowledged, k)
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+
+	fault := faultTime()
+	if err := sb.Client.Get(ctx, key, cr); err != nil {
+		t.Fatal(err)
+	}
+	cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: "1"}}
+	if err := sb.Client.Update(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	// Ready again only once no pod runs the old revision (the rollout reports Progressing).
+	waitReady(fault)
+	sb.WaitFor(t, ns, "every pod on the new revision", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
+		var sts appsv1.StatefulSet
+		if err := sb.Client.Get(ctx, key, &sts); err != nil {
+			return false, "", err
+		}
+		var pods corev1.PodList
+		if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": name}); err != nil {
+			return false, "", err
+		}
+		updated := 0
+		for _, p := range pods.Items {
+			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision {
+				updated++
+			}
+		}
+		return updated == 3 && len(pods.Items) == 3, fmt.Sprintf("%d of %d pods on %s", updated, len(pods.Items), sts.Status.UpdateRevision), nil
+	})
+	time.Sleep(time.Second)
+	close(stop)
+	<-done
+	if len(acknowledged) < 10 {
+		t.Fatalf("only %d writes acknowledged during the rollout (%d failed)", len(acknowledged), failures)
+	}
+
+	master := getPod(t, ns, cr.Status.MasterNode)
+	rdb := sb.Redis(t, master)
+	for _, k := range acknowledged {
+		if err := rdb.Get(ctx, k).Err(); err != nil {
+			t.Errorf("acknowledged key %s is missing on the master %s after the rollout: %v", k, master.Name, err)
+		}
+	}
+	t.Logf("%d writes acknowledged, %d refused while roles changed; master %s -> %s", len(acknowledged), failures, oldMaster, master.Name)
+
+	var events eventsv1.EventList
+	if err := sb.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	handedOver := false
+	for _, e := range events.Items {
+		switch e.Reason {
+		case "Promote":
+			t.Errorf("a replica was promoted as if the master were lost: %s", e.Note)
+		case "HandOver":
+			handedOver = true
+		}
+	}
+	if !handedOver {
+		t.Error("no HandOver event: the master was not handed over before its pod was replaced")
+	}
 }
