@@ -193,23 +193,7 @@ func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, 
 		s.requeue(ctx, whileConverging, wait)
 		return true, nil
 	}
-	c, err := r.client(s, masterPod.Status.PodIP)
-	if err != nil {
-		return false, err
-	}
-	err = c.FailoverTo(ctx, target.Status.PodIP, builder.DefaultRedisPort, 5*time.Second)
-	inProgress := redis.IsServerError(err) && strings.Contains(err.Error(), "already in progress")
-	if err != nil && !inProgress {
-		r.Recorder.Eventf(s.cr, masterPod, corev1.EventTypeWarning, "HandOverFailed", "Failover", "FAILOVER TO %s failed: %v", target.Name, err)
-		return false, fmt.Errorf("hand the master role from %s to %s: %w", master, target.Name, err)
-	}
-	if err == nil {
-		r.Recorder.Eventf(s.cr, masterPod, corev1.EventTypeNormal, "HandOver", "Failover",
-			"handing the master role from %s to %s before scaling in to %d pods", master, target.Name, size)
-	}
-	r.notReady(s, ReasonConverging, fmt.Sprintf("handing the master role from %s to %s before scaling in", master, target.Name))
-	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
-	return true, nil
+	return true, r.handOver(ctx, s, masterPod, target, ReasonConverging, fmt.Sprintf("before scaling in to %d pods", size))
 }
 
 // rollPods replaces the pods of an OnDelete StatefulSet that run an old revision, one at a time
@@ -284,23 +268,30 @@ func (r *RedisReplicationReconciler) handOverForUpdate(ctx context.Context, s *r
 	if target == nil {
 		return false, nil // no updated replica in sync yet
 	}
+	return true, r.handOver(ctx, s, master, target, ReasonRollingUpdate, "for the rolling update to revision "+revision)
+}
+
+// handOver runs FAILOVER TO on the master towards target (a FAILOVER already in progress is
+// waited for, not repeated), says so in an event and the conditions, and comes back once Redis
+// has swapped the roles.
+func (r *RedisReplicationReconciler) handOver(ctx context.Context, s *replicationScope, master, target *corev1.Pod, reason, why string) error {
 	c, err := r.client(s, master.Status.PodIP)
 	if err != nil {
-		return false, err
+		return err
 	}
 	err = c.FailoverTo(ctx, target.Status.PodIP, builder.DefaultRedisPort, 5*time.Second)
 	inProgress := redis.IsServerError(err) && strings.Contains(err.Error(), "already in progress")
 	if err != nil && !inProgress {
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeWarning, "HandOverFailed", "Failover", "FAILOVER TO %s failed: %v", target.Name, err)
-		return false, fmt.Errorf("hand the master role from %s to %s: %w", master.Name, target.Name, err)
+		return fmt.Errorf("hand the master role from %s to %s: %w", master.Name, target.Name, err)
 	}
+	message := fmt.Sprintf("handing the master role from %s to %s %s", master.Name, target.Name, why)
 	if err == nil {
-		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "HandOver", "Failover",
-			"handing the master role from %s to the updated %s before replacing it", master.Name, target.Name)
+		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "HandOver", "Failover", "%s", message)
 	}
-	r.notReady(s, ReasonRollingUpdate, fmt.Sprintf("rolling update to revision %s: handing the master role from %s to %s", revision, master.Name, target.Name))
+	r.notReady(s, reason, message)
 	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
-	return true, nil
+	return nil
 }
 
 func roleOf(pod *corev1.Pod, master string) string {
