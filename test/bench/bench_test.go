@@ -54,6 +54,8 @@ type Results struct {
 	APIWritesPerReconcile        float64            `json:"api_writes_per_reconcile"`
 	RedisCommandsPerReconcile    float64            `json:"redis_commands_per_reconcile"`
 	Standalone50ReadySeconds     float64            `json:"standalone_50_ready_seconds"`
+	ReplicationReadySeconds      float64            `json:"replication_ready_seconds"`
+	ReplicationMasterLostSeconds float64            `json:"replication_master_lost_to_ready_seconds"`
 }
 
 const cluster = `
@@ -151,6 +153,41 @@ func TestBenchmark(t *testing.T) {
 	})
 	r.Standalone50ReadySeconds = time.Since(start50).Seconds()
 
+	// (e) a RedisReplication of 3: apply → Ready; its master pod deleted (no volume, so it comes
+	// back empty) → Ready again on a replica that kept the data.
+	nsr := sb.Namespace(t, "benchrepl")
+	startRepl := time.Now()
+	sb.Apply(t, nsr, replication)
+	var master string
+	waitFor(t, 5*time.Minute, "replication Ready", func() bool {
+		master = replicationReady(t, nsr, "")
+		return master != ""
+	})
+	r.ReplicationReadySeconds = time.Since(startRepl).Seconds()
+	// Data first: with none, the replicas hold nothing the returning master lacks, and it rightly
+	// stays master.
+	var masterPod corev1.Pod
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: nsr, Name: master}, &masterPod); err != nil {
+		t.Fatal(err)
+	}
+	rdb := sb.Redis(t, &masterPod)
+	for i := range 100 {
+		if err := rdb.Set(ctx, fmt.Sprintf("k%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := rdb.Wait(ctx, 2, time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+	lost := time.Now()
+	if err := sb.Kube.CoreV1().Pods(nsr).Delete(ctx, master, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Minute, "replication Ready on another master", func() bool {
+		return replicationReady(t, nsr, master) != ""
+	})
+	r.ReplicationMasterLostSeconds = time.Since(lost).Seconds()
+
 	report(t, r)
 }
 
@@ -164,6 +201,8 @@ func report(t *testing.T, r Results) {
 		{"steady state: API writes per reconcile", fmt.Sprintf("%.2f (%.0f in %.0f s)", r.APIWritesPerReconcile, r.SteadyStateAPIWrites, r.SteadyStateSeconds)},
 		{"steady state: Redis commands per reconcile", fmt.Sprintf("%.1f %v", r.RedisCommandsPerReconcile, r.SteadyStateRedisCommands)},
 		{"50 standalone Redis → Ready", fmt.Sprintf("%.1f s", r.Standalone50ReadySeconds)},
+		{"replication of 3: apply → Ready", fmt.Sprintf("%.1f s", r.ReplicationReadySeconds)},
+		{"replication: master pod deleted → Ready", fmt.Sprintf("%.1f s", r.ReplicationMasterLostSeconds)},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-48s %s\n", "measure", "value")
@@ -183,6 +222,32 @@ func report(t *testing.T, r Results) {
 		t.Fatal(err)
 	}
 	fmt.Println("written to", out)
+}
+
+const replication = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata:
+  name: bench
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+`
+
+// replicationReady returns the master of a Ready replication whose master is not notMaster,
+// or "" while there is none.
+func replicationReady(t *testing.T, ns, notMaster string) string {
+	t.Helper()
+	cr := &v1beta2.RedisReplication{}
+	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bench"}, cr); err != nil {
+		return ""
+	}
+	ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || cr.Status.ReadyReplicas != 3 || cr.Status.MasterNode == notMaster {
+		return ""
+	}
+	return cr.Status.MasterNode
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
