@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,9 +37,30 @@ type clusterFixture struct {
 
 var testPort = 7100
 
+// testNamespace names the namespace of a test after the test, the same name on every call
+// within it; a test run again (go test -count=N) gets a fresh one, since the namespace of
+// the previous run may still be terminating.
 func testNamespace(t *testing.T) string {
-	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	namespacesMu.Lock()
+	defer namespacesMu.Unlock()
+	if ns, ok := namespacesOfTests[t]; ok {
+		return ns
+	}
+	base := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	namespaceRuns[base]++
+	ns := base
+	if n := namespaceRuns[base]; n > 1 {
+		ns = fmt.Sprintf("%s-%d", base, n)
+	}
+	namespacesOfTests[t] = ns
+	return ns
 }
+
+var (
+	namespacesMu      sync.Mutex
+	namespacesOfTests = map[*testing.T]string{}
+	namespaceRuns     = map[string]int{}
+)
 
 func newClusterFixture(t *testing.T, leaders, followers int32) *clusterFixture {
 	t.Helper()

@@ -92,9 +92,16 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	// follows within a few of its sentinel checks, well before its 30 s health check.
 	sentinel := goredis.NewClient(&goredis.Options{Addr: sentinels.pod("sn-sentinel-1").addr(builder.DefaultSentinelPort)})
 	defer func() { _ = sentinel.Close() }()
-	if err := sentinel.Do(f.ctx, "sentinel", "failover", builder.DefaultMasterGroupName).Err(); err != nil {
-		t.Fatal(err)
-	}
+	// A sentinel refuses a new failover while it still counts the last one as in progress (it
+	// lasts until every replica it knows is reconfigured or the failover timeout passes), or
+	// before it has seen a replica it would promote: ask until it accepts.
+	waitUntil(t, 30*time.Second, "the sentinels to accept SENTINEL FAILOVER", func() error {
+		err := sentinel.Do(f.ctx, "sentinel", "failover", builder.DefaultMasterGroupName).Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "INPROG") && !strings.HasPrefix(err.Error(), "NOGOODSLAVE") {
+			t.Fatal(err)
+		}
+		return err
+	})
 	waitUntil(t, 20*time.Second, "the replication to follow a failover that no pod event announced", func() error {
 		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 			return err
