@@ -15,23 +15,32 @@ func FuzzCompute(f *testing.F) {
 	for _, n := range healthy() {
 		seed = append(seed, c.viewOf(n, healthy()).String())
 	}
-	f.Add(strings.Join(seed, "\x00"), uint8(3), uint8(3))
+	f.Add(strings.Join(seed, "\x00"), uint8(3), uint8(3), uint8(0))
 	fresh := empty(healthy())
 	var alone []string
 	for _, n := range fresh {
 		alone = append(alone, c.viewOf(n, []node{n}).String())
 	}
-	f.Add(strings.Join(alone, "\x00"), uint8(3), uint8(3))
+	f.Add(strings.Join(alone, "\x00"), uint8(3), uint8(3), uint8(0))
+	four := cluster{known: fourByFour()}
+	var scaled []string
+	for _, n := range fourByFour() {
+		scaled = append(scaled, four.viewOf(n, fourByFour()).String())
+	}
+	f.Add(strings.Join(scaled, "\x00"), uint8(2), uint8(2), uint8(2))
 
-	f.Fuzz(func(t *testing.T, views string, leaders, followers uint8) {
+	// departing adds leader and follower pods beyond the design, as during a scale-in.
+	f.Fuzz(func(t *testing.T, views string, leaders, followers, departing uint8) {
 		design := Design{Leaders: int(leaders%4) + 1, Followers: int(followers % 7)}
+		extraLeaders, extraFollowers := int(departing%3), int(departing/3%3)
 		texts := strings.Split(views, "\x00")
 		var members []Member
 		ips := map[string]bool{}
-		for i := 0; i < design.Leaders+design.Followers; i++ {
+		podsOf := design.Leaders + extraLeaders
+		for i := 0; i < podsOf+design.Followers+extraFollowers; i++ {
 			role, ordinal := Leader, i
-			if i >= design.Leaders {
-				role, ordinal = Follower, i-design.Leaders
+			if i >= podsOf {
+				role, ordinal = Follower, i-podsOf
 			}
 			m := Member{Pod: string(role) + "-" + string(rune('a'+i)), Role: role, Ordinal: ordinal,
 				IP: "10.0.0." + string(rune('1'+i)), Port: 6379, BusPort: 16379}
@@ -44,6 +53,18 @@ func FuzzCompute(f *testing.F) {
 			members = append(members, m)
 		}
 		plan := Compute(design, members)
+		keepLeaders, keepFollowers, _ := Keep(design, members)
+		if keepLeaders < design.Leaders || keepLeaders > podsOf || keepFollowers < design.Followers || keepFollowers > design.Followers+extraFollowers {
+			t.Fatalf("Keep = %d leaders, %d followers: outside the design and the pods", keepLeaders, keepFollowers)
+		}
+		ids := map[string]string{} // pod → node ID it reports
+		for _, m := range members {
+			if m.View != nil {
+				if me, ok := m.View.Myself(); ok {
+					ids[m.Pod] = me.ID
+				}
+			}
+		}
 		pods := map[string]bool{}
 		for _, m := range members {
 			pods[m.Pod] = true
@@ -66,6 +87,15 @@ func FuzzCompute(f *testing.F) {
 			case StepReplicate, StepForget:
 				if len(s.NodeID) != redis.NodeIDLength {
 					t.Fatalf("bad node ID in %v", s)
+				}
+			case StepMigrate:
+				if !pods[s.To] || s.To == s.On || ids[s.To] != s.NodeID || !ips[s.IP] || len(s.Slots) == 0 {
+					t.Fatalf("migrate must name another pod by its node ID and address: %v", s)
+				}
+				for _, r := range s.Slots {
+					if !r.Valid() {
+						t.Fatalf("invalid slot range in %v", s)
+					}
 				}
 			case StepFailover:
 			default:

@@ -43,7 +43,9 @@ type Member struct {
 	Replication redis.Role
 }
 
-// Design is the shape the custom resource asks for.
+// Design is the shape the custom resource asks for. Pods beyond it (ordinals at or above the
+// designed count, while a scale-in drains them) are departing: they hand their slots over and
+// are then removed.
 type Design struct {
 	Leaders   int
 	Followers int
@@ -59,6 +61,8 @@ const (
 	StepAddSlots  StepKind = "AddSlots"
 	StepReplicate StepKind = "Replicate"
 	StepFailover  StepKind = "Failover"
+	// StepMigrate moves slots with their keys: SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE.
+	StepMigrate StepKind = "Migrate"
 )
 
 // Step is one command to run on one pod.
@@ -70,10 +74,12 @@ type Step struct {
 	IP      string
 	Port    int
 	BusPort int
-	// AddSlots: the ranges to take.
+	// AddSlots: the ranges to take; Migrate: the ranges to move.
 	Slots []redis.SlotRange
-	// Replicate: the master to follow; Forget: the node to forget.
+	// Replicate: the master to follow; Forget: the node to forget; Migrate: the destination.
 	NodeID string
+	// Migrate: the destination pod (IP and Port are its address).
+	To string
 	// Reason says why, for events and logs.
 	Reason string
 }
@@ -112,7 +118,8 @@ func Compute(design Design, members []Member) Plan {
 	if !ok {
 		return plan
 	}
-	for _, stage := range []func(*observed) Plan{meet, forget, assignSlots, replicate, failBack, agree} {
+	stages := []func(*observed) Plan{meet, forget, finishMigrations, assignSlots, replicate, failBack, agree, rebalance, depart}
+	for _, stage := range stages {
 		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
 			return p
 		}
@@ -131,10 +138,16 @@ func index(design Design, members []Member) (*observed, Plan, bool) {
 		}
 		return cmp.Compare(a.Ordinal, b.Ordinal)
 	})
-	if want := design.Leaders + design.Followers; len(sorted) != want {
-		return nil, Plan{Wait: fmt.Sprintf("waiting for pods: %d of %d are running", len(sorted), want)}, false
-	}
 	o := &observed{design: design, members: sorted, ids: map[string]*Member{}, idOf: map[string]string{}, self: map[string]redis.Node{}}
+	designed := 0
+	for i := range sorted {
+		if !o.departing(&sorted[i]) {
+			designed++
+		}
+	}
+	if want := design.Leaders + design.Followers; designed != want {
+		return nil, Plan{Wait: fmt.Sprintf("waiting for pods: %d of %d are running", designed, want)}, false
+	}
 	var silent []string
 	for i := range o.members {
 		m := &o.members[i]
@@ -302,17 +315,22 @@ func assignSlots(o *observed) Plan {
 	return plan
 }
 
-// shard is a master that serves slots, with its replicas.
+// shard is a master that takes replicas: one that serves slots, or a leader pod designed to
+// be a master that waits for slots (scale-out). A departing master is no shard: nothing is
+// attached to what is about to leave.
 type shard struct {
-	master   redis.Node
-	replicas []string // node IDs
-	leader   *Member  // the leader pod in the shard, master or replica
+	master redis.Node
+	// replicas are the designed members that replicate it, by node ID.
+	replicas []string
+	leader   *Member // the leader pod in the shard, master or replica
 }
 
 // replicate attaches nodes that serve nothing (new followers, pods that came back empty) as
 // replicas: follower i to the shard of leader i mod n, unless that keeps it on its master's
 // Kubernetes node while another shard on another node needs a replica; an empty leader to the
-// shard that has no leader pod left (its follower was promoted).
+// shard that has no leader pod left (its follower was promoted). A replica whose master left
+// or was emptied by a scale-in moves to a shard that lacks one, and so does a replica in
+// excess of the design while another shard lacks one. Departing pods are left as they are.
 func replicate(o *observed) Plan {
 	shards := o.shards()
 	perShard := 0
@@ -321,46 +339,134 @@ func replicate(o *observed) Plan {
 	}
 	var plan Plan
 	var waits []string
+	parked := 0 // designed replicas still with a departing master that serves slots
 	for _, m := range o.members {
+		if o.departing(&m) {
+			continue
+		}
 		id := o.idOf[m.Pod]
 		node := o.self[m.Pod]
 		if node.IsReplica() {
-			if !m.Replication.LinkUp() {
+			switch {
+			case !m.Replication.LinkUp():
 				waits = append(waits, fmt.Sprintf("replica %s is syncing with its master", m.Pod))
+			case o.shardOf(shards, node.MasterID) != nil:
+			case o.departingWithSlots(node.MasterID):
+				parked++ // it keeps the leaving shard redundant until its slots have moved
+			default:
+				if step, ok := o.attach(m, shards, perShard, fmt.Sprintf("its master %s (%s) is leaving the cluster", short(node.MasterID), o.podOf(node.MasterID))); ok {
+					plan.Steps = append(plan.Steps, step)
+				} else {
+					plan.Problems = append(plan.Problems, fmt.Sprintf("replica %s follows %s, which is leaving, and no shard needs a replica", m.Pod, o.podOf(node.MasterID)))
+				}
 			}
 			continue
 		}
 		if node.SlotCount() > 0 || o.replicaCount(id) > 0 {
 			continue
 		}
-		target := o.chooseShard(m, shards, perShard)
-		if target == nil {
+		if m.Role == Leader && o.leaderlessShard(m, shards) == nil {
+			continue // a new shard: rebalance gives it slots
+		}
+		if known := o.knows(m, shards, perShard); known != "" {
+			waits = append(waits, known)
+			continue
+		}
+		if step, ok := o.attach(m, shards, perShard, ""); ok {
+			plan.Steps = append(plan.Steps, step)
+		} else {
 			plan.Problems = append(plan.Problems, fmt.Sprintf("pod %s serves no slots and no shard needs a replica", m.Pod))
-			continue
 		}
-		if known, ok := m.View.NodeByID(target.master.ID); !ok || known.Is(redis.FlagHandshake) {
-			waits = append(waits, fmt.Sprintf("%s does not know master %s yet (gossip)", m.Pod, short(target.master.ID)))
-			continue
-		}
-		target.replicas = append(target.replicas, id)
-		if m.Role == Leader && target.leader == nil {
-			target.leader = &m
-		}
-		plan.Steps = append(plan.Steps, Step{Kind: StepReplicate, On: m.Pod, NodeID: target.master.ID,
-			Reason: fmt.Sprintf("replicate master %s (%s)", short(target.master.ID), o.podOf(target.master.ID))})
 	}
-	if len(plan.Steps) == 0 {
-		if len(waits) > 0 {
-			plan.Wait = strings.Join(firstN(waits, 3), "; ")
-			return plan
-		}
-		for _, s := range shards {
-			if len(s.replicas) < perShard {
-				plan.Problems = append(plan.Problems, fmt.Sprintf("master %s (%s) has %d of %d replicas", short(s.master.ID), o.podOf(s.master.ID), len(s.replicas), perShard))
-			}
+	if len(plan.Steps) > 0 {
+		plan.Problems = nil
+		return plan
+	}
+	if len(waits) > 0 {
+		return Plan{Wait: strings.Join(firstN(waits, 3), "; ")}
+	}
+	if len(plan.Problems) > 0 {
+		return plan
+	}
+	if step, ok := o.moveSpareReplica(shards, perShard); ok {
+		return Plan{Steps: []Step{step}}
+	}
+	if parked > 0 {
+		return plan // the replicas come back once their departing master is emptied
+	}
+	for _, s := range shards {
+		if len(s.replicas) < perShard {
+			plan.Problems = append(plan.Problems, fmt.Sprintf("master %s (%s) has %d of %d replicas", short(s.master.ID), o.podOf(s.master.ID), len(s.replicas), perShard))
 		}
 	}
 	return plan
+}
+
+// knows returns a wait when m does not yet know the master it would be attached to.
+func (o *observed) knows(m Member, shards []*shard, perShard int) string {
+	target := o.chooseShard(m, shards, perShard)
+	if target == nil {
+		return ""
+	}
+	if known, ok := m.View.NodeByID(target.master.ID); !ok || known.Is(redis.FlagHandshake) {
+		return fmt.Sprintf("%s does not know master %s yet (gossip)", m.Pod, short(target.master.ID))
+	}
+	return ""
+}
+
+// attach returns the step that makes m a replica of the shard chosen for it, and counts it
+// there so the next member goes elsewhere.
+func (o *observed) attach(m Member, shards []*shard, perShard int, why string) (Step, bool) {
+	target := o.chooseShard(m, shards, perShard)
+	if target == nil {
+		return Step{}, false
+	}
+	target.replicas = append(target.replicas, o.idOf[m.Pod])
+	if m.Role == Leader && target.leader == nil {
+		target.leader = &m
+	}
+	reason := fmt.Sprintf("replicate master %s (%s)", short(target.master.ID), o.podOf(target.master.ID))
+	if why != "" {
+		reason += ": " + why
+	}
+	return Step{Kind: StepReplicate, On: m.Pod, NodeID: target.master.ID, Reason: reason}, true
+}
+
+// moveSpareReplica moves one replica from a shard that has more than the design asks for to
+// one that has fewer (after a scale-in Redis gives an emptied master's replicas to the node
+// that took its last slot). It takes a follower pod, preferably one off the needy master's node.
+func (o *observed) moveSpareReplica(shards []*shard, perShard int) (Step, bool) {
+	for _, needy := range shards {
+		if len(needy.replicas) >= perShard {
+			continue
+		}
+		for _, rich := range shards {
+			if len(rich.replicas) <= perShard {
+				continue
+			}
+			var best *Member
+			for _, id := range rich.replicas {
+				r := o.ids[id]
+				if r.Role != Follower {
+					continue
+				}
+				if best == nil || (o.sameNode(best, needy) && !o.sameNode(r, needy)) {
+					best = r
+				}
+			}
+			if best == nil {
+				continue
+			}
+			return Step{Kind: StepReplicate, On: best.Pod, NodeID: needy.master.ID,
+				Reason: fmt.Sprintf("replicate master %s (%s): %s has %d replicas, it has %d", short(needy.master.ID), o.podOf(needy.master.ID), o.podOf(rich.master.ID), len(rich.replicas), len(needy.replicas))}, true
+		}
+	}
+	return Step{}, false
+}
+
+func (o *observed) sameNode(m *Member, s *shard) bool {
+	master, ok := o.ids[s.master.ID]
+	return ok && m.NodeName != "" && master.NodeName == m.NodeName
 }
 
 // replicaCount is the number of members that say they replicate the node.
@@ -378,7 +484,10 @@ func (o *observed) shards() []*shard {
 	var out []*shard
 	for _, m := range o.members {
 		n := o.self[m.Pod]
-		if !n.IsMaster() || n.SlotCount() == 0 {
+		if !n.IsMaster() || o.departing(&m) {
+			continue
+		}
+		if n.SlotCount() == 0 && m.Role != Leader {
 			continue
 		}
 		s := &shard{master: n}
@@ -387,7 +496,7 @@ func (o *observed) shards() []*shard {
 		}
 		for _, r := range o.members {
 			me := o.self[r.Pod]
-			if me.IsReplica() && me.MasterID == n.ID {
+			if me.IsReplica() && me.MasterID == n.ID && !o.departing(&r) {
 				s.replicas = append(s.replicas, me.ID)
 				if r.Role == Leader {
 					s.leader = o.ids[me.ID]
@@ -399,22 +508,42 @@ func (o *observed) shards() []*shard {
 	return out
 }
 
+func (o *observed) shardOf(shards []*shard, masterID string) *shard {
+	for _, s := range shards {
+		if s.master.ID == masterID {
+			return s
+		}
+	}
+	return nil
+}
+
+// departingWithSlots reports whether the node is a departing member that still serves slots.
+func (o *observed) departingWithSlots(id string) bool {
+	m, ok := o.ids[id]
+	return ok && o.departing(m) && o.self[m.Pod].SlotCount() > 0
+}
+
+// leaderlessShard is the shard an empty leader belongs to: one whose follower was promoted and
+// that has no leader pod left, preferably the one of its own ordinal.
+func (o *observed) leaderlessShard(m Member, shards []*shard) *shard {
+	var best *shard
+	for _, s := range shards {
+		if s.leader != nil || s.master.SlotCount() == 0 {
+			continue
+		}
+		if master, ok := o.ids[s.master.ID]; ok && master.Role == Follower && master.Ordinal%o.design.Leaders == m.Ordinal {
+			return s
+		}
+		if best == nil {
+			best = s
+		}
+	}
+	return best
+}
+
 func (o *observed) chooseShard(m Member, shards []*shard, perShard int) *shard {
 	if m.Role == Leader {
-		// An empty leader belongs where its follower was promoted: a shard without a leader pod.
-		var best *shard
-		for _, s := range shards {
-			if s.leader != nil {
-				continue
-			}
-			if master, ok := o.ids[s.master.ID]; ok && master.Role == Follower && master.Ordinal%o.design.Leaders == m.Ordinal {
-				return s
-			}
-			if best == nil {
-				best = s
-			}
-		}
-		return best
+		return o.leaderlessShard(m, shards)
 	}
 	designed := o.member(Leader, m.Ordinal%max(o.design.Leaders, 1))
 	var candidates []*shard
@@ -448,7 +577,7 @@ func failBack(o *observed) Plan {
 	var plan Plan
 	var waits []string
 	for _, m := range o.members {
-		if m.Role != Leader {
+		if m.Role != Leader || o.departing(&m) {
 			continue
 		}
 		node := o.self[m.Pod]
@@ -456,7 +585,7 @@ func failBack(o *observed) Plan {
 			continue
 		}
 		master, ok := o.ids[node.MasterID]
-		if !ok || master.Role != Follower {
+		if !ok || master.Role != Follower || o.self[master.Pod].SlotCount() == 0 {
 			continue
 		}
 		if !m.Replication.LinkUp() {

@@ -18,6 +18,8 @@ type node struct {
 	slots  string // "0-5460" etc.
 	flags  string // extra flags such as "fail"
 	idSeed string // defaults to pod: a pod recreated empty gets another
+	// migrating and importing: slot → pod on the other side, shown in the node's own line.
+	migrating, importing map[int]string
 }
 
 func (n node) id() string {
@@ -66,6 +68,14 @@ func (c cluster) viewOf(me node, known []node) *redis.Topology {
 		line := fmt.Sprintf("%s %s:6379@16379 %s %s 0 0 1 connected", n.id(), n.ip, strings.Join(flags, ","), master)
 		if n.slots != "" {
 			line += " " + n.slots
+		}
+		if n.id() == me.id() {
+			for slot, pod := range n.migrating {
+				line += fmt.Sprintf(" [%d->-%s]", slot, c.byPod(pod).id())
+			}
+			for slot, pod := range n.importing {
+				line += fmt.Sprintf(" [%d-<-%s]", slot, c.byPod(pod).id())
+			}
 		}
 		lines = append(lines, line)
 	}

@@ -1,0 +1,277 @@
+package clusterplan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// MaxSlotsPerPlan bounds the slots one plan moves, so that each reconcile reports progress and
+// sees pod events between batches.
+const MaxSlotsPerPlan = 1024
+
+// rebalanceTolerance is how far, in percent of its fair share, a master's slot count may be
+// off before the slots are moved: slots moved by hand by a small amount stay where they are.
+const rebalanceTolerance = 2
+
+// departing reports whether the member is beyond the design: a scale-in removes it.
+func (o *observed) departing(m *Member) bool {
+	if m.Role == Leader {
+		return m.Ordinal >= o.design.Leaders
+	}
+	return m.Ordinal >= o.design.Followers
+}
+
+// finishMigrations completes every slot move that was started and not finished (the operator
+// stopped midway, or a move was started by hand): a move only ever goes forward, to the node
+// that was importing the slot, so no key is left behind on a node that no longer serves it.
+func finishMigrations(o *observed) Plan {
+	moves := map[[2]string][]int{} // source pod, destination pod → slots
+	var problems []string
+	add := func(from, to *Member, slot int) {
+		key := [2]string{from.Pod, to.Pod}
+		if !slices.Contains(moves[key], slot) {
+			moves[key] = append(moves[key], slot)
+		}
+	}
+	for i := range o.members {
+		m := &o.members[i]
+		me := o.self[m.Pod]
+		for _, mig := range me.Migrating {
+			to, ok := o.ids[mig.NodeID]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("pod %s is moving slot %d to node %s, which is no pod of this cluster", m.Pod, mig.Slot, short(mig.NodeID)))
+				continue
+			}
+			add(m, to, mig.Slot)
+		}
+		for _, mig := range me.Importing {
+			from, ok := o.ids[mig.NodeID]
+			switch {
+			case ok && (o.self[from.Pod].OwnsSlot(mig.Slot) || me.OwnsSlot(mig.Slot)):
+				add(from, m, mig.Slot)
+			case ok:
+				problems = append(problems, fmt.Sprintf("pod %s is importing slot %d from %s, which does not serve it", m.Pod, mig.Slot, from.Pod))
+			default:
+				problems = append(problems, fmt.Sprintf("pod %s is importing slot %d from node %s, which is no pod of this cluster", m.Pod, mig.Slot, short(mig.NodeID)))
+			}
+		}
+	}
+	var plan Plan
+	for _, key := range sortedKeys(moves) {
+		from, to := o.byPod(key[0]), o.byPod(key[1])
+		plan.Steps = append(plan.Steps, migrateStep(o, from, to, moves[key], "finish the move that was started"))
+	}
+	if len(plan.Steps) == 0 {
+		plan.Problems = problems
+	}
+	return plan
+}
+
+// rebalance moves slots, with their keys, so that each designed leader serves its share: all
+// the slots of departing masters (scale-in), and the surplus of others to leaders that have
+// too few (scale-out). It runs only on a cluster that agrees on its shape, and moves at most
+// MaxSlotsPerPlan slots per plan.
+func rebalance(o *observed) Plan {
+	leaders := o.design.Leaders
+	receivers := make([]*Member, 0, leaders)
+	for i := 0; i < leaders; i++ {
+		m := o.member(Leader, i)
+		if !o.self[m.Pod].IsMaster() {
+			return Plan{Problems: []string{fmt.Sprintf("leader pod %s is a replica of %s, which is no follower it could fail back from: it can only become a master as an empty node (delete its PVC and pod)", m.Pod, o.podOf(o.self[m.Pod].MasterID))}}
+		}
+		receivers = append(receivers, m)
+	}
+	var leaving []*Member
+	for i := range o.members {
+		m := &o.members[i]
+		me := o.self[m.Pod]
+		if me.SlotCount() == 0 || (m.Role == Leader && !o.departing(m)) {
+			continue
+		}
+		if !o.departing(m) {
+			return Plan{} // a follower pod is a master: failing back comes first
+		}
+		leaving = append(leaving, m)
+	}
+
+	fair := func(i int) int {
+		n := redis.SlotCount / leaders
+		if i < redis.SlotCount%leaders {
+			n++
+		}
+		return n
+	}
+	unbalanced := len(leaving) > 0
+	for i, m := range receivers {
+		have, want := o.self[m.Pod].SlotCount(), fair(i)
+		if have == 0 || abs(have-want)*100 > want*rebalanceTolerance {
+			unbalanced = true
+		}
+	}
+	if !unbalanced {
+		return Plan{}
+	}
+
+	// Givers hand over, in order: every slot of a departing master, then the top of a
+	// leader's surplus (which keeps its lower ranges whole).
+	type giver struct {
+		m     *Member
+		slots []int
+	}
+	var givers []giver
+	for _, m := range leaving {
+		givers = append(givers, giver{m, slotList(o.self[m.Pod].Slots)})
+	}
+	for i, m := range receivers {
+		slots := slotList(o.self[m.Pod].Slots)
+		if surplus := len(slots) - fair(i); surplus > 0 {
+			givers = append(givers, giver{m, slots[len(slots)-surplus:]})
+		}
+	}
+	moves := map[[2]string][]int{}
+	budget := MaxSlotsPerPlan
+	for i, m := range receivers {
+		need := fair(i) - o.self[m.Pod].SlotCount()
+		for need > 0 && budget > 0 && len(givers) > 0 {
+			g := &givers[0]
+			n := min(need, budget, len(g.slots))
+			key := [2]string{g.m.Pod, m.Pod}
+			moves[key] = append(moves[key], g.slots[:n]...)
+			g.slots = g.slots[n:]
+			need -= n
+			budget -= n
+			if len(g.slots) == 0 {
+				givers = givers[1:]
+			}
+		}
+	}
+	var plan Plan
+	for _, key := range sortedKeys(moves) {
+		from, to := o.byPod(key[0]), o.byPod(key[1])
+		why := "rebalance"
+		if o.departing(from) {
+			why = from.Pod + " is leaving the cluster"
+		} else if o.self[to.Pod].SlotCount() == 0 {
+			why = to.Pod + " is a new master"
+		}
+		plan.Steps = append(plan.Steps, migrateStep(o, from, to, moves[key], why))
+	}
+	return plan
+}
+
+// depart waits for the StatefulSets to remove the departing pods once they serve nothing.
+func depart(o *observed) Plan {
+	var leaving []string
+	for i := range o.members {
+		if o.departing(&o.members[i]) {
+			leaving = append(leaving, o.members[i].Pod)
+		}
+	}
+	if len(leaving) == 0 {
+		return Plan{}
+	}
+	return Plan{Wait: "scale-in: " + strings.Join(leaving, ", ") + " serve no slots and wait to be removed"}
+}
+
+// Keep returns how many leader and follower pods the StatefulSets must keep for now: a scale-in
+// removes the highest ordinals, and a pod goes only once it serves no slot and takes part in no
+// move (a pod that does not answer is kept: what it holds is unknown). The reason names the
+// first pod kept back, empty when the design's counts may be applied.
+func Keep(design Design, members []Member) (leaders, followers int, reason string) {
+	o := &observed{design: design}
+	leaders, followers = design.Leaders, design.Followers
+	for i := range members {
+		m := &members[i]
+		if !o.departing(m) {
+			continue
+		}
+		why := ""
+		switch me, ok := myself(m); {
+		case !ok:
+			why = m.Pod + " does not answer"
+		case me.SlotCount() > 0:
+			why = fmt.Sprintf("%s still serves %d slots", m.Pod, me.SlotCount())
+		case len(me.Migrating) > 0 || len(me.Importing) > 0:
+			why = m.Pod + " takes part in a slot move"
+		}
+		if why == "" {
+			continue
+		}
+		if m.Role == Leader && m.Ordinal+1 > leaders {
+			leaders = m.Ordinal + 1
+		}
+		if m.Role == Follower && m.Ordinal+1 > followers {
+			followers = m.Ordinal + 1
+		}
+		if reason == "" {
+			reason = why
+		}
+	}
+	return leaders, followers, reason
+}
+
+func myself(m *Member) (redis.Node, bool) {
+	if m.View == nil {
+		return redis.Node{}, false
+	}
+	return m.View.Myself()
+}
+
+func migrateStep(o *observed, from, to *Member, slots []int, why string) Step {
+	ranges := slotRanges(slots)
+	return Step{Kind: StepMigrate, On: from.Pod, To: to.Pod, NodeID: o.idOf[to.Pod], IP: to.IP, Port: to.Port, BusPort: to.BusPort,
+		Slots: ranges, Reason: fmt.Sprintf("move %d slots (%s) to %s: %s", len(slots), formatRanges(ranges), to.Pod, why)}
+}
+
+func (o *observed) byPod(pod string) *Member {
+	for i := range o.members {
+		if o.members[i].Pod == pod {
+			return &o.members[i]
+		}
+	}
+	return nil
+}
+
+// slotList expands ranges into sorted, distinct slots.
+func slotList(ranges []redis.SlotRange) []int {
+	var out []int
+	for _, r := range redis.NormalizeSlotRanges(ranges) {
+		for s := r.Start; s <= r.End; s++ {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// slotRanges folds slots into sorted ranges.
+func slotRanges(slots []int) []redis.SlotRange {
+	ranges := make([]redis.SlotRange, 0, len(slots))
+	for _, s := range slots {
+		ranges = append(ranges, redis.SlotRange{Start: s, End: s})
+	}
+	return redis.NormalizeSlotRanges(ranges)
+}
+
+func sortedKeys(m map[[2]string][]int) [][2]string {
+	keys := make([][2]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int {
+		if c := strings.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(a[1], b[1])
+	})
+	return keys
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
