@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,6 +17,14 @@ type RedisClusterInput struct {
 	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
 	// must be set exactly when that is.
 	Password string
+	// Pods, when set, are the pod counts the StatefulSets get instead of the spec's: a scale-in
+	// keeps the pods it removes until their slots have moved to the others.
+	Pods *ClusterPods
+}
+
+// ClusterPods are the pod counts of the two StatefulSets of a RedisCluster.
+type ClusterPods struct {
+	Leaders, Followers int32
 }
 
 // BuildRedisCluster returns the desired objects of a RedisCluster. Per role R in leader and
@@ -47,13 +56,17 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		out.Secrets = append(out.Secrets, authSecret(owner, cr.Namespace, cr.Name, SetupCluster,
 			authName, RedisAuthKey, redisAuthFile(in.Password)))
 	}
+	pods := ClusterPods{Leaders: LeaderReplicas(cr), Followers: FollowerReplicas(cr)}
+	if in.Pods != nil {
+		pods = *in.Pods
+	}
 	roles := []struct {
 		name     string
 		replicas int32
 		spec     *v1beta2.RedisClusterRole
 	}{
-		{RoleLeader, LeaderReplicas(cr), &cr.Spec.RedisLeader.RedisClusterRole},
-		{RoleFollower, FollowerReplicas(cr), &cr.Spec.RedisFollower.RedisClusterRole},
+		{RoleLeader, pods.Leaders, &cr.Spec.RedisLeader.RedisClusterRole},
+		{RoleFollower, pods.Followers, &cr.Spec.RedisFollower.RedisClusterRole},
 	}
 	var leader *workload
 	for _, r := range roles {
@@ -115,6 +128,15 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err
+	}
+	if w.pvcRetention == nil {
+		// A scale-in removes pods only once their slots have moved: their volumes hold nothing
+		// of value, and a node identity (nodes.conf) kept on them would come back stale, as a
+		// replica that cannot be made an empty master again, at the next scale-out.
+		w.pvcRetention = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+		}
 	}
 	if s.HostNetwork && s.HostPort != nil && int32(*s.HostPort) != w.port {
 		return nil, nil, fmt.Errorf("hostPort %d differs from port %d: on the host network Redis listens on the host at port", *s.HostPort, w.port)

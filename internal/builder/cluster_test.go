@@ -3,6 +3,7 @@ package builder
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -215,4 +216,28 @@ func TestDynamicConfigKeepsPodsRunning(t *testing.T) {
 	if oc.StatefulSet("shards-leader").Spec.Template.Annotations[AnnotationConfigHash] == oa.StatefulSet("shards-leader").Spec.Template.Annotations[AnnotationConfigHash] {
 		t.Error("a static redis.conf change left the config hash unchanged")
 	}
+}
+
+// TestScaleInKeepsPodsUntilDrained: the controller's pod counts win over the spec's while a
+// scale-in drains the pods it removes (down to zero followers), and a scale-in deletes the
+// removed pods' volumes unless the user chose a retention policy.
+func TestScaleInKeepsPodsUntilDrained(t *testing.T) {
+	cr := minimalCluster()
+	cr.Spec.RedisFollower.Replicas = ptrTo[int32](0)
+	o := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr, Pods: &ClusterPods{Leaders: 4, Followers: 2}}))
+	wantEqual(t, "leaders kept", *o.StatefulSet("shards-leader").Spec.Replicas, int32(4))
+	if sts := o.StatefulSet("shards-follower"); sts == nil || *sts.Spec.Replicas != 2 {
+		t.Fatalf("the follower StatefulSet must stay with 2 pods while they drain, got %v", sts)
+	}
+	wantEqual(t, "default retention", *o.StatefulSet("shards-leader").Spec.PersistentVolumeClaimRetentionPolicy,
+		appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType})
+
+	drained := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr}))
+	if drained.StatefulSet("shards-follower") != nil {
+		t.Error("without a hold, zero followers build no follower StatefulSet")
+	}
+	cr.Spec.KubernetesConfig.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+	kept := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr}))
+	wantEqual(t, "user's retention", kept.StatefulSet("shards-leader").Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled, appsv1.RetainPersistentVolumeClaimRetentionPolicyType)
 }

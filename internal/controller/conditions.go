@@ -23,6 +23,7 @@ const (
 	ReasonTopologyProblem  = "TopologyProblem"
 	ReasonMasterUnknown    = "MasterUnknown"
 	ReasonRollingUpdate    = "RollingUpdate"
+	ReasonResharding       = "Resharding"
 	ReasonError            = "Error"
 )
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +161,18 @@ func (k *fakeKubelet) deletePod(ctx context.Context, namespace, name string, sig
 		return fmt.Errorf("still there: %w", err)
 	})
 	return p
+}
+
+// podNames lists the pods the kubelet runs, sorted.
+func (k *fakeKubelet) podNames() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	names := make([]string, 0, len(k.pods))
+	for name := range k.pods {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func (k *fakeKubelet) pod(name string) *fakePod {

@@ -49,6 +49,8 @@ type clusterScope struct {
 	leaders   []corev1.Pod
 	followers []corev1.Pod
 	members   []clusterplan.Member
+	// pods are the pod counts the StatefulSets get: the spec's, or more while a scale-in drains.
+	pods builder.ClusterPods
 	// podsReady: every pod passed its readiness probe, which Ready also requires.
 	podsReady bool
 }
@@ -59,6 +61,7 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"skip-reconcile", r.skipReconcile},
 		{"finalizer", r.ensureFinalizer},
 		{"password", r.resolvePassword},
+		{"scale-in", r.holdScaleIn},
 		{"objects", r.applyObjects},
 		{"pods", r.observePods},
 		{"topology", r.reconcileTopology},
@@ -109,20 +112,14 @@ func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *cluster
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password})
+	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, Pods: &s.pods})
 	s.objects = objects
 	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
 	cr := s.cr
-	leaderSet := builder.ClusterStatefulSetName(cr.Name, builder.RoleLeader)
-	followerSet := builder.ClusterStatefulSetName(cr.Name, builder.RoleFollower)
-	var err error
-	if s.leaders, err = podsOf(ctx, r.Client, cr.Namespace, leaderSet); err != nil {
-		return false, err
-	}
-	if s.followers, err = podsOf(ctx, r.Client, cr.Namespace, followerSet); err != nil {
+	if err := r.listPods(ctx, s); err != nil {
 		return false, err
 	}
 	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)
@@ -142,6 +139,16 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	}
 	s.podsReady = readyLeaders >= wantLeaders && readyFollowers >= wantFollowers
 	return false, nil
+}
+
+// listPods reads the live pods of both StatefulSets into the scope.
+func (r *RedisClusterReconciler) listPods(ctx context.Context, s *clusterScope) error {
+	var err error
+	if s.leaders, err = podsOf(ctx, r.Client, s.cr.Namespace, builder.ClusterStatefulSetName(s.cr.Name, builder.RoleLeader)); err != nil {
+		return err
+	}
+	s.followers, err = podsOf(ctx, r.Client, s.cr.Namespace, builder.ClusterStatefulSetName(s.cr.Name, builder.RoleFollower))
+	return err
 }
 
 // notReady reports pods that are not ready: a new cluster is initializing, an established one

@@ -38,7 +38,11 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	switch {
 	case len(plan.Steps) > 0:
 		s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
-		s.conditions.progressing(ReasonBootstrapping, summarizeSteps(plan.Steps))
+		reason := ReasonBootstrapping
+		if plan.Steps[0].Kind == clusterplan.StepMigrate {
+			reason = ReasonResharding
+		}
+		s.conditions.progressing(reason, summarizeSteps(plan.Steps))
 		for _, step := range plan.Steps {
 			if err := r.runStep(ctx, s, step); err != nil {
 				return false, err
@@ -119,6 +123,10 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 		err = c.ClusterReplicate(ctx, step.NodeID)
 	case clusterplan.StepFailover:
 		err = c.ClusterFailover(ctx, redis.FailoverDefault)
+	case clusterplan.StepMigrate:
+		var keys int
+		keys, err = r.migrateSlots(ctx, s, member, step)
+		step.Reason += fmt.Sprintf(" (%d keys)", keys)
 	default:
 		return fmt.Errorf("unknown step %s", step.Kind)
 	}
