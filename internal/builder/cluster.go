@@ -129,6 +129,11 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err
 	}
+	if s.KubernetesConfig.UpdateStrategy.Type == "" {
+		// The operator rolls the pods itself: replicas first, then each master once a replica
+		// in sync has taken its shard over; a strategy the user sets explicitly is kept.
+		w.updateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}
 	if w.pvcRetention == nil {
 		// A scale-in removes pods only once their slots have moved: their volumes hold nothing
 		// of value, and a node identity (nodes.conf) kept on them would come back stale, as a

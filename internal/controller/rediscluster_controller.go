@@ -38,6 +38,8 @@ type RedisClusterReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Redis    *redis.Pool
+	// failovers are the CLUSTER FAILOVERs asked recently, not to be asked again meanwhile.
+	failovers failoverLog
 }
 
 // clusterScope is what the phases of one reconcile share.
@@ -53,6 +55,10 @@ type clusterScope struct {
 	pods builder.ClusterPods
 	// podsReady: every pod passed its readiness probe, which Ready also requires.
 	podsReady bool
+	// revisions are the update revisions of the StatefulSets the operator rolls itself
+	// (OnDelete), by StatefulSet name; durable: the leaders' data survives a pod's replacement.
+	revisions map[string]string
+	durable   bool
 }
 
 func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
@@ -68,6 +74,7 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"pod-roles", r.labelPodRoles},
 		{"dynamic-config", r.applyDynamicConfig},
 		{"health", r.checkHealth},
+		{"rolling-update", r.rollPods},
 	}
 }
 
@@ -120,6 +127,9 @@ func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterSco
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
 	cr := s.cr
 	if err := r.listPods(ctx, s); err != nil {
+		return false, err
+	}
+	if err := r.readRevisions(ctx, s); err != nil {
 		return false, err
 	}
 	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)

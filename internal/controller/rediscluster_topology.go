@@ -79,7 +79,7 @@ func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterS
 		for i := range pods {
 			pod := &pods[i]
 			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
-				IP: pod.Status.PodIP, Port: port, BusPort: busPort}
+				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)}
 			if c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(port), redis.Auth{Password: s.password}); err == nil {
 				if view, err := c.ClusterNodes(ctx); err == nil {
 					m.View = &view
@@ -122,6 +122,10 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	case clusterplan.StepReplicate:
 		err = c.ClusterReplicate(ctx, step.NodeID)
 	case clusterplan.StepFailover:
+		if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
+			log.FromContext(ctx).V(1).Info("a failover asked recently is still running", "pod", step.On)
+			return nil
+		}
 		err = c.ClusterFailover(ctx, redis.FailoverDefault)
 	case clusterplan.StepMigrate:
 		var keys int

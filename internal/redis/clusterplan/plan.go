@@ -41,6 +41,8 @@ type Member struct {
 	View *redis.Topology
 	// Replication is ROLE as this member answers it.
 	Replication redis.Role
+	// Outdated: the pod runs an old revision of its StatefulSet and waits to be replaced.
+	Outdated bool
 }
 
 // Design is the shape the custom resource asks for. Pods beyond it (ordinals at or above the
@@ -577,8 +579,8 @@ func failBack(o *observed) Plan {
 	var plan Plan
 	var waits []string
 	for _, m := range o.members {
-		if m.Role != Leader || o.departing(&m) {
-			continue
+		if m.Role != Leader || o.departing(&m) || m.Outdated {
+			continue // a leader pod about to be replaced takes its shard back once it is new
 		}
 		node := o.self[m.Pod]
 		if !node.IsReplica() {
@@ -590,6 +592,11 @@ func failBack(o *observed) Plan {
 		}
 		if !m.Replication.LinkUp() {
 			waits = append(waits, fmt.Sprintf("leader %s is syncing from %s before it fails back", m.Pod, master.Pod))
+			continue
+		}
+		// Redis refuses a failover while the replica itself counts its master as failing.
+		if seen, ok := m.View.NodeByID(node.MasterID); !ok || seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail) {
+			waits = append(waits, fmt.Sprintf("leader %s does not see %s linked and healthy yet", m.Pod, master.Pod))
 			continue
 		}
 		plan.Steps = append(plan.Steps, Step{Kind: StepFailover, On: m.Pod,

@@ -80,6 +80,9 @@ func rebalance(o *observed) Plan {
 	for i := 0; i < leaders; i++ {
 		m := o.member(Leader, i)
 		if !o.self[m.Pod].IsMaster() {
+			if master, ok := o.ids[o.self[m.Pod].MasterID]; ok && master.Role == Follower {
+				return Plan{} // the leader pod takes its shard back first (or after its replacement)
+			}
 			return Plan{Problems: []string{fmt.Sprintf("leader pod %s is a replica of %s, which is no follower it could fail back from: it can only become a master as an empty node (delete its PVC and pod)", m.Pod, o.podOf(o.self[m.Pod].MasterID))}}
 		}
 		receivers = append(receivers, m)

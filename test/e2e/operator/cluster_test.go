@@ -159,7 +159,15 @@ func (c *cluster) readKeys(prefix string, n int) {
 // assertShape checks CLUSTER INFO on every pod and the status counts of a 3×3 cluster.
 func (c *cluster) assertShape() {
 	c.t.Helper()
-	const leaders, followers = 3, 3
+	c.assertShapeOf(3, 3)
+}
+
+// assertShapeOf checks CLUSTER INFO on every pod and the status counts.
+func (c *cluster) assertShapeOf(leaders, followers int) {
+	c.t.Helper()
+	if pods := c.pods(c.ctx); len(pods) != leaders+followers {
+		c.t.Errorf("%d pods, want %d", len(pods), leaders+followers)
+	}
 	for _, p := range c.pods(c.ctx) {
 		text, err := sb.Redis(c.t, &p).ClusterInfo(c.ctx).Result()
 		if err != nil {

@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+)
+
+// readRevisions notes the update revision of each StatefulSet the operator rolls itself, and
+// whether a leader's data survives its pod's replacement (a volume and persistence).
+func (r *RedisClusterReconciler) readRevisions(ctx context.Context, s *clusterScope) error {
+	s.revisions = map[string]string{}
+	for _, role := range []string{builder.RoleLeader, builder.RoleFollower} {
+		var sts appsv1.StatefulSet
+		name := builder.ClusterStatefulSetName(s.cr.Name, role)
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: name}, &sts); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				continue
+			}
+			return fmt.Errorf("get StatefulSet %s: %w", name, err)
+		}
+		if sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType && sts.Status.UpdateRevision != "" {
+			s.revisions[name] = sts.Status.UpdateRevision
+		}
+		if role == builder.RoleLeader {
+			s.durable = builder.ClusterPersistence(s.cr) && hasClaim(&sts, name)
+		}
+	}
+	return nil
+}
+
+func hasClaim(sts *appsv1.StatefulSet, name string) bool {
+	for _, c := range sts.Spec.VolumeClaimTemplates {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// outdated reports whether the pod runs an old revision of a StatefulSet the operator rolls.
+func (s *clusterScope) outdated(pod *corev1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if revision, ok := s.revisions[ref.Name]; ok && ref.Kind == "StatefulSet" {
+			return pod.Labels[appsv1.ControllerRevisionHashLabelKey] != revision
+		}
+	}
+	return false
+}
+
+// rollPods replaces, one at a time on a Ready cluster, the pods that run an old revision:
+// replicas first, then each master once a replica in sync has taken its shard over with
+// CLUSTER FAILOVER (which loses no acknowledged write). The replaced leader pod comes back as a
+// replica and takes its shard back in the topology phase. A master without a replica is
+// replaced only when its data survives on a volume.
+func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) (bool, error) {
+	if len(s.revisions) == 0 {
+		return false, nil
+	}
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	action := clusterplan.Roll(design, s.members, s.durable)
+	if action == (clusterplan.RollAction{}) {
+		return false, nil
+	}
+	progress := func(message string) { s.conditions.progressing(ReasonRollingUpdate, "rolling update: "+message) }
+	switch {
+	case action.Delete != "":
+		pod, _ := s.pod(func(p *corev1.Pod) bool { return p.Name == action.Delete }).(*corev1.Pod)
+		if pod == nil {
+			return false, fmt.Errorf("rolling update names unknown pod %s", action.Delete)
+		}
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete pod %s for the rolling update: %w", pod.Name, err)
+		}
+		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s with the StatefulSet's current revision", pod.Name)
+		progress("replacing " + pod.Name)
+		return true, nil // its pod events bring us back
+	case action.Failover != "":
+		member := memberByPod(s.members, action.Failover)
+		c, err := r.Redis.Client(member.IP+":"+strconv.Itoa(member.Port), redis.Auth{Password: s.password})
+		if err != nil {
+			return false, err
+		}
+		pod := s.pod(func(p *corev1.Pod) bool { return p.Name == action.Failover })
+		if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
+			progress(action.Failover + " is taking its master's shard over")
+			s.requeue(ctx, whileConverging, "waiting for CLUSTER FAILOVER to swap the roles")
+			return true, nil
+		}
+		if err := c.ClusterFailover(ctx, redis.FailoverDefault); err != nil {
+			r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover", "%s could not take its master's shard over for the rolling update: %v", action.Failover, err)
+			return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", action.Failover, err)
+		}
+		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s takes its master's shard over so that the master can be replaced", action.Failover)
+		progress(action.Failover + " takes its master's shard over")
+		s.requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to swap the roles")
+		return true, nil
+	case action.Wait != "":
+		progress(action.Wait)
+		s.requeue(ctx, whileConverging, action.Wait)
+		return true, nil
+	}
+	if !degradedWith(s, action.Problem) {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "RollingUpdateRefused", "Delete", "%s", action.Problem)
+	}
+	s.conditions.degraded(ReasonRollingUpdate, action.Problem)
+	return true, nil // a change of the spec or a pod brings us back
+}
+
+// manualFailoverTimeout is how long Redis gives a CLUSTER FAILOVER to swap the roles; asking
+// again within it would restart the attempt, so the operator waits it out.
+const manualFailoverTimeout = 5 * time.Second
+
+// failoverLog remembers, by node ID, when the operator last asked a replica to fail over.
+type failoverLog struct {
+	mu    sync.Mutex
+	asked map[string]time.Time
+}
+
+// ask reports whether a failover on the node may be asked now, and notes it if so.
+func (l *failoverLog) ask(nodeID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if at, ok := l.asked[nodeID]; ok && now.Sub(at) < manualFailoverTimeout {
+		return false
+	}
+	if l.asked == nil {
+		l.asked = map[string]time.Time{}
+	}
+	for id, at := range l.asked {
+		if now.Sub(at) >= manualFailoverTimeout {
+			delete(l.asked, id)
+		}
+	}
+	l.asked[nodeID] = now
+	return true
+}

@@ -1,0 +1,83 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/test/writecheck"
+)
+
+// A change of the pod template is rolled by the operator: followers first, then each leader
+// once its follower has taken the shard over with CLUSTER FAILOVER, the new leader pod taking
+// it back. A client writing the whole time loses no acknowledged write, and Redis never has
+// to fail a master over by itself.
+func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
+	start := time.Now()
+	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
+	c.waitReady(start)
+	c.writeKeys("r", 500)
+
+	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: "roll", Writers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checker.Stop()
+
+	since := faultTime()
+	cr := c.get()
+	cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: "1"}}
+	if err := sb.Client.Update(c.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	sb.WaitFor(t, c.ns, "every pod on the new revision", 6*time.Minute, func(ctx context.Context) (bool, string, error) {
+		updated, total := 0, 0
+		for _, role := range []string{"leader", "follower"} {
+			var sts appsv1.StatefulSet
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: c.name + "-" + role}, &sts); err != nil {
+				return false, "", err
+			}
+			for _, p := range c.pods(ctx) {
+				if strings.HasPrefix(p.Name, sts.Name+"-") {
+					total++
+					if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision {
+						updated++
+					}
+				}
+			}
+		}
+		return updated == 6 && total == 6, fmt.Sprintf("%d of %d pods updated", updated, total), nil
+	})
+	c.waitReady(since)
+	c.assertShape()
+
+	checker.Stop()
+	report, err := checker.Verify(c.ctx, c.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.OK() {
+		t.Errorf("writes lost in the rolling update: %s", report)
+	}
+	t.Logf("during the rolling update: %s", report)
+	c.readKeys("r", 500)
+
+	var events eventsv1.EventList
+	if err := sb.Client.List(c.ctx, &events, client.InNamespace(c.ns)); err != nil {
+		t.Fatal(err)
+	}
+	perReason := map[string]int{}
+	for _, e := range events.Items {
+		perReason[e.Reason]++
+	}
+	if perReason["RollingUpdate"] != 6 || perReason["ClusterFailover"] < 3 {
+		t.Errorf("want 6 pods replaced and 3 hand-overs (plus fail-backs), got events %v", perReason)
+	}
+}

@@ -1,0 +1,118 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/test/writecheck"
+)
+
+// The persistent cluster scaled out to four shards and back to three while a client writes:
+// the new leader gets a fair share of the slots with their keys, the departing one hands all
+// of its slots over before its pod goes, the removed pods' volumes are deleted by the
+// StatefulSet controller, and no acknowledged write is lost.
+func TestClusterScalesOutAndInWithoutLosingWrites(t *testing.T) {
+	start := time.Now()
+	c := newCluster(t, persistentCluster)
+	c.waitReady(start)
+	c.writeKeys("s", 1000)
+
+	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: "scale", Writers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checker.Stop()
+
+	since := faultTime()
+	c.resize(4)
+	c.waitReady(since)
+	c.assertShapeOf(4, 4)
+	if got := c.slotsPerMaster(); fmt.Sprint(got) != "[4096 4096 4096 4096]" {
+		t.Errorf("slots per master after the scale-out: %v", got)
+	}
+
+	since = faultTime()
+	c.resize(3)
+	c.waitReady(since)
+	c.assertShapeOf(3, 3)
+	if got := c.slotsPerMaster(); fmt.Sprint(got) != "[5461 5461 5462]" {
+		t.Errorf("slots per master after the scale-in: %v", got)
+	}
+	sb.WaitFor(t, c.ns, "the removed pods' volumes deleted", time.Minute, func(ctx context.Context) (bool, string, error) {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := sb.Client.List(ctx, &pvcs, client.InNamespace(c.ns)); err != nil {
+			return false, "", err
+		}
+		var left []string
+		for _, p := range pvcs.Items {
+			if strings.HasSuffix(p.Name, "-3") && p.DeletionTimestamp == nil {
+				left = append(left, p.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("still there: %v", left), nil
+	})
+
+	checker.Stop()
+	report, err := checker.Verify(c.ctx, c.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.OK() {
+		t.Errorf("writes lost while scaling: %s", report)
+	}
+	t.Logf("while scaling: %s", report)
+	c.readKeys("s", 1000)
+
+	var events eventsv1.EventList
+	if err := sb.Client.List(c.ctx, &events, client.InNamespace(c.ns)); err != nil {
+		t.Fatal(err)
+	}
+	migrations := 0
+	for _, e := range events.Items {
+		if e.Reason == "ClusterMigrate" {
+			migrations++
+		}
+	}
+	if migrations == 0 {
+		t.Error("no ClusterMigrate event recorded the slot moves")
+	}
+}
+
+func (c *cluster) resize(size int32) {
+	c.t.Helper()
+	cr := c.get()
+	cr.Spec.Size = &size
+	if err := sb.Client.Update(c.ctx, cr); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// slotsPerMaster is the sorted slot counts of the masters, as CLUSTER NODES on leader-0 says.
+func (c *cluster) slotsPerMaster() []int {
+	c.t.Helper()
+	text, err := sb.Redis(c.t, c.pod(c.name+"-leader-0")).ClusterNodes(c.ctx).Result()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	topo, err := redis.ParseClusterNodes(text)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var counts []int
+	for _, n := range topo.Nodes {
+		if n.IsMaster() {
+			counts = append(counts, n.SlotCount())
+		}
+	}
+	sort.Ints(counts)
+	return counts
+}
