@@ -142,13 +142,41 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	switch {
 	case runningLeaders < wantLeaders:
 		r.notReady(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
-		return true, nil // pod events bring us back
+		return true, r.assignSlotsEarly(ctx, s) // pod events bring us back
 	case runningFollowers < wantFollowers:
 		r.notReady(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
-		return true, nil
+		return true, r.assignSlotsEarly(ctx, s)
 	}
 	s.podsReady = readyLeaders >= wantLeaders && readyFollowers >= wantFollowers
 	return false, nil
+}
+
+// assignSlotsEarly gives the running leaders of a cluster that was never bootstrapped their
+// slots while the other pods start (see clusterplan.EarlySlots for why).
+func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *clusterScope) error {
+	if s.cr.Status.State != "" && s.cr.Status.State != ClusterStateInitializing {
+		return nil
+	}
+	var running []corev1.Pod
+	for _, p := range s.leaders {
+		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			running = append(running, p)
+		}
+	}
+	s.members = r.observeMembers(ctx, &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, leaders: running})
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	for _, step := range clusterplan.EarlySlots(design, s.members) {
+		if err := r.runStep(ctx, s, step); err != nil {
+			return err
+		}
+	}
+	for _, m := range s.members {
+		if m.View == nil {
+			s.requeue(ctx, afterRedisCommands, "a new leader runs but does not answer yet")
+			break
+		}
+	}
+	return nil
 }
 
 // listPods reads the live pods of both StatefulSets into the scope.

@@ -226,9 +226,15 @@ func (f *clusterFixture) assertDesignedShape(leaders, followersPerLeader int) {
 			}
 		}
 	}
-	topo := f.topology(f.name + "-leader-0")
+	seed := f.topology(f.name + "-leader-0")
 	for i := 0; i < leaders; i++ {
 		leaderIP := f.kubelet.pod(fmt.Sprintf("%s-leader-%d", f.name, i)).ip
+		// Every pod sees the leader as a master with slots; the leader itself lists its
+		// replicas (which master a replica follows reaches third pods by gossip later).
+		if seen, ok := seed.NodeByAddr(fmt.Sprintf("%s:%d", leaderIP, f.port)); !ok || !seen.IsMaster() || seen.SlotCount() == 0 {
+			f.t.Errorf("leader-0 should see leader-%d (%s) as a master with slots: %+v", i, leaderIP, seen)
+		}
+		topo := f.topology(fmt.Sprintf("%s-leader-%d", f.name, i))
 		leader, ok := topo.NodeByAddr(fmt.Sprintf("%s:%d", leaderIP, f.port))
 		if !ok || !leader.IsMaster() || leader.SlotCount() == 0 {
 			f.t.Errorf("leader-%d (%s) should be a master with slots: %+v", i, leaderIP, leader)

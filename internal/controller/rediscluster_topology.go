@@ -35,6 +35,9 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
 	plan := clusterplan.Compute(design, s.members)
 
+	if wait := r.migrationBlocked(ctx, s, plan.Steps); wait != "" {
+		plan = clusterplan.Plan{Wait: wait}
+	}
 	switch {
 	case len(plan.Steps) > 0:
 		s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
@@ -68,6 +71,40 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 		return true, nil
 	}
 	return false, nil
+}
+
+// migrationBlocked returns why slots cannot move yet: both ends of a move must be in
+// cluster_state:ok, or the destination refuses the keys (CLUSTERDOWN). A master that has just
+// joined may take a few seconds more than gossip to get there.
+func (r *RedisClusterReconciler) migrationBlocked(ctx context.Context, s *clusterScope, steps []clusterplan.Step) string {
+	checked := map[string]bool{}
+	for _, step := range steps {
+		if step.Kind != clusterplan.StepMigrate {
+			continue
+		}
+		for _, pod := range []string{step.On, step.To} {
+			if checked[pod] {
+				continue
+			}
+			checked[pod] = true
+			m := memberByPod(s.members, pod)
+			if m == nil {
+				return "waiting for pod " + pod
+			}
+			c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), redis.Auth{Password: s.password})
+			if err != nil {
+				return fmt.Sprintf("pod %s: %v", pod, err)
+			}
+			info, err := c.ClusterInfo(ctx)
+			if err != nil {
+				return fmt.Sprintf("pod %s: %v", pod, err)
+			}
+			if info.State != "ok" {
+				return fmt.Sprintf("waiting for %s to report cluster_state:ok before slots move", pod)
+			}
+		}
+	}
+	return ""
 }
 
 // observeMembers asks every pod for CLUSTER NODES and ROLE; a pod that does not answer is a

@@ -661,9 +661,12 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
-// agree waits until gossip has carried what every member says of itself to every other member:
-// each view lists exactly the members, linked, with the role and master they report. Until
-// then clients may be sent to the wrong node, so the cluster is not called converged.
+// agree waits until every member knows every other, linked and healthy, and no node that is
+// no member; until every member sees each master that serves slots as a master, and no
+// replica as one (clients are sent where a node believes slots are); and until each replica's
+// link (ROLE) goes to the master it says it follows, which lists it among its replicas. Which
+// master a replica follows reaches the other members by gossip seconds later; clients are not
+// routed by it, so that is not waited for.
 func agree(o *observed) Plan {
 	for _, m := range o.members {
 		for _, x := range o.members {
@@ -677,13 +680,48 @@ func agree(o *observed) Plan {
 				return Plan{Wait: fmt.Sprintf("waiting for gossip: %s does not know %s yet", m.Pod, x.Pod)}
 			case seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail):
 				return Plan{Wait: fmt.Sprintf("waiting for %s to reach %s (link %s, flags %s)", m.Pod, x.Pod, seen.Link, seen.Flags)}
-			case seen.IsMaster() != want.IsMaster() || seen.MasterID != want.MasterID:
+			case want.IsMaster() && want.SlotCount() > 0 && !seen.IsMaster(),
+				want.IsReplica() && seen.IsMaster() && seen.SlotCount() > 0:
 				return Plan{Wait: fmt.Sprintf("waiting for gossip: %s does not see %s's current role yet", m.Pod, x.Pod)}
 			}
 		}
 		if extra := len(m.View.Nodes) - len(o.members); extra > 0 {
 			return Plan{Wait: fmt.Sprintf("waiting for gossip: %s still lists %d node(s) that are no pod of this cluster", m.Pod, extra)}
 		}
+		if me := o.self[m.Pod]; me.IsReplica() {
+			master, ok := o.ids[me.MasterID]
+			if !ok || !m.Replication.LinkUp() || m.Replication.MasterIP != master.IP {
+				return Plan{Wait: fmt.Sprintf("waiting for replica %s's link to its master %s", m.Pod, o.podOf(me.MasterID))}
+			}
+			if seen, ok := master.View.NodeByID(me.ID); !ok || !seen.IsReplica() || seen.MasterID != me.MasterID {
+				return Plan{Wait: fmt.Sprintf("waiting for gossip: master %s does not list its replica %s yet", master.Pod, m.Pod)}
+			}
+		}
 	}
 	return Plan{}
+}
+
+// EarlySlots gives each leader of a new cluster its designed slots as soon as it runs, alone,
+// before the other pods exist: a master that serves no slot counts itself in a minority, and
+// Redis then holds it in cluster_state:fail for up to 5 s (min(cluster-node-timeout, 5 s))
+// after it gets some. Taken within Redis's own first seconds, the slots cost no such wait.
+// Only a leader that knows no other node and serves nothing qualifies; the caller must know
+// the cluster is new (never bootstrapped), or an empty leader pod could claim slots its
+// promoted follower serves.
+func EarlySlots(design Design, members []Member) []Step {
+	ranges := redis.SplitSlots(design.Leaders)
+	var steps []Step
+	for _, m := range members {
+		if m.Role != Leader || m.Ordinal < 0 || m.Ordinal >= len(ranges) || m.View == nil || len(m.View.Nodes) != 1 {
+			continue
+		}
+		me, ok := m.View.Myself()
+		if !ok || !me.IsMaster() || me.SlotCount() > 0 || len(me.Importing) > 0 || len(me.Migrating) > 0 {
+			continue
+		}
+		r := ranges[m.Ordinal]
+		steps = append(steps, Step{Kind: StepAddSlots, On: m.Pod, Slots: []redis.SlotRange{r},
+			Reason: fmt.Sprintf("serve slots %s from the start", r)})
+	}
+	return steps
 }

@@ -111,7 +111,7 @@ func (c cluster) members(pods []node, alone ...string) []Member {
 		m := Member{Pod: name, Role: role, Ordinal: ordinal, NodeName: fmt.Sprint("node-", nodeIndex), IP: p.ip, Port: 6379, BusPort: 16379,
 			View: c.viewOf(p, known)}
 		if p.master != "" {
-			m.Replication = redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected"}
+			m.Replication = redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected", MasterIP: c.byPod(p.master).ip, MasterPort: 6379}
 		} else {
 			m.Replication = redis.Role{Kind: redis.RoleMaster}
 		}
@@ -394,16 +394,62 @@ func TestWhatANodeSaysOfItselfWinsOverLaggingGossip(t *testing.T) {
 		}
 	}
 
-	// A follower that already replicates, as it says itself, is not told again; the cluster
-	// is not converged before the seed has heard of it.
+	// A follower that already replicates, as it says itself, is not told again; that the seed
+	// has not heard which master it follows routes no client anywhere else, so it is not
+	// waited for.
 	withSlots := healthy()
 	c = cluster{known: withSlots}
 	members = c.members(withSlots)
 	lagging := healthy()
 	lagging[3].master = ""
+	members[1].View = c.viewOf(withSlots[1], lagging)
+	if plan := Compute(threeByThree, members); !plan.Converged() {
+		t.Errorf("a replica's master not yet gossiped to a third node is no reason to wait, got %+v", plan)
+	}
+	// Its own master must list it, though (CLUSTER REPLICAS there).
 	members[0].View = c.viewOf(withSlots[0], lagging)
+	if plan := Compute(threeByThree, members); !strings.Contains(plan.Wait, "master c-leader-0 does not list its replica c-follower-0") {
+		t.Errorf("want a wait for leader-0 to list follower-0, got %+v", plan)
+	}
+
+	// A promoted follower that the seed still sees as a replica is: the seed would send
+	// clients for its slots elsewhere.
+	promoted := healthy()
+	promoted[0].master, promoted[0].slots = "c-follower-0", ""
+	promoted[3].master, promoted[3].slots = "", "0-5461"
+	c = cluster{known: promoted}
+	members = c.members(promoted)
+	members[1].View = c.viewOf(promoted[1], healthy())
+	members[0].Outdated = true // no fail-back: leader-0 waits to be replaced
 	if plan := Compute(threeByThree, members); len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "current role") {
-		t.Errorf("want a wait for gossip and no step, got %+v", plan)
+		t.Errorf("want a wait for gossip on the new master, got %+v", plan)
+	}
+
+	// A replica whose link goes elsewhere than the master it says it follows is waited for.
+	c = cluster{known: withSlots}
+	members = c.members(withSlots)
+	members[4].Replication.MasterIP = "10.0.0.1"
+	if plan := Compute(threeByThree, members); !strings.Contains(plan.Wait, "c-follower-1's link") {
+		t.Errorf("want a wait for follower-1's link, got %+v", plan)
+	}
+}
+
+func TestEarlySlotsGoOnlyToLoneEmptyLeaders(t *testing.T) {
+	alone := []node{{pod: "c-leader-0", ip: "10.0.0.1"}, {pod: "c-leader-1", ip: "10.0.0.2"}, {pod: "c-follower-0", ip: "10.0.0.4"}}
+	c := cluster{known: alone}
+	members := c.members(alone, "c-leader-0", "c-leader-1", "c-follower-0")
+	steps := EarlySlots(threeByThree, members)
+	if len(steps) != 2 || steps[0].On != "c-leader-0" || formatRanges(steps[0].Slots) != "0-5461" || formatRanges(steps[1].Slots) != "5462-10922" {
+		t.Errorf("want each lone leader its designed range, got %v", steps)
+	}
+	// A leader that knows others, or already serves slots, is left to the plan.
+	withSlots := []node{{pod: "c-leader-0", ip: "10.0.0.1", slots: "0-5461"}, {pod: "c-leader-1", ip: "10.0.0.2"}}
+	c = cluster{known: withSlots}
+	if steps := EarlySlots(threeByThree, c.members(withSlots[:1], "c-leader-0")); len(steps) != 0 {
+		t.Errorf("a leader with slots takes none early: %v", steps)
+	}
+	if steps := EarlySlots(threeByThree, c.members(withSlots[1:])); len(steps) != 0 {
+		t.Errorf("a leader that knows other nodes takes none early: %v", steps)
 	}
 }
 
