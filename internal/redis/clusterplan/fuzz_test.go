@@ -53,6 +53,18 @@ func FuzzCompute(f *testing.F) {
 			members = append(members, m)
 		}
 		plan := Compute(design, members)
+		pods := map[string]bool{}
+		for _, m := range members {
+			pods[m.Pod] = true
+		}
+		for _, s := range EarlySlots(design, members) {
+			if s.Kind != StepAddSlots || !strings.HasPrefix(s.On, string(Leader)) || len(s.Slots) != 1 || !s.Slots[0].Valid() {
+				t.Fatalf("early slots must give a leader one valid range: %v", s)
+			}
+		}
+		if a := Roll(design, members, departing%2 == 0); (a.Delete != "" && !pods[a.Delete]) || (a.Failover != "" && !pods[a.Failover]) {
+			t.Fatalf("roll names an unknown pod: %+v", a)
+		}
 		keepLeaders, keepFollowers, _ := Keep(design, members)
 		if keepLeaders < design.Leaders || keepLeaders > podsOf || keepFollowers < design.Followers || keepFollowers > design.Followers+extraFollowers {
 			t.Fatalf("Keep = %d leaders, %d followers: outside the design and the pods", keepLeaders, keepFollowers)
@@ -64,10 +76,6 @@ func FuzzCompute(f *testing.F) {
 					ids[m.Pod] = me.ID
 				}
 			}
-		}
-		pods := map[string]bool{}
-		for _, m := range members {
-			pods[m.Pod] = true
 		}
 		for _, s := range plan.Steps {
 			if !pods[s.On] {
