@@ -461,11 +461,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 	f.runPods()
 	f.waitReady(60 * time.Second)
 
-	cr := f.get()
-	cr.Annotations = map[string]string{SkipReconcileClusterAnnotation: "true"}
-	if err := f.c.Update(f.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	f.setSkip(true)
 	waitUntil(t, 10*time.Second, "skip condition", func() error {
 		c := meta.FindStatusCondition(f.get().Status.Conditions, v1beta2.ConditionProgressing)
 		if c != nil && c.Reason == ReasonSkipReconcile {
@@ -482,11 +478,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 		t.Fatal("the Service was recreated although reconciling is skipped")
 	}
 
-	cr = f.get()
-	delete(cr.Annotations, SkipReconcileClusterAnnotation)
-	if err := f.c.Update(f.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	f.setSkip(false)
 	waitUntil(t, 10*time.Second, "Service recreated", func() error {
 		return f.c.Get(f.ctx, client.ObjectKeyFromObject(svc), svc)
 	})

@@ -121,15 +121,7 @@ func TestScaleOutAndInMoveSlotsWithTheirKeys(t *testing.T) {
 		t.Errorf("slots per leader after the scale-in: %v; want 5462, 5461, 5461", got)
 	}
 
-	checker.Stop()
-	report, err := checker.Verify(f.ctx, f.clusterClient())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !report.OK() {
-		t.Errorf("writes lost while scaling: %s", report)
-	}
-	t.Logf("while scaling: %s", report)
+	checker.StopAndRequire(f.ctx, t, f.clusterClient(), "while scaling")
 	f.readKeys(2000)
 	f.assertMigrateEvents()
 }

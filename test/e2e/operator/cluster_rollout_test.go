@@ -58,15 +58,7 @@ func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
 	c.waitReady(since)
 	c.assertShape()
 
-	checker.Stop()
-	report, err := checker.Verify(c.ctx, c.client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !report.OK() {
-		t.Errorf("writes lost in the rolling update: %s", report)
-	}
-	t.Logf("during the rolling update: %s", report)
+	checker.StopAndRequire(c.ctx, t, c.client(), "during the rolling update")
 	c.readKeys("r", 500)
 
 	var events eventsv1.EventList

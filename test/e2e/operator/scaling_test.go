@@ -61,15 +61,7 @@ func TestClusterScalesOutAndInWithoutLosingWrites(t *testing.T) {
 		return len(left) == 0, fmt.Sprintf("still there: %v", left), nil
 	})
 
-	checker.Stop()
-	report, err := checker.Verify(c.ctx, c.client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !report.OK() {
-		t.Errorf("writes lost while scaling: %s", report)
-	}
-	t.Logf("while scaling: %s", report)
+	checker.StopAndRequire(c.ctx, t, c.client(), "while scaling")
 	c.readKeys("s", 1000)
 
 	var events eventsv1.EventList
