@@ -263,3 +263,51 @@ func hashOf(parts ...string) string {
 
 func i32(v int32) string  { return strconv.FormatInt(int64(v), 10) }
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// PasswordOfAuthFile reads back the password a rendered auth file (RedisAuthKey) gives Redis:
+// what the pods now running were started with, which a controller needs to change it in place.
+func PasswordOfAuthFile(content string) (string, bool) {
+	const prefix = "requirepass "
+	for _, line := range strings.Split(content, "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			return unquoteConfigValue(rest)
+		}
+	}
+	return "", false
+}
+
+// unquoteConfigValue is the inverse of quoteConfigValue.
+func unquoteConfigValue(q string) (string, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 1; i < len(q)-1; i++ {
+		c := q[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 >= len(q)-1 {
+			return "", false
+		}
+		i++
+		switch q[i] {
+		case '\\', '"':
+			b.WriteByte(q[i])
+		case 'x':
+			if i+2 >= len(q)-1 {
+				return "", false
+			}
+			var v byte
+			if _, err := fmt.Sscanf(q[i+1:i+3], "%02x", &v); err != nil {
+				return "", false
+			}
+			b.WriteByte(v)
+			i += 2
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}

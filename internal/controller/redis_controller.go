@@ -50,6 +50,7 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
 		{"password", r.resolvePassword},
+		{"password-rotation", r.rotatePassword},
 		{"objects", r.applyObjects},
 		{"pod", r.observePod},
 		{"dynamic-config", r.applyDynamicConfig},
@@ -86,6 +87,16 @@ func (s *redisScope) failed(message string) {
 func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (stop bool, err error) {
 	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
 	return stop, err
+}
+
+// rotatePassword changes a running pod's password in place when the Secret's changed.
+func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
+		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {

@@ -67,6 +67,7 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"skip-reconcile", r.skipReconcile},
 		{"finalizer", r.ensureFinalizer},
 		{"password", r.resolvePassword},
+		{"password-rotation", r.rotatePassword},
 		{"scale-in", r.holdScaleIn},
 		{"objects", r.applyObjects},
 		{"pods", r.observePods},
@@ -116,6 +117,16 @@ func (s *clusterScope) failed(message string) {
 func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (stop bool, err error) {
 	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
 	return stop, err
+}
+
+// rotatePassword changes the running pods' password in place when the Secret's changed.
+func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterScope) (bool, error) {
+	if err := r.listPods(ctx, s); err != nil {
+		return false, err
+	}
+	pods := append(append([]corev1.Pod{}, s.leaders...), s.followers...)
+	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
+		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {

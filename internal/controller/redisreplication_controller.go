@@ -69,6 +69,24 @@ type replicationScope struct {
 	monitored string
 }
 
+// rotatePassword changes the running pods' password in place when the Secret's changed. Not
+// while sentinels watch the replication: they authenticate with the old password until they
+// are given the new one, which is still to come (the pods take it when they restart).
+func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
+	if s.cr.Spec.Sentinel != nil {
+		return false, nil
+	}
+	if watching, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name); err != nil || len(watching) > 0 {
+		return false, err
+	}
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
+		func(why string) { s.requeue(ctx, whileBroken, why) })
+}
+
 func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 	return []phase[*replicationScope]{
 		{"deletion", r.reconcileDeletion},
@@ -77,6 +95,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
 		{"password", r.resolvePassword},
+		{"password-rotation", r.rotatePassword},
 		{"hand-over-before-scale-in", r.handOverBeforeScaleIn},
 		{"objects", r.applyObjects},
 		{"pods", r.observePods},

@@ -28,13 +28,15 @@ type replicationFixture struct {
 	op      *operator
 	kubelet *fakeKubelet
 	cr      *v1beta2.RedisReplication
+	// password is the one the test's clients use: the Secret's.
+	password string
 }
 
 func newReplicationFixture(t *testing.T) *replicationFixture {
 	size := int32(3)
 	t.Helper()
 	ns := testNamespace(t)
-	f := &replicationFixture{t: t, ctx: context.Background(), c: newClient(t)}
+	f := &replicationFixture{t: t, ctx: context.Background(), c: newClient(t), password: replicationPassword}
 	f.op = startOperator(t, ns)
 	f.kubelet = newFakeKubelet(t, f.c, builder.DefaultRedisPort)
 	f.kubelet.standalone, f.kubelet.password = true, replicationPassword
@@ -85,7 +87,7 @@ func (f *replicationFixture) redis(pod string) *goredis.Client {
 	if p == nil {
 		f.t.Fatalf("no pod %s", pod)
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: p.addr(builder.DefaultRedisPort), Password: replicationPassword})
+	rdb := goredis.NewClient(&goredis.Options{Addr: p.addr(builder.DefaultRedisPort), Password: f.password})
 	f.t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }

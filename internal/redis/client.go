@@ -120,6 +120,22 @@ func IsServerError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, goredis.Nil)
 }
 
+// IsAuthError reports whether err is Redis refusing the credentials: a wrong password, none
+// given where one is required, or one given where none is configured.
+func IsAuthError(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, prefix := range []string{"NOAUTH", "WRONGPASS", "ERR invalid password", "ERR AUTH <password> called without any password", "ERR Client sent AUTH, but no password is set"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // Ping checks that the node answers.
 func (c *Client) Ping(ctx context.Context) error {
 	return c.wrap("PING", c.rdb.Ping(ctx).Err())

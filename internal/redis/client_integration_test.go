@@ -198,12 +198,15 @@ func TestPoolReusesEvictsAndCounts(t *testing.T) {
 	mu.Unlock()
 
 	err := wrong.Ping(ctx)
-	if err == nil || !strings.Contains(err.Error(), s.Addr()) || !redis.IsServerError(err) {
+	if err == nil || !strings.Contains(err.Error(), s.Addr()) || !redis.IsServerError(err) || !redis.IsAuthError(err) {
 		t.Errorf("wrong password: %v", err)
 	}
 	noAuth, _ := pool.Client(s.Addr(), redis.Auth{})
-	if err := noAuth.Ping(ctx); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+	if err := noAuth.Ping(ctx); err == nil || !strings.Contains(err.Error(), "NOAUTH") || !redis.IsAuthError(err) {
 		t.Errorf("no password: %v", err)
+	}
+	if err := a.Ping(ctx); err != nil || redis.IsAuthError(err) {
+		t.Errorf("right password: %v", err)
 	}
 
 	if n := pool.Evict(s.Addr()); n != 3 {
@@ -304,5 +307,22 @@ func TestTimeoutsAreBounded(t *testing.T) {
 	closed, _ := pool.Client("127.0.0.1:1", redis.Auth{})
 	if err := closed.Ping(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || redis.IsServerError(err) {
 		t.Errorf("PING to a closed port: %v", err)
+	}
+}
+
+// IsAuthError tells credentials refused apart from every other failure. (A server without a
+// password accepts any: its default user is "nopass".)
+func TestIsAuthErrorOnlyForRefusedCredentials(t *testing.T) {
+	ctx := t.Context()
+	pool := redis.NewPool(redis.Options{})
+	t.Cleanup(func() { _ = pool.Close() })
+	open := redistest.StartServer(t, redistest.ServerOptions{})
+	offered, _ := pool.Client(open.Addr(), redis.Auth{Password: "unexpected"})
+	if err := offered.Ping(ctx); err != nil {
+		t.Errorf("a password offered to a server without one: %v", err)
+	}
+	gone, _ := pool.Client("127.0.0.1:1", redis.Auth{Password: "x"})
+	if err := gone.Ping(ctx); err == nil || redis.IsAuthError(err) {
+		t.Errorf("connection refused is no auth error: %v", err)
 	}
 }
