@@ -86,3 +86,62 @@ func TestPasswordChangesInPlace(t *testing.T) {
 		t.Error("no PasswordRotated event says the 3 pods changed")
 	}
 }
+
+// The same for a cluster: every node takes the new password in place, replicas stay linked
+// (masterauth), and a client with the new password reads every key.
+func TestClusterPasswordChangesInPlace(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixtureWithPassword(t, 3, 3, "first")
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	clusterClient := func(password string) *goredis.ClusterClient {
+		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: f.addrs(), Password: password, MaxRedirects: 8})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	for i := 0; i < 200; i++ {
+		if err := clusterClient("first").Set(f.ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var secret corev1.Secret
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "redis-secret"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["password"] = []byte("second")
+	if err := f.c.Update(f.ctx, &secret); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "every node to require the new password", func() error {
+		for _, addr := range f.addrs() {
+			c := goredis.NewClient(&goredis.Options{Addr: addr, Password: "second", MaxRetries: -1})
+			got, err := c.ConfigGet(f.ctx, "requirepass").Result()
+			_ = c.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", addr, err)
+			}
+			if got["requirepass"] != "second" {
+				return fmt.Errorf("%s requires %q", addr, got["requirepass"])
+			}
+		}
+		return nil
+	})
+	f.waitReady(30 * time.Second)
+	for _, addr := range f.addrs() {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, Password: "second"})
+		info, err := c.Info(f.ctx, "replication").Result()
+		_ = c.Close()
+		if err != nil || (strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up")) {
+			t.Errorf("%s replication after the rotation: %v %s", addr, err, info)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		if got, err := clusterClient("second").Get(f.ctx, fmt.Sprint("k", i)).Int(); err != nil || got != i {
+			t.Fatalf("GET k%d = %d, %v", i, got, err)
+		}
+	}
+	if err := clusterClient("first").Ping(f.ctx).Err(); err == nil {
+		t.Error("the old password still works")
+	}
+}

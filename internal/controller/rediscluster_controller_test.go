@@ -64,6 +64,12 @@ var (
 
 func newClusterFixture(t *testing.T, leaders, followers int32) *clusterFixture {
 	t.Helper()
+	return newClusterFixtureWithPassword(t, leaders, followers, "")
+}
+
+// newClusterFixtureWithPassword: a password other than "" comes from Secret redis-secret.
+func newClusterFixtureWithPassword(t *testing.T, leaders, followers int32, password string) *clusterFixture {
+	t.Helper()
 	testPort++ // each test its own port, so no address is ever reused across tests
 	f := &clusterFixture{t: t, ctx: context.Background(), c: newClient(t), name: "shards", ns: testNamespace(t), port: testPort}
 	f.kubelet = newFakeKubelet(t, f.c, f.port)
@@ -81,6 +87,15 @@ func newClusterFixture(t *testing.T, leaders, followers int32) *clusterFixture {
 		},
 	}
 	cr.Spec.RedisFollower.Replicas = &followers
+	if password != "" {
+		f.kubelet.password = password
+		if err := f.c.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "redis-secret", Namespace: f.ns},
+			Data: map[string][]byte{"password": []byte(password)}}); err != nil {
+			t.Fatal(err)
+		}
+		secretName, secretKey := "redis-secret", "password"
+		cr.Spec.KubernetesConfig.ExistingPasswordSecret = &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}
+	}
 	if err := f.c.Create(f.ctx, cr); err != nil {
 		t.Fatal(err)
 	}
