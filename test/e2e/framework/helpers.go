@@ -194,11 +194,18 @@ func (s *Sandbox) Redis(t testing.TB, pod *corev1.Pod) *redis.Client {
 // RedisAt opens a client to ip:port; the client is closed when the test ends.
 func (s *Sandbox) RedisAt(t testing.TB, ip string, port int) *redis.Client {
 	t.Helper()
+	return s.RedisWithPassword(t, ip, port, "")
+}
+
+// RedisWithPassword opens a client to ip:port that authenticates with password ("" for none).
+func (s *Sandbox) RedisWithPassword(t testing.TB, ip string, port int, password string) *redis.Client {
+	t.Helper()
 	if ip == "" {
 		t.Fatal("pod has no IP")
 	}
 	c := redis.NewClient(&redis.Options{
 		Addr:         net.JoinHostPort(ip, strconv.Itoa(port)),
+		Password:     password,
 		DialTimeout:  2 * time.Second,
 		ReadTimeout:  2 * time.Second,
 		WriteTimeout: 2 * time.Second,

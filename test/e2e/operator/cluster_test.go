@@ -28,6 +28,8 @@ type cluster struct {
 	ctx  context.Context
 	ns   string
 	name string
+	// password is the one clients authenticate with, "" for none.
+	password string
 }
 
 // faultTime waits for the next second and returns the time: the status's transition times have
@@ -73,7 +75,7 @@ func (c *cluster) waitReady(since time.Time) {
 			return false, seen, nil
 		}
 		for _, p := range c.pods(ctx) {
-			role, err := sb.Redis(c.t, &p).Do(ctx, "ROLE").Slice()
+			role, err := c.redis(&p).Do(ctx, "ROLE").Slice()
 			if err != nil {
 				return false, seen, err
 			}
@@ -84,7 +86,7 @@ func (c *cluster) waitReady(since time.Time) {
 			if role[0] != want {
 				return false, fmt.Sprintf("%s; pod %s is %v", seen, p.Name, role[0]), nil
 			}
-			info, err := sb.Redis(c.t, &p).ClusterInfo(ctx).Result()
+			info, err := c.redis(&p).ClusterInfo(ctx).Result()
 			if err != nil {
 				return false, seen, err
 			}
@@ -119,12 +121,16 @@ func (c *cluster) pod(name string) *corev1.Pod {
 	return p
 }
 
+func (c *cluster) redis(p *corev1.Pod) *goredis.Client {
+	return sb.RedisWithPassword(c.t, p.Status.PodIP, 6379, c.password)
+}
+
 func (c *cluster) client() *goredis.ClusterClient {
 	var addrs []string
 	for _, p := range c.pods(c.ctx) {
 		addrs = append(addrs, p.Status.PodIP+":6379")
 	}
-	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, MaxRedirects: 8, DialTimeout: 2 * time.Second})
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second})
 	c.t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }
@@ -140,7 +146,7 @@ func (c *cluster) writeKeys(prefix string, n int) {
 	// Every master waits for its replica, so that no acknowledged write is lost to a failover.
 	for _, p := range c.pods(c.ctx) {
 		if strings.Contains(p.Name, "-leader-") {
-			_ = sb.Redis(c.t, &p).Do(c.ctx, "WAIT", 1, 5000).Err()
+			_ = c.redis(&p).Do(c.ctx, "WAIT", 1, 5000).Err()
 		}
 	}
 }
@@ -169,7 +175,7 @@ func (c *cluster) assertShapeOf(leaders, followers int) {
 		c.t.Errorf("%d pods, want %d", len(pods), leaders+followers)
 	}
 	for _, p := range c.pods(c.ctx) {
-		text, err := sb.Redis(c.t, &p).ClusterInfo(c.ctx).Result()
+		text, err := c.redis(&p).ClusterInfo(c.ctx).Result()
 		if err != nil {
 			c.t.Fatal(err)
 		}
