@@ -91,7 +91,7 @@ func (c *cluster) resize(size int32) {
 // slotsPerMaster is the sorted slot counts of the masters, as CLUSTER NODES on leader-0 says.
 func (c *cluster) slotsPerMaster() []int {
 	c.t.Helper()
-	text, err := c.redis(c.pod(c.name+"-leader-0")).ClusterNodes(c.ctx).Result()
+	text, err := c.redis(c.pod(c.name + "-leader-0")).ClusterNodes(c.ctx).Result()
 	if err != nil {
 		c.t.Fatal(err)
 	}
