@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/builder"
@@ -79,7 +80,10 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		if pod == nil {
 			return false, fmt.Errorf("rolling update names unknown pod %s", action.Delete)
 		}
-		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return true, nil // a cache that lags behind an earlier delete; its events bring us back
+			}
 			return false, fmt.Errorf("delete pod %s for the rolling update: %w", pod.Name, err)
 		}
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s with the StatefulSet's current revision", pod.Name)

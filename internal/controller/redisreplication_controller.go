@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -261,7 +262,10 @@ func (r *RedisReplicationReconciler) rollPods(ctx context.Context, s *replicatio
 	if victim.Name == s.plan.Master && !s.sentinels {
 		return r.handOverForUpdate(ctx, s, victim, revision)
 	}
-	if err := r.Client.Delete(ctx, victim, client.Preconditions{UID: &victim.UID}); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, victim, client.Preconditions{UID: &victim.UID}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil // a cache that lags behind an earlier delete; its events bring us back
+		}
 		return false, fmt.Errorf("delete pod %s for the rolling update: %w", victim.Name, err)
 	}
 	r.Recorder.Eventf(s.cr, victim, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s (%s) with revision %s", victim.Name, roleOf(victim, s.plan.Master), revision)

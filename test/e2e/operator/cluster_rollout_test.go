@@ -69,7 +69,7 @@ func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
 	for _, e := range events.Items {
 		perReason[e.Reason]++
 	}
-	if perReason["RollingUpdate"] != 6 || perReason["ClusterFailover"] < 3 {
+	if perReason["RollingUpdate"] < 6 || perReason["ClusterFailover"] < 3 {
 		t.Errorf("want 6 pods replaced and 3 hand-overs (plus fail-backs), got events %v", perReason)
 	}
 }
