@@ -88,7 +88,8 @@ func (c *cluster) resize(size int32) {
 	}
 }
 
-// slotsPerMaster is the sorted slot counts of the masters, as CLUSTER NODES on leader-0 says.
+// slotsPerMaster is the sorted slot counts of the masters that serve slots, as CLUSTER NODES on
+// leader-0 says.
 func (c *cluster) slotsPerMaster() []int {
 	c.t.Helper()
 	text, err := c.redis(c.pod(c.name + "-leader-0")).ClusterNodes(c.ctx).Result()
@@ -101,7 +102,8 @@ func (c *cluster) slotsPerMaster() []int {
 	}
 	var counts []int
 	for _, n := range topo.Nodes {
-		if n.IsMaster() {
+		// (A replica that joined a moment ago may still be a slotless master to leader-0.)
+		if n.IsMaster() && n.SlotCount() > 0 {
 			counts = append(counts, n.SlotCount())
 		}
 	}
