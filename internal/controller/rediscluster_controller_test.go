@@ -382,7 +382,8 @@ func TestLeaderCrashFailsOverAndBack(t *testing.T) {
 	f.waitReady(60 * time.Second)
 	f.writeKeys(200)
 
-	before := f.topology("shards-leader-0")
+	// leader-1's own view lists its replicas (Ready does not wait for third pods to hear).
+	before := f.topology("shards-leader-1")
 	leader, _ := before.NodeByAddr(f.kubelet.pod("shards-leader-1").addr(f.port))
 	replicas := before.ReplicasOf(leader.ID)
 	if len(replicas) != 1 {
