@@ -110,3 +110,59 @@ func (c *cluster) slotsPerMaster() []int {
 	sort.Ints(counts)
 	return counts
 }
+
+// The operator crashes in the middle of a scale-out's slot moves; the restarted operator
+// finishes them (a slot left half-moved goes on to its destination) and no acknowledged
+// write is lost.
+func TestOperatorKilledWhileReshardingIsFinished(t *testing.T) {
+	start := time.Now()
+	c := newCluster(t, strings.Replace(sample(t, "redis_v1beta2_rediscluster_minimal.yaml"), "name: redis-cluster", "name: resharded", 1))
+	c.waitReady(start)
+	c.writeKeys("k", 1000)
+	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: "crash", Writers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checker.Stop()
+
+	since := faultTime()
+	c.resize(4)
+	sb.WaitFor(t, c.ns, "slots moving", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		var events eventsv1.EventList
+		if err := sb.Client.List(ctx, &events, client.InNamespace(c.ns)); err != nil {
+			return false, "", err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "ClusterMigrate" {
+				return true, "", nil
+			}
+		}
+		return false, "no ClusterMigrate event yet", nil
+	})
+	var pods corev1.PodList
+	if err := sb.Client.List(c.ctx, &pods, client.InNamespace("redis-operator-system")); err != nil || len(pods.Items) == 0 {
+		t.Fatalf("operator pod: %v (%d pods)", err, len(pods.Items))
+	}
+	if err := sb.Fault.CrashContainer(c.ctx, "redis-operator-system", pods.Items[0].Name, "manager"); err != nil {
+		t.Fatal(err)
+	}
+	crashed := time.Now()
+	c.waitReady(since)
+	c.assertShapeOf(4, 4)
+	var events eventsv1.EventList
+	if err := sb.Client.List(c.ctx, &events, client.InNamespace(c.ns)); err != nil {
+		t.Fatal(err)
+	}
+	movesAfter := 0
+	for _, e := range events.Items {
+		if e.Reason == "ClusterMigrate" && e.EventTime.After(crashed) {
+			movesAfter++
+		}
+	}
+	t.Logf("%d slot moves made by the restarted operator", movesAfter)
+	if got := c.slotsPerMaster(); fmt.Sprint(got) != "[4096 4096 4096 4096]" {
+		t.Errorf("slots per master after the scale-out: %v", got)
+	}
+	checker.StopAndRequire(c.ctx, t, c.client(), "across the operator's crash while resharding")
+	c.readKeys("k", 1000)
+}
