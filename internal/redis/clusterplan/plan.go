@@ -370,8 +370,11 @@ func replicate(o *observed) Plan {
 		if m.Role == Leader && o.leaderlessShard(m, shards) == nil {
 			continue // a new shard: rebalance gives it slots
 		}
-		if known := o.knows(m, shards, perShard); known != "" {
-			waits = append(waits, known)
+		if meet, wait := o.introduce(m, shards, perShard); meet != nil {
+			plan.Steps = append(plan.Steps, *meet)
+			continue
+		} else if wait != "" {
+			waits = append(waits, wait)
 			continue
 		}
 		if step, ok := o.attach(m, shards, perShard, ""); ok {
@@ -404,16 +407,23 @@ func replicate(o *observed) Plan {
 	return plan
 }
 
-// knows returns a wait when m does not yet know the master it would be attached to.
-func (o *observed) knows(m Member, shards []*shard, perShard int) string {
+// introduce returns, when m does not know the master it would be attached to yet, the MEET
+// that introduces them directly (gossip from the seed would take seconds), or a wait while
+// their handshake runs.
+func (o *observed) introduce(m Member, shards []*shard, perShard int) (*Step, string) {
 	target := o.chooseShard(m, shards, perShard)
 	if target == nil {
-		return ""
+		return nil, ""
 	}
-	if known, ok := m.View.NodeByID(target.master.ID); !ok || known.Is(redis.FlagHandshake) {
-		return fmt.Sprintf("%s does not know master %s yet (gossip)", m.Pod, short(target.master.ID))
+	if known, ok := m.View.NodeByID(target.master.ID); ok && !known.Is(redis.FlagHandshake) {
+		return nil, ""
 	}
-	return ""
+	master, ok := o.ids[target.master.ID]
+	if !ok || handshaking(m.View, master) {
+		return nil, fmt.Sprintf("%s does not know master %s yet (handshake)", m.Pod, short(target.master.ID))
+	}
+	step := meetStep(&m, master, fmt.Sprintf("introduce its master %s (%s) before it replicates it", short(target.master.ID), master.Pod))
+	return &step, ""
 }
 
 // attach returns the step that makes m a replica of the shard chosen for it, and counts it

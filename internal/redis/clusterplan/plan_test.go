@@ -453,15 +453,17 @@ func TestEarlySlotsGoOnlyToLoneEmptyLeaders(t *testing.T) {
 	}
 }
 
-func TestReplicaWaitsUntilItKnowsItsMaster(t *testing.T) {
+func TestReplicaIsIntroducedToItsMasterDirectly(t *testing.T) {
 	nodes := healthy()
 	nodes[5].master = ""
 	c := cluster{known: nodes}
 	members := c.members(nodes)
-	// follower-2 knows only the seed and itself so far.
+	// follower-2 knows only the seed and itself so far: rather than wait for gossip, it meets
+	// the master it is to replicate.
 	members[5].View = c.viewOf(nodes[5], []node{nodes[0], nodes[5]})
 	plan := Compute(threeByThree, members)
-	if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "does not know master") {
-		t.Errorf("want a wait for gossip, got %+v", plan)
+	assertSteps(t, plan, StepMeet, 1)
+	if s := plan.Steps[0]; s.On != "c-follower-2" || s.IP != nodes[2].ip {
+		t.Errorf("want follower-2 to meet leader-2 at %s, got %v", nodes[2].ip, s)
 	}
 }
