@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/rediskube/redis-operator/test/writecheck"
 )
 
 // A change of the pod template is rolled by the operator: followers first, then each leader
@@ -25,11 +23,7 @@ func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
 	c.waitReady(start)
 	c.writeKeys("r", 500)
 
-	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: "roll", Writers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer checker.Stop()
+	checker := c.startWriting("roll")
 
 	since := faultTime()
 	cr := c.get()

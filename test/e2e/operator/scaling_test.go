@@ -26,11 +26,7 @@ func TestClusterScalesOutAndInWithoutLosingWrites(t *testing.T) {
 	c.waitReady(start)
 	c.writeKeys("s", 1000)
 
-	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: "scale", Writers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer checker.Stop()
+	checker := c.startWriting("scale")
 
 	since := faultTime()
 	c.resize(4)
@@ -119,11 +115,7 @@ func TestOperatorKilledWhileReshardingIsFinished(t *testing.T) {
 	c := newCluster(t, strings.Replace(sample(t, "redis_v1beta2_rediscluster_minimal.yaml"), "name: redis-cluster", "name: resharded", 1))
 	c.waitReady(start)
 	c.writeKeys("k", 1000)
-	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: "crash", Writers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer checker.Stop()
+	checker := c.startWriting("crash")
 
 	since := faultTime()
 	c.resize(4)
@@ -165,4 +157,15 @@ func TestOperatorKilledWhileReshardingIsFinished(t *testing.T) {
 	}
 	checker.StopAndRequire(c.ctx, t, c.client(), "across the operator's crash while resharding")
 	c.readKeys("k", 1000)
+}
+
+// startWriting starts a write-loss checker on the cluster, stopped when the test ends.
+func (c *cluster) startWriting(prefix string) *writecheck.Checker {
+	c.t.Helper()
+	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: prefix, Writers: 2})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(checker.Stop)
+	return checker
 }
