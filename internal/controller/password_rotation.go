@@ -34,9 +34,14 @@ type passwordRotation struct {
 
 // rotate returns stop when a pod is not running (it must not start, or go on, with the old
 // password unseen) and an error when a pod refuses both passwords.
-func (p passwordRotation) rotate(ctx context.Context, owner client.Object, pods []corev1.Pod, port int, want string, conditions conditionSet, requeue func(string)) (bool, error) {
+// listPods is called only when the password changes.
+func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error), port int, want string, conditions conditionSet, requeue func(string)) (bool, error) {
 	current, known, err := p.inEffect(ctx, owner)
-	if err != nil || !known || current == want || len(pods) == 0 {
+	if err != nil || !known || current == want {
+		return false, err
+	}
+	pods, err := listPods()
+	if err != nil || len(pods) == 0 {
 		return false, err
 	}
 	for i := range pods {

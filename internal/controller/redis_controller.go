@@ -91,10 +91,7 @@ func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (s
 
 // rotatePassword changes a running pod's password in place when the Secret's changed.
 func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
-	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
-	if err != nil {
-		return false, err
-	}
+	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
 	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }

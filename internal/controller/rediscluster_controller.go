@@ -121,10 +121,12 @@ func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *cluster
 
 // rotatePassword changes the running pods' password in place when the Secret's changed.
 func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterScope) (bool, error) {
-	if err := r.listPods(ctx, s); err != nil {
-		return false, err
+	pods := func() ([]corev1.Pod, error) {
+		if err := r.listPods(ctx, s); err != nil {
+			return nil, err
+		}
+		return append(append([]corev1.Pod{}, s.leaders...), s.followers...), nil
 	}
-	pods := append(append([]corev1.Pod{}, s.leaders...), s.followers...)
 	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }

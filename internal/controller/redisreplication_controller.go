@@ -80,10 +80,7 @@ func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *repl
 	if watching, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name); err != nil || len(watching) > 0 {
 		return false, err
 	}
-	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
-	if err != nil {
-		return false, err
-	}
+	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
 	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
