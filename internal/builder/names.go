@@ -99,3 +99,25 @@ func PodName(stsName string, ordinal int32) string {
 func PodDNSName(stsName string, ordinal int32, namespace string) string {
 	return PodName(stsName, ordinal) + "." + HeadlessServiceName(stsName) + "." + namespace + ".svc"
 }
+
+// StatefulSetNamesOf lists every StatefulSet a resource of the given kind (Redis,
+// RedisCluster, RedisReplication, RedisSentinel) and name may have, whatever its spec: what
+// its deletion cleans up is found from these names, never by building from a spec that may
+// not build.
+func StatefulSetNamesOf(kind, crName string) []string {
+	switch kind {
+	case "Redis":
+		return []string{crName}
+	case "RedisCluster":
+		return []string{ClusterStatefulSetName(crName, RoleLeader), ClusterStatefulSetName(crName, RoleFollower)}
+	case "RedisReplication":
+		return []string{crName, SentinelStatefulSetName(crName)}
+	case "RedisSentinel":
+		return []string{SentinelStatefulSetName(crName)}
+	}
+	return nil
+}
+
+// ClaimTemplateNamesOf lists the names of the claim templates the builders give the
+// StatefulSet named stsName: its data claim and the cluster's node-conf claim.
+func ClaimTemplateNamesOf(stsName string) []string { return []string{stsName, nodeConfVolume} }

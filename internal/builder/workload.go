@@ -2,6 +2,7 @@ package builder
 
 import (
 	"maps"
+	"net"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -309,7 +310,7 @@ func (w *workload) exporterContainer() corev1.Container {
 	}
 	env := []corev1.EnvVar{
 		{Name: "REDIS_ADDR", Value: scheme + "localhost:" + i32(w.port)},
-		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: ":" + i32(port)},
+		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: net.JoinHostPort("", i32(port))},
 	}
 	if w.passwordRef != nil {
 		// A reference, not a value: the password stays in the user's Secret.

@@ -2,8 +2,13 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,8 +17,29 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
+
+// FieldManager is the name the operator applies its objects under. Server-side apply removes
+// from an object what this manager applied before and applies no more, and leaves alone what
+// other managers (users, other controllers, the API server's defaults) set.
+const FieldManager = "redis-operator"
+
+// AppliedHashAnnotation holds a digest of the configuration last applied to an object, so that
+// an idle reconcile can tell, without a request, that nothing it wants has changed.
+const AppliedHashAnnotation = "redis.opstreelabs.in/applied-hash"
+
+// legacyManagers are the names our earlier versions wrote objects under with create and merge
+// patches (no field manager was set, so the API server took the program's name): their fields
+// become this manager's, so that a field the spec no longer asks for is removed from objects
+// made before server-side apply too.
+var legacyManagers = sets.New(FieldManager, filepath.Base(os.Args[0]))
 
 // NotOwnedError is returned when an object with a name we need exists but is not controlled
 // by the custom resource: we never adopt what someone else made.
@@ -25,39 +51,151 @@ func (e *NotOwnedError) Error() string {
 	return fmt.Sprintf("%s %s exists and is not owned by this resource; rename or delete it", e.Kind, e.Name)
 }
 
-// applyOwned creates desired, or patches the live object when a field that desired sets
-// differs. It returns whether it wrote. Fields desired leaves unset (API defaults, what other
-// controllers add) are left alone, so a steady state makes no write.
+// applyOwned makes the object match desired with server-side apply and returns whether it
+// wrote. desired is the complete state the operator wants: what it applied before and leaves
+// out now is removed. It writes nothing when the live object carries the digest of desired and
+// still holds every field desired sets (nobody changed them since).
 func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desired client.Object) (bool, error) {
+	gvk, err := apiutil.GVKForObject(desired, c.Scheme())
+	if err != nil {
+		return false, fmt.Errorf("kind of %s: %w", desired.GetName(), err)
+	}
+	kind := gvk.Kind
 	live := desired.DeepCopyObject().(client.Object)
-	err := c.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	err = c.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	if apierrors.IsNotFound(err) {
-		if err := c.Create(ctx, desired); err != nil {
-			return false, fmt.Errorf("create %s %s: %w", kindOf(desired), desired.GetName(), err)
-		}
-		return true, nil
+		return true, create(ctx, c, kind, desired)
 	}
 	if err != nil {
-		return false, fmt.Errorf("get %s %s: %w", kindOf(desired), desired.GetName(), err)
+		return false, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
 	}
 	if !metav1.IsControlledBy(live, owner) {
-		return false, &NotOwnedError{Kind: kindOf(desired), Name: desired.GetName()}
+		return false, &NotOwnedError{Kind: kind, Name: desired.GetName()}
 	}
 	if live.GetDeletionTimestamp() != nil {
 		return false, nil // being recreated: its delete event brings the owner back to create it
 	}
-	if isDerived(desired, live) {
+	upgraded, err := upgradeLegacyFields(ctx, c, kind, live)
+	if err != nil {
+		return false, err
+	}
+	hash, err := appliedHash(desired)
+	if err != nil {
+		return false, err
+	}
+	if !upgraded && live.GetAnnotations()[AppliedHashAnnotation] == hash && isDerived(desired, live) {
 		return false, nil
 	}
-	original := live.DeepCopyObject().(client.Object)
-	mergeInto(desired, live)
-	if err := c.Patch(ctx, live, client.MergeFrom(original)); err != nil {
+	applied := desired.DeepCopyObject().(client.Object)
+	if sts, ok := applied.(*appsv1.StatefulSet); ok {
+		// Claim templates cannot change on a live StatefulSet: a change is acted on apart
+		// (recreateIfClaimsChanged), so that it does not hold back every other field.
+		sts.Spec.VolumeClaimTemplates = live.(*appsv1.StatefulSet).Spec.VolumeClaimTemplates
+	}
+	setAnnotation(applied, AppliedHashAnnotation, hash)
+	config, err := applyConfiguration(applied, gvk.GroupVersion().String(), kind)
+	if err != nil {
+		return false, err
+	}
+	if err := c.Apply(ctx, config, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsInvalid(err) {
-			return false, &ImmutableError{Kind: kindOf(desired), Name: desired.GetName(), Err: err}
+			return false, &ImmutableError{Kind: kind, Name: desired.GetName(), Err: err}
 		}
-		return false, fmt.Errorf("patch %s %s: %w", kindOf(desired), desired.GetName(), err)
+		return false, fmt.Errorf("apply %s %s: %w", kind, desired.GetName(), err)
 	}
 	return true, nil
+}
+
+// create makes a new object. It is a create, not an apply, so that an object of that name the
+// cache does not show (made an instant ago, or outside what the cache watches) is refused
+// instead of adopted; its fields are then handed to the apply manager.
+func create(ctx context.Context, c client.Client, kind string, desired client.Object) error {
+	hash, err := appliedHash(desired)
+	if err != nil {
+		return err
+	}
+	obj := desired.DeepCopyObject().(client.Object)
+	setAnnotation(obj, AppliedHashAnnotation, hash)
+	if err := c.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		// AlreadyExists: not in the cache yet, or not ours; the next reconcile sees which.
+		return fmt.Errorf("create %s %s: %w", kind, desired.GetName(), err)
+	}
+	_, err = upgradeLegacyFields(ctx, c, kind, obj)
+	return err
+}
+
+// upgradeLegacyFields hands the fields that this operator set with create or update (not
+// apply) to its apply manager, once per object, and reports whether it did.
+func upgradeLegacyFields(ctx context.Context, c client.Client, kind string, live client.Object) (bool, error) {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, legacyManagers, FieldManager)
+	if err != nil {
+		return false, fmt.Errorf("managed fields of %s %s: %w", kind, live.GetName(), err)
+	}
+	if patch == nil {
+		return false, nil
+	}
+	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return false, fmt.Errorf("hand the fields of %s %s to %s: %w", kind, live.GetName(), FieldManager, err)
+	}
+	return true, nil
+}
+
+// appliedHash is the digest of what the operator wants an object to be.
+func appliedHash(desired client.Object) (string, error) {
+	obj := desired.DeepCopyObject().(client.Object)
+	annotations := maps.Clone(obj.GetAnnotations())
+	delete(annotations, AppliedHashAnnotation)
+	obj.SetAnnotations(annotations)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", desired.GetName(), err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// applyConfiguration turns a typed object into the configuration to apply: its fields without
+// the status (written by others through the status subresource) and without null values
+// (fields a typed object cannot leave out, such as creationTimestamp).
+func applyConfiguration(obj client.Object, apiVersion, kind string) (runtime.ApplyConfiguration, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s %s: %w", kind, obj.GetName(), err)
+	}
+	delete(content, "status")
+	dropNulls(content)
+	u := &unstructured.Unstructured{Object: content}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetResourceVersion("")
+	u.SetManagedFields(nil)
+	return client.ApplyConfigurationFromUnstructured(u), nil
+}
+
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(v)
+		case []any:
+			for _, item := range v {
+				if im, ok := item.(map[string]any); ok {
+					dropNulls(im)
+				}
+			}
+		}
+	}
+}
+
+func setAnnotation(obj client.Object, key, value string) {
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	obj.SetAnnotations(annotations)
 }
 
 // ImmutableError is returned when the API server refuses a change (a StatefulSet's selector,
@@ -104,15 +242,14 @@ func statefulSetNeedsRecreate(desired, live *appsv1.StatefulSet) bool {
 	return false
 }
 
-// isDerived reports whether live already holds every label, annotation and field desired sets.
+// isDerived reports whether live still holds every label, annotation and field desired sets:
+// false when someone changed a field the operator owns.
 func isDerived(desired, live client.Object) bool {
 	if !subset(desired.GetLabels(), live.GetLabels()) || !subset(desired.GetAnnotations(), live.GetAnnotations()) {
 		return false
 	}
 	switch d := desired.(type) {
 	case *appsv1.StatefulSet:
-		// Claim templates cannot change on a live StatefulSet: they are compared, and acted on,
-		// apart (see statefulSetNeedsRecreate).
 		spec := *d.Spec.DeepCopy()
 		spec.VolumeClaimTemplates = live.(*appsv1.StatefulSet).Spec.VolumeClaimTemplates
 		return equality.Semantic.DeepDerivative(spec, live.(*appsv1.StatefulSet).Spec)
@@ -126,65 +263,6 @@ func isDerived(desired, live client.Object) bool {
 		return reflect.DeepEqual(d.Data, live.(*corev1.Secret).Data)
 	default:
 		return false
-	}
-}
-
-// mergeInto copies what desired sets into live, keeping what the API server assigned and
-// may not be changed (a Service's cluster IPs, a StatefulSet's claim templates).
-func mergeInto(desired, live client.Object) {
-	labels := live.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, desired.GetLabels())
-	live.SetLabels(labels)
-	annotations := live.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	maps.Copy(annotations, desired.GetAnnotations())
-	live.SetAnnotations(annotations)
-
-	switch d := desired.(type) {
-	case *appsv1.StatefulSet:
-		l := live.(*appsv1.StatefulSet)
-		claims := l.Spec.VolumeClaimTemplates
-		l.Spec = *d.Spec.DeepCopy()
-		l.Spec.VolumeClaimTemplates = claims
-	case *corev1.Service:
-		l := live.(*corev1.Service)
-		kept := l.Spec
-		l.Spec = *d.Spec.DeepCopy()
-		if l.Spec.ClusterIP == "" {
-			l.Spec.ClusterIP, l.Spec.ClusterIPs = kept.ClusterIP, kept.ClusterIPs
-		}
-		l.Spec.IPFamilies, l.Spec.IPFamilyPolicy = kept.IPFamilies, kept.IPFamilyPolicy
-		if l.Spec.HealthCheckNodePort == 0 {
-			l.Spec.HealthCheckNodePort = kept.HealthCheckNodePort
-		}
-		if l.Spec.Type == kept.Type {
-			keepNodePorts(l.Spec.Ports, kept.Ports)
-		}
-	case *policyv1.PodDisruptionBudget:
-		live.(*policyv1.PodDisruptionBudget).Spec = *d.Spec.DeepCopy()
-	case *corev1.ConfigMap:
-		live.(*corev1.ConfigMap).Data = maps.Clone(d.Data)
-	case *corev1.Secret:
-		live.(*corev1.Secret).Data = maps.Clone(d.Data)
-	}
-}
-
-// keepNodePorts keeps the node ports the API server allocated, so an update does not move them.
-func keepNodePorts(ports, kept []corev1.ServicePort) {
-	for i := range ports {
-		if ports[i].NodePort != 0 {
-			continue
-		}
-		for _, k := range kept {
-			if k.Name == ports[i].Name {
-				ports[i].NodePort = k.NodePort
-			}
-		}
 	}
 }
 

@@ -47,13 +47,14 @@ func runPhases[S any](ctx context.Context, phases []phase[S], s S) error {
 }
 
 // finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
-// lets the resource go by removing the finalizer.
-func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, keepClaims bool, statefulSets []*appsv1.StatefulSet) error {
+// lets the resource go by removing the finalizer. It needs only the resource's kind and name,
+// so that a resource with any spec the API server admitted can be deleted.
+func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, keepClaims bool) error {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
 	if !keepClaims {
-		deleted, err := deleteClaims(ctx, c, obj.GetNamespace(), statefulSets)
+		deleted, err := deleteClaims(ctx, c, obj, kind)
 		if err != nil {
 			return err
 		}
@@ -192,7 +193,7 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	common := k.common(obj)
 	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration()}})
 	defer func() {
-		common.ObservedGeneration = obj.GetGeneration()
+		settleObservedGeneration(common, obj.GetGeneration(), err == nil)
 		changed := !equality.Semantic.DeepEqual(k.status(before), k.status(obj))
 		base := obj.DeepCopyObject().(T)
 		reflect.ValueOf(k.status(base)).Elem().Set(reflect.ValueOf(k.status(before)).Elem())
@@ -202,4 +203,20 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 		return ctrl.Result{}, err
 	}
 	return s.base().result, nil
+}
+
+// settleObservedGeneration moves status.observedGeneration, and the conditions', to the
+// resource's generation only when a reconcile of that generation ran every phase without
+// error, so that tools waiting on it never see a spec claimed as acted on that was not. The
+// conditions written by a failed reconcile keep the generation last reconciled.
+func settleObservedGeneration(common *v1beta2.CommonStatus, generation int64, succeeded bool) {
+	if succeeded {
+		common.ObservedGeneration = generation
+		return
+	}
+	for i := range common.Conditions {
+		if common.Conditions[i].ObservedGeneration > common.ObservedGeneration {
+			common.Conditions[i].ObservedGeneration = common.ObservedGeneration
+		}
+	}
 }

@@ -80,3 +80,77 @@ func TestDeletionRemovesClaimsUnlessKept(t *testing.T) {
 		}
 	}
 }
+
+// TestResourcesTheBuildersRefuseAreDeleted deletes resources whose specs the API server admits
+// but the builders refuse (no image): their deletion must not depend on building, and it
+// still removes their PVCs.
+func TestResourcesTheBuildersRefuseAreDeleted(t *testing.T) {
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	ctx := context.Background()
+	c := newClient(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	size := int32(3)
+	refused := []struct {
+		cr    client.Object
+		claim string
+	}{
+		{&v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "noimage", Namespace: ns}}, "noimage-noimage-0"},
+		{&v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "noimage-cluster", Namespace: ns},
+			Spec: v1beta2.RedisClusterSpec{Size: &size}}, "node-conf-noimage-cluster-leader-1"},
+		{&v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "noimage-rr", Namespace: ns},
+			Spec: v1beta2.RedisReplicationSpec{Size: &size}}, "noimage-rr-noimage-rr-2"},
+		{&v1beta2.RedisSentinel{ObjectMeta: metav1.ObjectMeta{Name: "noimage-sn", Namespace: ns},
+			Spec: v1beta2.RedisSentinelSpec{Size: &size}}, ""},
+	}
+	for _, r := range refused {
+		if err := c.Create(ctx, r.cr); err != nil {
+			t.Fatalf("create %s: %v", r.cr.GetName(), err)
+		}
+		waitUntil(t, 10*time.Second, "finalizer and a refusal on "+r.cr.GetName(), func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(r.cr), r.cr); err != nil {
+				return err
+			}
+			if len(r.cr.GetFinalizers()) == 0 {
+				return fmt.Errorf("no finalizer yet")
+			}
+			return nil
+		})
+		if r.claim != "" {
+			claim := &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: r.claim, Namespace: ns},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}
+			if err := c.Create(ctx, claim); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Delete(ctx, r.cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range refused {
+		waitUntil(t, 20*time.Second, r.cr.GetName()+" deleted", func() error {
+			err := c.Get(ctx, client.ObjectKeyFromObject(r.cr), r.cr)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (finalizers %v): %w", r.cr.GetFinalizers(), err)
+		})
+		if r.claim == "" {
+			continue
+		}
+		var claim corev1.PersistentVolumeClaim
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.claim}, &claim); err != nil {
+			t.Fatal(err)
+		}
+		if claim.DeletionTimestamp == nil {
+			t.Errorf("PVC %s of deleted %s is not marked for deletion", r.claim, r.cr.GetName())
+		}
+	}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
@@ -181,7 +183,11 @@ func (k *fakeKubelet) pod(name string) *fakePod {
 	return k.pods[name]
 }
 
-func (p *fakePod) addr(port int) string { return p.ip + ":" + strconv.Itoa(port) }
+func (p *fakePod) addr(port int) string { return net.JoinHostPort(p.ip, strconv.Itoa(port)) }
+
+func (p *fakePod) endpoint(port int, auth redis.Auth) redis.Endpoint {
+	return redis.NewEndpoint(p.ip, port, auth)
+}
 
 // config is the redis.conf of a pod: what the builders render, reduced to what a test needs.
 func (k *fakeKubelet) config(p *fakePod) string {

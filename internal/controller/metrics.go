@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -42,6 +43,15 @@ func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...
 func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	c.count("patch", obj)
 	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	kind := "unknown"
+	if k, ok := obj.(interface{ GetKind() string }); ok {
+		kind = k.GetKind()
+	}
+	apiWrites.WithLabelValues("apply", kind).Inc()
+	return c.Client.Apply(ctx, obj, opts...)
 }
 
 func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {

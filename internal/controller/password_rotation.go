@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,8 +53,7 @@ func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listP
 	}
 	changed := 0
 	for i := range pods {
-		addr := pods[i].Status.PodIP + ":" + strconv.Itoa(port)
-		c, err := p.connect(ctx, addr, want, current)
+		c, err := p.connect(ctx, podEndpoint(&pods[i], port, redis.Auth{}), want, current)
 		if err != nil {
 			return false, fmt.Errorf("pod %s: %w", pods[i].Name, err)
 		}
@@ -105,10 +103,11 @@ func (p passwordRotation) inEffect(ctx context.Context, owner client.Object) (pa
 
 // connect returns a client the pod accepts, with the first of the passwords that works: an
 // auth refusal moves on to the next, any other failure is an error.
-func (p passwordRotation) connect(ctx context.Context, addr string, passwords ...string) (*redis.Client, error) {
+func (p passwordRotation) connect(ctx context.Context, ep redis.Endpoint, passwords ...string) (*redis.Client, error) {
 	var last error
 	for _, password := range passwords {
-		c, err := p.pool.Client(addr, redis.Auth{Password: password})
+		ep.Auth.Password = password
+		c, err := p.pool.Client(ep)
 		if err != nil {
 			return nil, err
 		}

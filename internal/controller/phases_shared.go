@@ -19,19 +19,15 @@ import (
 // failState writes a kind's compatible state/reason for a failure the user must fix.
 type failState func(message string)
 
-// finalizeDeleted runs when the resource is being deleted: it removes what the builders name
-// (PVCs of its StatefulSets unless storage.keepAfterDelete) and lets the resource go.
-func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object,
-	storage *v1beta2.Storage, build func(placeholderPassword string) (*builder.Objects, error), ref *v1beta2.ExistingPasswordSecret) (bool, error) {
+// finalizeDeleted runs when the resource is being deleted: it removes the PVCs of its
+// StatefulSets unless storage.keepAfterDelete, and lets the resource go. It reads nothing of
+// the spec but that flag.
+func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, storage *v1beta2.Storage) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
 	}
-	objects, err := build(placeholderPassword(ref))
-	if err != nil {
-		return false, err
-	}
 	keep := storage != nil && storage.KeepAfterDelete
-	return true, finalize(ctx, c, rec, obj, keep, objects.StatefulSets)
+	return true, finalize(ctx, c, rec, obj, kind, keep)
 }
 
 // skipWhileAnnotated stops every later phase while the kind's skip annotation is "true".

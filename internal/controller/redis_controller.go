@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,9 +69,7 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.Storage, func(password string) (*builder.Objects, error) {
-		return builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: password})
-	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "Redis", s.cr.Spec.Storage)
 }
 
 func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
@@ -127,7 +124,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 }
 
 func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
-	return r.Redis.Client(s.pod.Status.PodIP+":"+strconv.Itoa(builder.DefaultRedisPort), redis.Auth{Password: s.password})
+	return r.Redis.Client(podEndpoint(s.pod, builder.DefaultRedisPort, redis.Auth{Password: s.password}))
 }
 
 func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope) (bool, error) {

@@ -96,9 +96,7 @@ func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clust
 	if s.cr.Spec.Storage != nil {
 		storage = &s.cr.Spec.Storage.Storage
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, storage, func(password string) (*builder.Objects, error) {
-		return builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: password})
-	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisCluster", storage)
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
@@ -215,6 +213,11 @@ func (r *RedisClusterReconciler) notReady(s *clusterScope, reason, message strin
 }
 
 // podsOf lists the live pods of a StatefulSet.
+// podEndpoint is how to reach the process listening on port in the pod.
+func podEndpoint(pod *corev1.Pod, port int, auth redis.Auth) redis.Endpoint {
+	return redis.NewEndpoint(pod.Status.PodIP, port, auth)
+}
+
 func podsOf(ctx context.Context, c client.Client, namespace, statefulSet string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{builder.LabelApp: statefulSet}); err != nil {
@@ -269,12 +272,4 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// placeholderPassword lets the builders run where only object names matter (deletion).
-func placeholderPassword(ref *v1beta2.ExistingPasswordSecret) string {
-	if ref != nil && ref.Name != nil && *ref.Name != "" {
-		return "unused"
-	}
-	return ""
 }

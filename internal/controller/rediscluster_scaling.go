@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -99,11 +98,11 @@ func (r *RedisClusterReconciler) migrateSlots(ctx context.Context, s *clusterSco
 	if !ok {
 		return 0, fmt.Errorf("pod %s reported no node ID", from.Pod)
 	}
-	source, err := r.Redis.Client(from.IP+":"+strconv.Itoa(from.Port), auth)
+	source, err := r.Redis.Client(redis.NewEndpoint(from.IP, from.Port, auth))
 	if err != nil {
 		return 0, err
 	}
-	target, err := r.Redis.Client(step.IP+":"+strconv.Itoa(step.Port), auth)
+	target, err := r.Redis.Client(redis.NewEndpoint(step.IP, step.Port, auth))
 	if err != nil {
 		return 0, err
 	}
@@ -111,7 +110,7 @@ func (r *RedisClusterReconciler) migrateSlots(ctx context.Context, s *clusterSco
 	for i := range s.members {
 		m := &s.members[i]
 		if node, ok := myselfOf(m); ok && node.IsMaster() && m.Pod != from.Pod && m.Pod != step.To {
-			c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), auth)
+			c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, auth))
 			if err != nil {
 				return 0, err
 			}

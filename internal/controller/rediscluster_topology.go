@@ -91,7 +91,7 @@ func (r *RedisClusterReconciler) migrationBlocked(ctx context.Context, s *cluste
 			if m == nil {
 				return "waiting for pod " + pod
 			}
-			c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), redis.Auth{Password: s.password})
+			c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
 			if err != nil {
 				return fmt.Sprintf("pod %s: %v", pod, err)
 			}
@@ -117,7 +117,7 @@ func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterS
 			pod := &pods[i]
 			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
 				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)}
-			if c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(port), redis.Auth{Password: s.password}); err == nil {
+			if c, err := r.Redis.Client(redis.NewEndpoint(m.IP, port, redis.Auth{Password: s.password})); err == nil {
 				if view, err := c.ClusterNodes(ctx); err == nil {
 					m.View = &view
 				} else {
@@ -142,7 +142,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if member == nil {
 		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
 	}
-	c, err := r.Redis.Client(member.IP+":"+strconv.Itoa(member.Port), redis.Auth{Password: s.password})
+	c, err := r.Redis.Client(redis.NewEndpoint(member.IP, member.Port, redis.Auth{Password: s.password}))
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 		if len(dynamic) == 0 {
 			continue
 		}
-		c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), redis.Auth{Password: s.password})
+		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
 		if err != nil {
 			return false, err
 		}
@@ -279,7 +279,7 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 // the plan has already checked that every pod sees every other, linked, in its current role.
 func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScope) (bool, error) {
 	for _, m := range s.members {
-		c, err := r.Redis.Client(m.IP+":"+strconv.Itoa(m.Port), redis.Auth{Password: s.password})
+		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
 		if err != nil {
 			return false, err
 		}

@@ -123,9 +123,7 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 	if s.cr.DeletionTimestamp != nil {
 		r.masterDownSince.Delete(s.cr.UID)
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.Storage, func(password string) (*builder.Objects, error) {
-		return builder.BuildRedisReplication(builder.RedisReplicationInput{CR: s.cr, Password: password})
-	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisReplication", s.cr.Spec.Storage)
 }
 
 func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
@@ -449,7 +447,7 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 			if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
 				continue
 			}
-			c, err := r.Redis.Client(fmt.Sprintf("%s:%d", pods[j].Status.PodIP, builder.DefaultSentinelPort), redis.Auth{Password: password})
+			c, err := r.Redis.Client(podEndpoint(&pods[j], builder.DefaultSentinelPort, redis.Auth{Password: password}))
 			if err != nil {
 				return false, err
 			}
@@ -471,7 +469,7 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 
 // client returns the pooled connection to a pod.
 func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
-	return r.Redis.Client(fmt.Sprintf("%s:%d", ip, builder.DefaultRedisPort), redis.Auth{Password: s.password})
+	return r.Redis.Client(redis.NewEndpoint(ip, builder.DefaultRedisPort, redis.Auth{Password: s.password}))
 }
 
 // reconcileReplication chooses the master and points every other pod at it.

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,9 +77,7 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, nil, func(password string) (*builder.Objects, error) {
-		return builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: password, MasterHost: "placeholder"})
-	}, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisSentinel", nil)
 }
 
 func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
@@ -186,7 +183,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	var quorumErr error
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(pod.Status.PodIP+":"+strconv.Itoa(builder.DefaultSentinelPort), redis.Auth{Password: s.password})
+		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}))
 		if err != nil {
 			return false, err
 		}

@@ -164,7 +164,7 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
 		}
 	}
 	// The sentinels' own record says they failed over: a failover starts a new config epoch.
-	c, err := f.op.pool.Client(sentinel.addr(builder.DefaultSentinelPort), redis.Auth{})
+	c, err := f.op.pool.Client(sentinel.endpoint(builder.DefaultSentinelPort, redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -389,7 +390,7 @@ func (c *Client) MigrateKeys(ctx context.Context, slot int, host string, port in
 			cancel()
 		}
 		if err != nil {
-			return moved, c.wrap(fmt.Sprintf("MIGRATE slot %d to %s:%d", slot, host, port), err)
+			return moved, c.wrap(fmt.Sprintf("MIGRATE slot %d to %s", slot, net.JoinHostPort(host, strconv.Itoa(port))), err)
 		}
 		moved += len(keys)
 	}

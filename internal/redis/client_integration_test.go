@@ -19,11 +19,11 @@ func TestStandaloneCommandsAndReplication(t *testing.T) {
 	pool := newPool(t, redis.Options{})
 	primary := redistest.StartServer(t, redistest.ServerOptions{})
 	replica := redistest.StartServer(t, redistest.ServerOptions{})
-	p, err := pool.Client(primary.Addr(), redis.Auth{})
+	p, err := pool.Client(primary.Endpoint(redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := pool.Client(replica.Addr(), redis.Auth{})
+	r, err := pool.Client(replica.Endpoint(redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestClientArgumentChecks(t *testing.T) {
 	ctx := testContext(t)
 	pool := newPool(t, redis.Options{})
 	// Nothing listens there: every call below must fail before dialing.
-	c, err := pool.Client("127.0.0.1:1", redis.Auth{})
+	c, err := pool.Client(redis.NewEndpoint("127.0.0.1", 1, redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +148,11 @@ func TestClientArgumentChecks(t *testing.T) {
 	if err := c.ClusterAddSlotsRange(ctx); err != nil {
 		t.Errorf("no ranges: %v", err)
 	}
-	if _, err := pool.Client("no-port", redis.Auth{}); err == nil {
-		t.Error("address without port accepted")
+	if _, err := pool.Client(redis.NewEndpoint("no-port", 0, redis.Auth{})); err == nil {
+		t.Error("endpoint without port accepted")
+	}
+	if _, err := pool.Client(redis.NewEndpoint("", 6379, redis.Auth{})); err == nil {
+		t.Error("endpoint without host accepted")
 	}
 }
 
@@ -165,12 +168,12 @@ func TestPoolReusesEvictsAndCounts(t *testing.T) {
 	}})
 	s := redistest.StartServer(t, redistest.ServerOptions{Password: "s3cret"})
 
-	a, _ := pool.Client(s.Addr(), redis.Auth{Password: "s3cret"})
-	b, _ := pool.Client(s.Addr(), redis.Auth{Password: "s3cret"})
+	a, _ := pool.Client(s.Endpoint(redis.Auth{Password: "s3cret"}))
+	b, _ := pool.Client(s.Endpoint(redis.Auth{Password: "s3cret"}))
 	if a != b {
 		t.Error("same address and password gave two clients")
 	}
-	wrong, _ := pool.Client(s.Addr(), redis.Auth{Password: "wrong"})
+	wrong, _ := pool.Client(s.Endpoint(redis.Auth{Password: "wrong"}))
 	if wrong == a {
 		t.Error("another password shared the client")
 	}
@@ -201,7 +204,7 @@ func TestPoolReusesEvictsAndCounts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), s.Addr()) || !redis.IsServerError(err) || !redis.IsAuthError(err) {
 		t.Errorf("wrong password: %v", err)
 	}
-	noAuth, _ := pool.Client(s.Addr(), redis.Auth{})
+	noAuth, _ := pool.Client(s.Endpoint(redis.Auth{}))
 	if err := noAuth.Ping(ctx); err == nil || !strings.Contains(err.Error(), "NOAUTH") || !redis.IsAuthError(err) {
 		t.Errorf("no password: %v", err)
 	}
@@ -209,13 +212,13 @@ func TestPoolReusesEvictsAndCounts(t *testing.T) {
 		t.Errorf("right password: %v", err)
 	}
 
-	if n := pool.Evict(s.Addr()); n != 3 {
+	if n := pool.Evict(s.Endpoint(redis.Auth{})); n != 3 {
 		t.Errorf("Evict closed %d clients, want 3", n)
 	}
 	if err := a.Ping(ctx); err == nil {
 		t.Error("evicted client still works")
 	}
-	fresh, _ := pool.Client(s.Addr(), redis.Auth{Password: "s3cret"})
+	fresh, _ := pool.Client(s.Endpoint(redis.Auth{Password: "s3cret"}))
 	if fresh == a {
 		t.Error("pool handed out an evicted client")
 	}
@@ -235,7 +238,7 @@ func TestPoolReusesEvictsAndCounts(t *testing.T) {
 	if err := pool.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Client(s.Addr(), redis.Auth{}); !errors.Is(err, redis.ErrPoolClosed) {
+	if _, err := pool.Client(s.Endpoint(redis.Auth{})); !errors.Is(err, redis.ErrPoolClosed) {
 		t.Errorf("after Close: %v", err)
 	}
 }
@@ -246,12 +249,12 @@ func TestPoolClosesIdleClientsLazily(t *testing.T) {
 	pool := newPool(t, redis.Options{IdleClientTimeout: 50 * time.Millisecond})
 	s1 := redistest.StartServer(t, redistest.ServerOptions{})
 	s2 := redistest.StartServer(t, redistest.ServerOptions{})
-	c1, _ := pool.Client(s1.Addr(), redis.Auth{})
+	c1, _ := pool.Client(s1.Endpoint(redis.Auth{}))
 	if err := c1.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, err := pool.Client(s2.Addr(), redis.Auth{}); err != nil {
+	if _, err := pool.Client(s2.Endpoint(redis.Auth{})); err != nil {
 		t.Fatal(err)
 	}
 	if got := pool.Addrs(); len(got) != 1 || got[0] != s2.Addr() {
@@ -290,7 +293,8 @@ func TestTimeoutsAreBounded(t *testing.T) {
 	})
 
 	pool := newPool(t, redis.Options{ReadTimeout: 200 * time.Millisecond, DialTimeout: 200 * time.Millisecond})
-	c, _ := pool.Client(l.Addr().String(), redis.Auth{})
+	listening := l.Addr().(*net.TCPAddr)
+	c, _ := pool.Client(redis.NewEndpoint(listening.IP.String(), listening.Port, redis.Auth{}))
 	done := make(chan error, 1)
 	go func() { done <- c.Ping(ctx) }()
 	select {
@@ -304,7 +308,7 @@ func TestTimeoutsAreBounded(t *testing.T) {
 	}
 
 	// A closed port fails at once, naming the address.
-	closed, _ := pool.Client("127.0.0.1:1", redis.Auth{})
+	closed, _ := pool.Client(redis.NewEndpoint("127.0.0.1", 1, redis.Auth{}))
 	if err := closed.Ping(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || redis.IsServerError(err) {
 		t.Errorf("PING to a closed port: %v", err)
 	}
@@ -317,11 +321,11 @@ func TestIsAuthErrorOnlyForRefusedCredentials(t *testing.T) {
 	pool := redis.NewPool(redis.Options{})
 	t.Cleanup(func() { _ = pool.Close() })
 	open := redistest.StartServer(t, redistest.ServerOptions{})
-	offered, _ := pool.Client(open.Addr(), redis.Auth{Password: "unexpected"})
+	offered, _ := pool.Client(open.Endpoint(redis.Auth{Password: "unexpected"}))
 	if err := offered.Ping(ctx); err != nil {
 		t.Errorf("a password offered to a server without one: %v", err)
 	}
-	gone, _ := pool.Client("127.0.0.1:1", redis.Auth{Password: "x"})
+	gone, _ := pool.Client(redis.NewEndpoint("127.0.0.1", 1, redis.Auth{Password: "x"}))
 	if err := gone.Ping(ctx); err == nil || redis.IsAuthError(err) {
 		t.Errorf("connection refused is no auth error: %v", err)
 	}

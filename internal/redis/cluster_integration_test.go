@@ -101,7 +101,7 @@ func TestClusterFormationReshardAndKeys(t *testing.T) {
 		}
 	}
 	// RESP2 sends the same reply as flat arrays; the model must come out the same.
-	resp2, err := newPool(t, redis.Options{Protocol: 2}).Client(c.Servers[0].Addr(), redis.Auth{})
+	resp2, err := newPool(t, redis.Options{Protocol: 2}).Client(c.Servers[0].Endpoint(redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestClusterFailover(t *testing.T) {
 			t.Errorf("CLUSTER INFO with a dead node: %+v, %v", info, err)
 		}
 
-		pool.Evict(replica.Addr())
+		pool.Evict(replica.Endpoint(redis.Auth{}))
 		replica.Restart(t)
 		c.WaitHealthy(t)
 		topo, err := c.Client(t, replica).ClusterNodes(ctx)

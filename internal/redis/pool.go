@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +74,7 @@ var ErrPoolClosed = errors.New("redis client pool is closed")
 type poolKey struct {
 	addr string
 	auth Auth
+	tls  *tls.Config
 }
 
 // Pool hands out one Client per address and credentials and reuses it, so each Redis node
@@ -94,12 +94,13 @@ func NewPool(opts Options) *Pool {
 	return &Pool{opts: opts.withDefaults(), clients: map[poolKey]*Client{}}
 }
 
-// Client returns the client for addr ("host:port") and auth, creating it on first use.
-func (p *Pool) Client(addr string, auth Auth) (*Client, error) {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, fmt.Errorf("redis client for %q: %w", addr, err)
+// Client returns the client for the endpoint, creating it on first use.
+func (p *Pool) Client(ep Endpoint) (*Client, error) {
+	if err := ep.validate(); err != nil {
+		return nil, err
 	}
-	key := poolKey{addr: addr, auth: auth}
+	addr := ep.Address()
+	key := poolKey{addr: addr, auth: ep.Auth, tls: ep.TLS}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -108,7 +109,11 @@ func (p *Pool) Client(addr string, auth Auth) (*Client, error) {
 	stale := p.takeIdleLocked(time.Now(), p.opts.IdleClientTimeout, key)
 	c, ok := p.clients[key]
 	if !ok {
-		c = newClient(addr, auth, p.opts, &p.commands)
+		opts := p.opts
+		if ep.TLS != nil {
+			opts.TLSConfig = ep.TLS
+		}
+		c = newClient(addr, ep.Auth, opts, &p.commands)
 		p.clients[key] = c
 	}
 	c.touch()
@@ -117,9 +122,10 @@ func (p *Pool) Client(addr string, auth Auth) (*Client, error) {
 	return c, nil
 }
 
-// Evict closes and forgets every client of addr, whatever its credentials: call it when a
-// pod is gone or its address was reused. It returns how many clients were closed.
-func (p *Pool) Evict(addr string) int {
+// Evict closes and forgets every client of the endpoint's address, whatever its credentials:
+// call it when a pod is gone or its address was reused. It returns how many clients were closed.
+func (p *Pool) Evict(ep Endpoint) int {
+	addr := ep.Address()
 	p.mu.Lock()
 	var gone []*Client
 	for k, c := range p.clients {

@@ -30,11 +30,11 @@ func TestSentinelMasterAndQuorum(t *testing.T) {
 	}})
 	master := redistest.StartServer(t, redistest.ServerOptions{Password: password})
 	replica := redistest.StartServer(t, redistest.ServerOptions{Password: password})
-	m, err := pool.Client(master.Addr(), auth)
+	m, err := pool.Client(master.Endpoint(auth))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := pool.Client(replica.Addr(), auth)
+	r, err := pool.Client(replica.Endpoint(auth))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSentinelMasterAndQuorum(t *testing.T) {
 	})
 	clients := make([]*redis.Client, len(sentinels))
 	for i, s := range sentinels {
-		if clients[i], err = pool.Client(s.Addr(), auth); err != nil {
+		if clients[i], err = pool.Client(s.Endpoint(auth)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestSentinelMasterAndQuorum(t *testing.T) {
 
 	// RESP2 clients get a flat field/value array and must read the same state.
 	pool2 := newPool(t, redis.Options{Protocol: 2})
-	c2, err := pool2.Client(sentinels[0].Addr(), auth)
+	c2, err := pool2.Client(sentinels[0].Endpoint(auth))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestSentinelArgumentChecks(t *testing.T) {
 	ctx := testContext(t)
 	pool := newPool(t, redis.Options{})
 	// Nothing listens there: every call below must fail before dialing.
-	c, err := pool.Client("127.0.0.1:1", redis.Auth{})
+	c, err := pool.Client(redis.NewEndpoint("127.0.0.1", 1, redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}

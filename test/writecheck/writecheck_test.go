@@ -202,7 +202,7 @@ func TestWaitReplicasAcknowledgesOnlyReplicatedWrites(t *testing.T) {
 	replica := redistest.StartServer(t, redistest.ServerOptions{})
 	pool := redis.NewPool(redis.Options{})
 	t.Cleanup(func() { _ = pool.Close() })
-	replicaAdmin, err := pool.Client(replica.Addr(), redis.Auth{})
+	replicaAdmin, err := pool.Client(replica.Endpoint(redis.Auth{}))
 	if err != nil {
 		t.Fatal(err)
 	}

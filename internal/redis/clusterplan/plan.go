@@ -12,7 +12,9 @@ package clusterplan
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -647,7 +649,7 @@ func formatRanges(ranges []redis.SlotRange) string {
 	return strings.Join(parts, ",")
 }
 
-func hostPort(m *Member) string { return fmt.Sprintf("%s:%d", m.IP, m.Port) }
+func hostPort(m *Member) string { return net.JoinHostPort(m.IP, strconv.Itoa(m.Port)) }
 
 // short abbreviates a node ID for messages, as redis-cli does.
 func short(id string) string {

@@ -28,7 +28,7 @@ type Cluster struct {
 // Client returns the pooled client of s.
 func (c *Cluster) Client(t testing.TB, s *Server) *redis.Client {
 	t.Helper()
-	client, err := c.Pool.Client(s.Addr(), c.Auth)
+	client, err := c.Pool.Client(s.Endpoint(c.Auth))
 	if err != nil {
 		t.Fatalf("client for %s: %v", s.Addr(), err)
 	}

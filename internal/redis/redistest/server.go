@@ -3,6 +3,8 @@
 package redistest
 
 import (
+	"github.com/rediskube/redis-operator/internal/redis"
+
 	"bufio"
 	"fmt"
 	"net"
@@ -16,11 +18,13 @@ import (
 	"time"
 )
 
-// Host is the only address test servers listen on.
+// Host is the address test servers listen on unless ServerOptions.Host says otherwise.
 const Host = "127.0.0.1"
 
 // ServerOptions configure one redis-server.
 type ServerOptions struct {
+	// Host is the loopback address to listen on: Host ("127.0.0.1") when empty, or "::1".
+	Host string
 	// Cluster enables cluster mode with a 2s node timeout.
 	Cluster bool
 	// Password sets requirepass and masterauth.
@@ -48,6 +52,11 @@ type Server struct {
 // Addr is "127.0.0.1:port".
 func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
 
+// Endpoint is how the operator's client reaches this server with the given credentials.
+func (s *Server) Endpoint(auth redis.Auth) redis.Endpoint {
+	return redis.NewEndpoint(s.Host, s.Port, auth)
+}
+
 // Binary finds redis-server on PATH and fails the test, not skips it, when it is missing.
 func Binary(t testing.TB) string {
 	t.Helper()
@@ -63,7 +72,11 @@ func Binary(t testing.TB) string {
 // waits until it answers, and stops it when the test ends. Its log is printed if the test fails.
 func StartServer(t testing.TB, opts ServerOptions) *Server {
 	t.Helper()
-	s := &Server{Host: Host, Dir: t.TempDir(), opts: opts, binary: Binary(t)}
+	host := opts.Host
+	if host == "" {
+		host = Host
+	}
+	s := &Server{Host: host, Dir: t.TempDir(), opts: opts, binary: Binary(t)}
 	s.launch(t)
 	return s
 }
@@ -81,7 +94,7 @@ func (s *Server) launch(t testing.TB) {
 	var err error
 	// A free port can be taken between picking and binding it; pick again then.
 	for attempt := 0; attempt < 5; attempt++ {
-		s.Port, s.BusPort, err = freePorts(s.opts.Cluster)
+		s.Port, s.BusPort, err = freePorts(s.Host, s.opts.Cluster)
 		if err != nil {
 			t.Fatalf("pick free ports: %v", err)
 		}
@@ -112,9 +125,9 @@ func StartServers(t testing.TB, n int, opts ServerOptions) []*Server {
 	return servers
 }
 
-func freePorts(withBus bool) (port, busPort int, err error) {
+func freePorts(host string, withBus bool) (port, busPort int, err error) {
 	pick := func() (int, net.Listener, error) {
-		l, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return 0, nil, err
 		}

@@ -15,7 +15,9 @@ package replicationplan
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -69,7 +71,7 @@ type Step struct {
 
 func (s Step) String() string {
 	if s.Kind == StepReplicaOf {
-		return fmt.Sprintf("%s %s -> %s:%d", s.Kind, s.On, s.Host, s.Port)
+		return fmt.Sprintf("%s %s -> %s", s.Kind, s.On, net.JoinHostPort(s.Host, strconv.Itoa(s.Port)))
 	}
 	return fmt.Sprintf("%s %s", s.Kind, s.On)
 }
@@ -115,7 +117,7 @@ func Compute(d Design, members []Member) Plan {
 		case role.Kind != redis.RoleSlave || role.MasterIP != master.IP || role.MasterPort != master.Port:
 			reason := fmt.Sprintf("%s is the master", master.Pod)
 			if role.Kind == redis.RoleSlave {
-				reason = fmt.Sprintf("%s follows %s:%d, the master is %s at %s:%d", m.Pod, role.MasterIP, role.MasterPort, master.Pod, master.IP, master.Port)
+				reason = fmt.Sprintf("%s follows %s, the master is %s at %s", m.Pod, net.JoinHostPort(role.MasterIP, strconv.Itoa(role.MasterPort)), master.Pod, net.JoinHostPort(master.IP, strconv.Itoa(master.Port)))
 			}
 			plan.Steps = append(plan.Steps, Step{Kind: StepReplicaOf, On: m.Pod, Host: master.IP, Port: master.Port, Reason: reason})
 		case !role.LinkUp() && plan.Wait == "":
@@ -192,7 +194,7 @@ func restartedMaster(d Design, answering []*Member) *Member {
 	var current *Member
 	at := map[string]bool{}
 	for _, m := range answering {
-		at[fmt.Sprintf("%s:%d", m.IP, m.Port)] = true
+		at[net.JoinHostPort(m.IP, strconv.Itoa(m.Port))] = true
 		if m.Pod == d.Current {
 			current = m
 		}
@@ -206,7 +208,7 @@ func restartedMaster(d Design, answering []*Member) *Member {
 		if r.Kind != redis.RoleSlave {
 			continue
 		}
-		if at[fmt.Sprintf("%s:%d", r.MasterIP, r.MasterPort)] {
+		if at[net.JoinHostPort(r.MasterIP, strconv.Itoa(r.MasterPort))] {
 			return nil // some master is followed: chooseMaster decides between masters
 		}
 		// Only a replica that processed more of the stream than the master now holds proves a
