@@ -78,10 +78,10 @@ func FuzzDecisions(f *testing.F) {
 			t.Fatalf("BestReplica chose %s, which did not answer", best.Pod)
 		}
 
-		for _, why := range []Departure{ScaleIn, RollingUpdate} {
+		for why, name := range map[Departure]string{ScaleIn: "scale-in", RollingUpdate: "rolling update"} {
 			h := PlanHandOver(masterPod, members, n, why)
 			if h.To != "" && h.Wait != "" {
-				t.Fatalf("%s: both hands over and waits: %+v", why, h)
+				t.Fatalf("%s: both hands over and waits: %+v", name, h)
 			}
 			if h.To == "" {
 				continue
@@ -89,15 +89,15 @@ func FuzzDecisions(f *testing.F) {
 			to, from := byPod[h.To], byPod[masterPod]
 			switch {
 			case to == nil || from == nil:
-				t.Fatalf("%s: hand-over names unknown pods: %+v", why, h)
+				t.Fatalf("%s: hand-over names unknown pods: %+v", name, h)
 			case to == from:
-				t.Fatalf("%s: the departing master %s is its own successor", why, h.To)
+				t.Fatalf("%s: the departing master %s is its own successor", name, h.To)
 			case to.Role == nil || !to.Role.LinkUp() || to.Role.MasterIP != from.IP || !to.Ready || to.Ordinal >= n:
-				t.Fatalf("%s: %s is not a ready replica in sync with %s that stays: %+v", why, h.To, masterPod, *to)
+				t.Fatalf("%s: %s is not a ready replica in sync with %s that stays: %+v", name, h.To, masterPod, *to)
 			case why == RollingUpdate && to.Outdated:
 				t.Fatalf("rolling update hands over to the outdated %s", h.To)
 			case from.Role == nil || from.Role.Kind != redis.RoleMaster:
-				t.Fatalf("%s: hands over from %s, which is no master", why, masterPod)
+				t.Fatalf("%s: hands over from %s, which is no master", name, masterPod)
 			}
 		}
 

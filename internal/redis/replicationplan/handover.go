@@ -17,13 +17,6 @@ const (
 	RollingUpdate
 )
 
-func (d Departure) String() string {
-	if d == RollingUpdate {
-		return "the rolling update"
-	}
-	return "scaling in"
-}
-
 // HandOver is what to do before the master's pod goes. The zero HandOver means there is
 // nothing to hand over: the pod stays, or it does not answer as a master.
 type HandOver struct {
@@ -66,9 +59,8 @@ func PlanHandOver(master string, members []Member, size int, why Departure) Hand
 	if best := BestReplica(candidates); best != nil {
 		return HandOver{To: best.Pod}
 	}
-	stays := "that stays"
 	if why == RollingUpdate {
-		stays = "that runs the new revision"
+		return HandOver{Wait: fmt.Sprintf("the rolling update replaces the master %s, and no ready replica that runs the new revision is in sync to take over", master)}
 	}
-	return HandOver{Wait: fmt.Sprintf("%s removes the master %s, and no ready replica %s is in sync to take over", why, master, stays)}
+	return HandOver{Wait: fmt.Sprintf("scaling in to %d pods removes the master %s, and no ready replica that stays is in sync to take over", size, master)}
 }

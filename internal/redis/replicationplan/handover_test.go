@@ -61,7 +61,7 @@ func TestPlanHandOver(t *testing.T) {
 			master: "rr-3",
 			members: []Member{ready(pod(0, "10.0.0.1", replica(masterIP, "sync", 95))), pod(1, "10.0.0.2", replica(masterIP, "connected", 95)),
 				ready(pod(2, "10.0.0.7", replica("10.0.0.9", "connected", 95))), pod(4, "10.0.0.5", nil), ready(pod(3, masterIP, master(95)))},
-			size: 3, why: ScaleIn, wait: "scaling in removes the master rr-3, and no ready replica that stays",
+			size: 3, why: ScaleIn, wait: "scaling in to 3 pods removes the master rr-3, and no ready replica that stays",
 		},
 		{
 			name:    "rolling update: an updated replica takes over even behind an outdated one",
