@@ -22,7 +22,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
-// Member is one pod: where it is and what ROLE it answered.
+// Member is one pod: where it is, what ROLE it answered and what Kubernetes says of it.
 type Member struct {
 	Pod     string
 	Ordinal int
@@ -30,6 +30,10 @@ type Member struct {
 	Port    int
 	// Role is ROLE as the pod answered it; nil when it did not answer.
 	Role *redis.Role
+	// Ready: the pod passed its readiness probe.
+	Ready bool
+	// Outdated: the pod runs an old revision of a StatefulSet the operator rolls itself.
+	Outdated bool
 }
 
 // Design is what the caller knows beyond the pods' answers.
@@ -202,7 +206,7 @@ func restartedMaster(d Design, answering []*Member) *Member {
 	if current == nil || current.Role.Kind != redis.RoleMaster {
 		return nil
 	}
-	var best *Member
+	var ahead []*Member
 	for _, m := range answering {
 		r := m.Role
 		if r.Kind != redis.RoleSlave {
@@ -214,15 +218,11 @@ func restartedMaster(d Design, answering []*Member) *Member {
 		// Only a replica that processed more of the stream than the master now holds proves a
 		// loss: a replica the operator just promoted keeps its offset, and the others, still
 		// pointing at the old master, are behind it.
-		if r.ReplicationOffset <= current.Role.ReplicationOffset {
-			continue
-		}
-		if best == nil || r.ReplicationOffset > best.Role.ReplicationOffset ||
-			(r.ReplicationOffset == best.Role.ReplicationOffset && m.Ordinal < best.Ordinal) {
-			best = m
+		if r.ReplicationOffset > current.Role.ReplicationOffset {
+			ahead = append(ahead, m)
 		}
 	}
-	return best
+	return BestReplica(ahead)
 }
 
 // promote picks the replica to promote once the caller allows it.
@@ -234,12 +234,18 @@ func promote(d Design, answering []*Member) Plan {
 	if !d.MayPromote {
 		return Plan{Wait: down + "; waiting for it to come back before promoting a replica", MasterDown: true}
 	}
-	// The replica that processed most of the old master's stream lost the fewest writes;
-	// among equals, the one that was a replica (its data is the master's), then the lowest ordinal.
-	best := slices.MaxFunc(answering, func(a, b *Member) int {
-		return cmp.Or(compareBool(a.Role.Kind == redis.RoleSlave, b.Role.Kind == redis.RoleSlave),
-			cmp.Compare(a.Role.ReplicationOffset, b.Role.ReplicationOffset), cmp.Compare(b.Ordinal, a.Ordinal))
-	})
+	// A pod that is still a replica holds the old master's data; one that answers as a master
+	// nobody follows restarted, possibly empty, and is promoted only when no replica answers.
+	var replicas []*Member
+	for _, m := range answering {
+		if m.Role.Kind == redis.RoleSlave {
+			replicas = append(replicas, m)
+		}
+	}
+	if len(replicas) == 0 {
+		replicas = answering
+	}
+	best := BestReplica(replicas)
 	return Plan{
 		Master:     best.Pod,
 		MasterDown: true,

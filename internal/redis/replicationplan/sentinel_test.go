@@ -1,0 +1,28 @@
+package replicationplan
+
+import "testing"
+
+func TestAgreedMaster(t *testing.T) {
+	cases := []struct {
+		name    string
+		reports []string
+		want    string
+	}{
+		{name: "no sentinel asked"},
+		{name: "no sentinel answered", reports: []string{"", "", ""}},
+		{name: "all agree", reports: []string{"10.0.0.1", "10.0.0.1", "10.0.0.1"}, want: "10.0.0.1"},
+		{name: "two of three", reports: []string{"10.0.0.2", "10.0.0.1", "10.0.0.2"}, want: "10.0.0.2"},
+		{name: "a tie is no majority", reports: []string{"10.0.0.1", "10.0.0.2"}},
+		{name: "half is no majority", reports: []string{"10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.3"}},
+		{name: "a plurality is no majority", reports: []string{"10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}},
+		{name: "silent sentinels have no vote", reports: []string{"", "10.0.0.1", ""}, want: "10.0.0.1"},
+		{name: "the majority of the answers counts", reports: []string{"", "10.0.0.1", "10.0.0.1", "10.0.0.2", ""}, want: "10.0.0.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := AgreedMaster(c.reports); got != c.want {
+				t.Errorf("AgreedMaster(%q) = %q, want %q", c.reports, got, c.want)
+			}
+		})
+	}
+}
