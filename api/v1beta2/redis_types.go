@@ -43,8 +43,13 @@ type RedisStatus struct {
 
 // Redis is a standalone Redis server run by the operator.
 //
+// The name becomes the StatefulSet, whose pods carry the label controller-revision-hash
+// "<name>-<up to 10 characters>", and Services up to "<name>-additional": labels and Service
+// names are limited to 63 characters.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: the pods' controller-revision-hash label (<name>-<hash>) and the Service <name>-additional must fit in 63"
 type Redis struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

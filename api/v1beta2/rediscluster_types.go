@@ -93,8 +93,13 @@ type RedisClusterStatus struct {
 
 // RedisCluster is a sharded Redis Cluster run by the operator.
 //
+// The name becomes the StatefulSets <name>-leader and <name>-follower, whose pods carry the
+// label controller-revision-hash "<statefulset>-<up to 10 characters>", and Services up to
+// "<name>-follower-additional": labels and Service names are limited to 63 characters.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 43",message="metadata.name must be at most 43 characters: the Service <name>-follower-additional and the pods' controller-revision-hash label (<name>-follower-<hash>) must fit in 63"
 // +kubebuilder:printcolumn:name="ClusterSize",type=integer,JSONPath=`.spec.clusterSize`
 // +kubebuilder:printcolumn:name="ReadyLeaderReplicas",type=integer,JSONPath=`.status.readyLeaderReplicas`
 // +kubebuilder:printcolumn:name="ReadyFollowerReplicas",type=integer,JSONPath=`.status.readyFollowerReplicas`

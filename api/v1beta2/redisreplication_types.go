@@ -111,8 +111,14 @@ type RedisReplicationStatus struct {
 
 // RedisReplication is a Redis master with replicas run by the operator.
 //
+// The name becomes the StatefulSet (and, with spec.sentinel, <name>-sentinel), whose pods carry
+// the label controller-revision-hash "<statefulset>-<up to 10 characters>", and Services up to
+// "<name>-additional" (<name>-sentinel-additional): labels and Service names are limited to 63.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: the pods' controller-revision-hash label (<name>-<hash>) and the Service <name>-additional must fit in 63"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.sentinel) || size(self.metadata.name) <= 43",message="with spec.sentinel, metadata.name must be at most 43 characters: the Service <name>-sentinel-additional and the sentinel pods' controller-revision-hash label must fit in 63"
 // +kubebuilder:printcolumn:name="Master",type=string,JSONPath=`.status.masterNode`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RedisReplication struct {

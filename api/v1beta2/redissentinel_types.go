@@ -64,8 +64,13 @@ type RedisSentinelStatus struct {
 
 // RedisSentinel is a group of sentinels run by the operator.
 //
+// The name becomes the StatefulSet <name>-sentinel, whose pods carry the label
+// controller-revision-hash "<name>-sentinel-<up to 10 characters>", and Services up to
+// "<name>-sentinel-additional": labels and Service names are limited to 63 characters.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 43",message="metadata.name must be at most 43 characters: the Service <name>-sentinel-additional and the pods' controller-revision-hash label (<name>-sentinel-<hash>) must fit in 63"
 type RedisSentinel struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -467,3 +467,36 @@ func installPolicies() error {
 	}
 	return fmt.Errorf("the storage policy was not enforced within 60s")
 }
+
+// TestNamesAreLimitedToWhatTheObjectsAllow: per kind, the longest name whose derived objects
+// Kubernetes accepts is admitted, and one character more is refused with the limit named.
+func TestNamesAreLimitedToWhatTheObjectsAllow(t *testing.T) {
+	ensureNamespace(t, "names")
+	for _, tc := range []struct {
+		kind    string
+		spec    string
+		longest int
+	}{
+		{"Redis", "kubernetesConfig: {image: redis:7.0.15}", 52},
+		{"RedisCluster", "clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}", 43},
+		{"RedisReplication", "clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}", 52},
+		{"RedisReplication", "clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}\n  sentinel: {size: 3, image: redis:7.0.15}", 43},
+		{"RedisSentinel", "clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}", 43},
+	} {
+		t.Run(fmt.Sprintf("%s-%d", tc.kind, tc.longest), func(t *testing.T) {
+			manifest := func(name string) string {
+				return fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: %s\nmetadata:\n  name: %s\n  namespace: names\nspec:\n  %s\n", tc.kind, name, tc.spec)
+			}
+			longest := "n" + strings.Repeat("a", tc.longest-1)
+			obj := decode(t, manifest(longest))
+			if err := k8sClient.Create(context.Background(), obj); err != nil {
+				t.Fatalf("a name of %d characters was refused: %v", tc.longest, err)
+			}
+			t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
+			err := k8sClient.Create(context.Background(), decode(t, manifest(longest+"a")))
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at most %d characters", tc.longest)) {
+				t.Errorf("a name of %d characters: %v, want a refusal naming the limit %d", tc.longest+1, err, tc.longest)
+			}
+		})
+	}
+}
