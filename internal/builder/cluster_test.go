@@ -26,7 +26,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				checkServices(t, o, name, 6379, 0)
 				wantEqual(t, name+" replicas", *sts.Spec.Replicas, int32(3))
 				pod := sts.Spec.Template.Spec
-				redis := container(t, pod, "redis")
+				redis := container(t, pod, name)
 				wantEqual(t, "args", redis.Args, []string{"redis-server", "/etc/redis/redis.conf", "--cluster-announce-ip", "$(POD_IP)"})
 				podIP := env(redis, "POD_IP")
 				if podIP == nil || podIP.ValueFrom == nil || podIP.ValueFrom.FieldRef == nil || podIP.ValueFrom.FieldRef.FieldPath != "status.podIP" {
@@ -113,7 +113,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				wantEqual(t, "spread", pod.TopologySpreadConstraints, cr.Spec.RedisLeader.TopologySpreadConstraints)
 				wantEqual(t, "tolerations", pod.Tolerations, *cr.Spec.RedisLeader.Tolerations)
 				wantEqual(t, "grace", *pod.TerminationGracePeriodSeconds, int64(90))
-				redis := container(t, pod, "redis")
+				redis := container(t, pod, name)
 				wantEqual(t, "role resources win", redis.Resources.Limits[corev1.ResourceMemory], resource.MustParse(want.memory))
 				wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.RedisLeader.ReadinessProbe)
 				wantEqual(t, "host ports on the host network", redis.Ports, []corev1.ContainerPort{
@@ -167,7 +167,7 @@ func TestBuildRedisCluster(t *testing.T) {
 		check: func(t *testing.T, o *Objects) {
 			wantEqual(t, "leaders", *o.StatefulSet("shards-leader").Spec.Replicas, int32(5))
 			wantEqual(t, "followers", *o.StatefulSet("shards-follower").Spec.Replicas, int32(3))
-			mem := container(t, o.StatefulSet("shards-follower").Spec.Template.Spec, "redis").Resources.Limits[corev1.ResourceMemory]
+			mem := container(t, o.StatefulSet("shards-follower").Spec.Template.Spec, "shards-follower").Resources.Limits[corev1.ResourceMemory]
 			wantEqual(t, "spec.resources over kubernetesConfig.resources", mem.String(), "100Mi")
 			// maxmemory from the top level, dynamic config from the role.
 			wantLines(t, "follower conf", confOf(t, o, "shards-follower-config", RedisConfKey), "maxmemory 10485760", "hz 50")

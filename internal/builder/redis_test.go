@@ -34,7 +34,7 @@ func TestBuildRedis(t *testing.T) {
 			if v := volume(t, pod, "cache"); v.EmptyDir == nil {
 				t.Errorf("/data volume is not an emptyDir: %+v", v)
 			}
-			redis := container(t, pod, "redis")
+			redis := container(t, pod, "cache")
 			wantEqual(t, "args", redis.Args, []string{"redis-server", "/etc/redis/redis.conf"})
 			if redis.Command != nil {
 				t.Errorf("command %v set: the image entrypoint must run", redis.Command)
@@ -98,7 +98,7 @@ func TestBuildRedis(t *testing.T) {
 				}
 			}
 
-			redis := container(t, pod, "redis")
+			redis := container(t, pod, "cache")
 			wantEqual(t, "image", redis.Image, "registry.example/redis:7.4.2")
 			wantEqual(t, "pull policy", redis.ImagePullPolicy, corev1.PullAlways)
 			wantEqual(t, "resources", redis.Resources, *cr.Spec.KubernetesConfig.Resources)
@@ -181,7 +181,7 @@ func TestBuildRedis(t *testing.T) {
 			if hasContainer(pod, "init") || hasContainer(pod, "redis-exporter") {
 				t.Error("disabled init container or exporter built")
 			}
-			wantEqual(t, "untagged image pull policy", container(t, pod, "redis").ImagePullPolicy, corev1.PullAlways)
+			wantEqual(t, "untagged image pull policy", container(t, pod, "cache").ImagePullPolicy, corev1.PullAlways)
 		},
 	}, {
 		name: "own pod security context, no container defaults",
@@ -210,7 +210,7 @@ func TestBuildRedis(t *testing.T) {
 		check: func(t *testing.T, o *Objects) {
 			pod := o.StatefulSet("cache").Spec.Template.Spec
 			wantEqual(t, "acl volume", volume(t, pod, "acl").PersistentVolumeClaim.ClaimName, "acl-claim")
-			wantEqual(t, "acl mount", mounts(container(t, pod, "redis"))["/acl"], "acl")
+			wantEqual(t, "acl mount", mounts(container(t, pod, "cache"))["/acl"], "acl")
 			wantLines(t, "redis.conf", confOf(t, o, "cache-config", RedisConfKey), "aclfile /acl/user.acl")
 		},
 	}}

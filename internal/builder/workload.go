@@ -21,10 +21,9 @@ const (
 	sentinelServer
 )
 
-// Container, volume and port names.
+// Container, volume and port names. The Redis or sentinel container has no constant name: it
+// is named after its StatefulSet (see serverContainerName).
 const (
-	redisContainerName    = "redis"
-	sentinelContainerName = "sentinel"
 	exporterContainerName = "redis-exporter"
 	userInitContainerName = "init"
 	sentinelInitName      = "sentinel-config"
@@ -243,6 +242,10 @@ func (w *workload) containers() []corev1.Container {
 	return out
 }
 
+// serverContainerName is the name of the Redis or sentinel container: its StatefulSet's name,
+// which runbooks pass to kubectl exec and logs as -c.
+func (w *workload) serverContainerName() string { return w.name }
+
 func (w *workload) serverContainer() corev1.Container {
 	c := corev1.Container{
 		Image:           w.image,
@@ -255,13 +258,12 @@ func (w *workload) serverContainer() corev1.Container {
 	}
 	// Only args, no command: the stock image's entrypoint then drops root privileges for
 	// "redis-server" (and an image without an entrypoint runs the args as the command).
+	c.Name = w.serverContainerName()
 	switch w.server {
 	case sentinelServer:
-		c.Name = sentinelContainerName
 		c.Args = []string{"redis-server", sentinelConfPath, "--sentinel"}
 		c.Ports = []corev1.ContainerPort{{Name: sentinelPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 	default:
-		c.Name = redisContainerName
 		c.Args = []string{"redis-server", redisConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 		if w.busPort != 0 {
