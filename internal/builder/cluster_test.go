@@ -94,7 +94,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				checkServices(t, o, name, 6380, 9200)
 				wantEqual(t, name+" replicas", *sts.Spec.Replicas, want.replicas)
 				wantEqual(t, name+" pod management", string(sts.Spec.PodManagementPolicy), "Parallel")
-				wantEqual(t, name+" client ports", portsOf(o.Service(name)), map[string]int32{redisPortName: 6380, busPortName: 16380})
+				wantEqual(t, name+" client ports", portsOf(o.Service(name)), map[string]int32{redisPortName: 6380, busPortName: 16380, exporterPortName: 9200})
 				wantEqual(t, name+" headless ports", portsOf(o.Service(name+"-headless")), map[string]int32{redisPortName: 6380, busPortName: 16380})
 				wantEqual(t, name+" additional ports", portsOf(o.Service(name+"-additional")), map[string]int32{redisPortName: 6380})
 				var templates []string

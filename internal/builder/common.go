@@ -61,6 +61,7 @@ func (w *workload) applyKubernetesConfig(kc *v1beta2.KubernetesConfig) error {
 		w.minReadySeconds = *kc.MinReadySeconds
 	}
 	w.services = resolveServices(kc.Service)
+	w.ignoreAnnotations = kc.IgnoreAnnotations
 	return checkVolumeSources(w.tls, w.acl)
 }
 

@@ -1,9 +1,13 @@
 package builder
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
 // The tests in this file pin facts of the compatibility contract that users' runbooks,
@@ -75,4 +79,216 @@ func containerNames(cs []corev1.Container) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// allBuilds builds every kind, minimal and full (the golden cases).
+func allBuilds(t *testing.T) map[string]*Objects {
+	t.Helper()
+	out := map[string]*Objects{}
+	for _, c := range allCases() {
+		out[c.name] = mustBuild(t)(c.build())
+	}
+	return out
+}
+
+// TestWorkloadAnnotations: every StatefulSet and Service carries redis.opstreelabs.in: "true"
+// and redis.opstreelabs.instance: <its StatefulSet's name>; every Service also the
+// prometheus.io scrape annotations with the exporter port.
+func TestWorkloadAnnotations(t *testing.T) {
+	// stsOf is the StatefulSet each Service fronts, by name.
+	stsOf := map[string]string{
+		"cache": "cache", "cache-headless": "cache", "cache-additional": "cache", "cache-metrics": "cache",
+		"shards-leader": "shards-leader", "shards-leader-headless": "shards-leader", "shards-leader-additional": "shards-leader",
+		"shards-leader-metrics": "shards-leader", "shards-follower": "shards-follower", "shards-follower-headless": "shards-follower",
+		"shards-follower-additional": "shards-follower", "shards-follower-metrics": "shards-follower",
+		// The cluster's -master Service reaches masters of both roles; it is built with the leaders.
+		"shards-master": "shards-leader",
+		"repl":          "repl", "repl-headless": "repl", "repl-additional": "repl", "repl-metrics": "repl",
+		"repl-master": "repl", "repl-replica": "repl",
+		"repl-sentinel": "repl-sentinel", "repl-sentinel-headless": "repl-sentinel",
+		"watch-sentinel": "watch-sentinel", "watch-sentinel-headless": "watch-sentinel",
+		"watch-sentinel-additional": "watch-sentinel", "watch-sentinel-metrics": "watch-sentinel",
+	}
+	for name, o := range allBuilds(t) {
+		t.Run(name, func(t *testing.T) {
+			// The full fixtures run the exporter on port 9200; without one the default is named.
+			port := "9121"
+			if strings.HasSuffix(name, "-full") {
+				port = "9200"
+			}
+			for _, sts := range o.StatefulSets {
+				wantEqual(t, "StatefulSet "+sts.Name+" "+AnnotationManaged, sts.Annotations[AnnotationManaged], "true")
+				wantEqual(t, "StatefulSet "+sts.Name+" "+AnnotationInstance, sts.Annotations[AnnotationInstance], sts.Name)
+			}
+			for _, svc := range o.Services {
+				want, ok := stsOf[svc.Name]
+				if !ok {
+					t.Errorf("Service %s not in the table", svc.Name)
+					continue
+				}
+				a := svc.Annotations
+				wantEqual(t, "Service "+svc.Name+" "+AnnotationManaged, a[AnnotationManaged], "true")
+				wantEqual(t, "Service "+svc.Name+" "+AnnotationInstance, a[AnnotationInstance], want)
+				wantEqual(t, "Service "+svc.Name+" "+AnnotationPrometheusScrape, a[AnnotationPrometheusScrape], "true")
+				p := port
+				if strings.HasPrefix(svc.Name, "repl-sentinel") {
+					p = "9121" // embedded sentinels run no exporter
+				}
+				wantEqual(t, "Service "+svc.Name+" "+AnnotationPrometheusPort, a[AnnotationPrometheusPort], p)
+			}
+		})
+	}
+}
+
+// TestMetricsServices: <sts>-metrics carries the selector labels and
+// app.kubernetes.io/component: metrics, the prometheus.io annotations and only the exporter
+// port; with the exporter on, the client Service exposes redis-exporter too.
+func TestMetricsServices(t *testing.T) {
+	tests := []struct {
+		name    string
+		objects func(t *testing.T) *Objects
+		sts     []string
+		port    int32
+	}{{
+		name: "standalone, default port",
+		objects: func(t *testing.T) *Objects {
+			cr := minimalRedis()
+			cr.Spec.RedisExporter = &v1beta2.RedisExporter{Enabled: true, Image: "exporter:1"}
+			return mustBuild(t)(BuildRedis(RedisInput{CR: cr}))
+		},
+		sts: []string{"cache"}, port: 9121,
+	}, {
+		name:    "cluster, port 9200",
+		objects: func(t *testing.T) *Objects { return allBuilds(t)["rediscluster-full"] },
+		sts:     []string{"shards-leader", "shards-follower"}, port: 9200,
+	}, {
+		name:    "replication",
+		objects: func(t *testing.T) *Objects { return allBuilds(t)["redisreplication-full"] },
+		sts:     []string{"repl"}, port: 9200,
+	}, {
+		name:    "sentinel",
+		objects: func(t *testing.T) *Objects { return allBuilds(t)["redissentinel-full"] },
+		sts:     []string{"watch-sentinel"}, port: 9200,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.objects(t)
+			for _, sts := range tc.sts {
+				m := o.Service(sts + "-metrics")
+				if m == nil {
+					t.Fatalf("no Service %s-metrics", sts)
+				}
+				sel := o.StatefulSet(sts).Spec.Selector.MatchLabels
+				for k, v := range sel {
+					wantEqual(t, m.Name+" label "+k, m.Labels[k], v)
+				}
+				wantEqual(t, m.Name+" component label", m.Labels[LabelComponent], ComponentMetrics)
+				wantEqual(t, m.Name+" selector", m.Spec.Selector, sel)
+				wantEqual(t, m.Name+" ports", m.Spec.Ports, []corev1.ServicePort{{Name: "redis-exporter", Port: tc.port,
+					TargetPort: intstr.FromInt32(tc.port), Protocol: corev1.ProtocolTCP}})
+				wantEqual(t, m.Name+" scrape", m.Annotations[AnnotationPrometheusScrape], "true")
+				wantEqual(t, m.Name+" scrape port", m.Annotations[AnnotationPrometheusPort], i32(tc.port))
+				if got := portsOf(o.Service(sts))["redis-exporter"]; got != tc.port {
+					t.Errorf("client Service %s exposes redis-exporter on %d, want %d", sts, got, tc.port)
+				}
+				// Only metrics Services are a metrics component.
+				for _, svc := range o.Services {
+					if !strings.HasSuffix(svc.Name, "-metrics") && svc.Labels[LabelComponent] != "" {
+						t.Errorf("Service %s labelled %s", svc.Name, LabelComponent)
+					}
+				}
+			}
+		})
+	}
+	// Without the exporter the client Service has no exporter port.
+	for name, o := range allBuilds(t) {
+		if strings.HasSuffix(name, "-minimal") {
+			for _, svc := range o.Services {
+				if _, ok := portsOf(svc)["redis-exporter"]; ok {
+					t.Errorf("%s: Service %s exposes the exporter port with the exporter off", name, svc.Name)
+				}
+			}
+		}
+	}
+}
+
+// TestRoleServiceLabels: the -master and -replica Services carry redis-role in their own labels
+// as in their selectors.
+func TestRoleServiceLabels(t *testing.T) {
+	builds := allBuilds(t)
+	for _, tc := range []struct{ build, svc, role string }{
+		{"redisreplication-minimal", "repl-master", RedisRoleMaster},
+		{"redisreplication-minimal", "repl-replica", RedisRoleSlave},
+		{"redisreplication-full", "repl-master", RedisRoleMaster},
+		{"redisreplication-full", "repl-replica", RedisRoleSlave},
+		{"rediscluster-minimal", "shards-master", RedisRoleMaster},
+		{"rediscluster-full", "shards-master", RedisRoleMaster},
+	} {
+		t.Run(tc.build+"/"+tc.svc, func(t *testing.T) {
+			svc := builds[tc.build].Service(tc.svc)
+			if svc == nil {
+				t.Fatalf("no Service %s", tc.svc)
+			}
+			wantEqual(t, "label", svc.Labels[LabelRedisRole], tc.role)
+			wantEqual(t, "selector", svc.Spec.Selector[LabelRedisRole], tc.role)
+			// It is still found as one of the CR's objects.
+			wantEqual(t, "instance label", svc.Labels[LabelInstance], builds[tc.build].StatefulSets[0].Labels[LabelInstance])
+			wantEqual(t, "managed-by label", svc.Labels[LabelManagedBy], ManagedByValue)
+		})
+	}
+}
+
+// TestIgnoreAnnotations: keys listed in ignoreAnnotations are set on none of the objects, be
+// they the operator's own or the user's; the others stay.
+func TestIgnoreAnnotations(t *testing.T) {
+	ignore := []string{AnnotationPrometheusScrape, AnnotationInstance, "lb.example/scheme"}
+	tests := []struct {
+		name  string
+		build func() (*Objects, error)
+	}{
+		{"standalone", func() (*Objects, error) {
+			cr := fullRedis()
+			cr.Spec.KubernetesConfig.IgnoreAnnotations = ignore
+			return BuildRedis(RedisInput{CR: cr, Password: testPassword})
+		}},
+		{"cluster", func() (*Objects, error) {
+			cr := fullCluster()
+			cr.Spec.KubernetesConfig.IgnoreAnnotations = ignore
+			return BuildRedisCluster(RedisClusterInput{CR: cr, Password: testPassword})
+		}},
+		{"replication and its sentinels", func() (*Objects, error) {
+			cr := fullReplication()
+			cr.Spec.KubernetesConfig.IgnoreAnnotations = ignore
+			cr.Spec.Sentinel.IgnoreAnnotations = ignore
+			return BuildRedisReplication(RedisReplicationInput{CR: cr, Password: testPassword,
+				SentinelPassword: testSentinelPassword, MasterHost: testMasterHost})
+		}},
+		{"sentinel", func() (*Objects, error) {
+			cr := fullSentinel()
+			cr.Spec.KubernetesConfig.IgnoreAnnotations = ignore
+			return BuildRedisSentinel(RedisSentinelInput{CR: cr, Password: testSentinelPassword,
+				MasterPassword: testPassword, MasterHost: testMasterHost})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := mustBuild(t)(tc.build())
+			for _, obj := range o.All() {
+				for _, k := range ignore {
+					if v, ok := obj.GetAnnotations()[k]; ok {
+						t.Errorf("%T %s has ignored annotation %s=%q", obj, obj.GetName(), k, v)
+					}
+				}
+			}
+			for _, sts := range o.StatefulSets {
+				wantEqual(t, sts.Name+" "+AnnotationManaged, sts.Annotations[AnnotationManaged], "true")
+			}
+			for _, svc := range o.Services {
+				wantEqual(t, svc.Name+" "+AnnotationPrometheusPort+" (not ignored)", svc.Annotations[AnnotationPrometheusPort] != "", true)
+			}
+		})
+	}
+	// A user annotation not ignored is still set.
+	o := mustBuild(t)(BuildRedis(RedisInput{CR: fullRedis(), Password: testPassword}))
+	wantEqual(t, "user annotation kept", o.Service("cache").Annotations["lb.example/scheme"], "internal")
 }

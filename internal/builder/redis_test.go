@@ -66,13 +66,17 @@ func TestBuildRedis(t *testing.T) {
 			checkServices(t, o, "cache", 6379, 9200)
 			wantNames(t, "Secrets", o.Secrets, "cache-redis-auth")
 			wantEqual(t, "client service type", o.Service("cache").Spec.Type, corev1.ServiceTypeLoadBalancer)
-			wantEqual(t, "client annotations", o.Service("cache").Annotations, map[string]string{"lb.example/scheme": "internal"})
-			wantEqual(t, "headless annotations", o.Service("cache-headless").Annotations, map[string]string{"headless.example/a": "1"})
+			ours := []string{AnnotationPrometheusPort, AnnotationPrometheusScrape, AnnotationManaged, AnnotationInstance}
+			wantEqual(t, "client annotations", sortedKeys(o.Service("cache").Annotations), sortedKeys(keySet("lb.example/scheme", ours...)))
+			wantEqual(t, "user's client annotation", o.Service("cache").Annotations["lb.example/scheme"], "internal")
+			// The headless Service gets its own annotations only, not the client Service's: a
+			// load-balancer annotation would act on every pod address.
+			wantEqual(t, "headless annotations", sortedKeys(o.Service("cache-headless").Annotations), sortedKeys(keySet("headless.example/a", ours...)))
 			wantEqual(t, "additional type", o.Service("cache-additional").Spec.Type, corev1.ServiceTypeNodePort)
 			wantEqual(t, "additional annotations", sortedKeys(o.Service("cache-additional").Annotations),
-				[]string{"additional.example/b", "lb.example/scheme"})
+				sortedKeys(keySet("additional.example/b", append(ours, "lb.example/scheme")...)))
 			// A standalone Redis has no bus port, whatever includeBusPort says.
-			wantEqual(t, "client ports", portsOf(o.Service("cache")), map[string]int32{redisPortName: 6379})
+			wantEqual(t, "client ports", portsOf(o.Service("cache")), map[string]int32{redisPortName: 6379, exporterPortName: 9200})
 
 			spec := sts.Spec
 			wantEqual(t, "minReadySeconds", spec.MinReadySeconds, int32(7))

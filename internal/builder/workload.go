@@ -108,6 +108,10 @@ type workload struct {
 	sentinelScript string
 
 	pdb *v1beta2.RedisPodDisruptionBudget
+
+	// ignoreAnnotations are keys the operator never sets on the objects of this workload, so
+	// that whoever else manages them keeps them.
+	ignoreAnnotations []string
 }
 
 func (w *workload) selectorLabels() map[string]string {
@@ -121,8 +125,32 @@ func (w *workload) labels() map[string]string {
 	return l
 }
 
+// meta is the metadata of an object of the workload; annotation keys the spec says to ignore
+// are left out.
 func (w *workload) meta(name string, labels, annotations map[string]string) metav1.ObjectMeta {
+	for _, k := range w.ignoreAnnotations {
+		delete(annotations, k)
+	}
 	return objectMeta(w.owner, w.namespace, name, labels, annotations)
+}
+
+// workloadAnnotations go on the workload's StatefulSet and Services.
+func (w *workload) workloadAnnotations() map[string]string {
+	return map[string]string{AnnotationManaged: "true", AnnotationInstance: w.name}
+}
+
+// serviceAnnotations are the annotations of a Service of the workload: ours, then the user's
+// (which win).
+func (w *workload) serviceAnnotations(user map[string]string) map[string]string {
+	port := int32(DefaultExporterPort)
+	if w.exporter != nil {
+		port = exporterPort(w.exporter)
+	}
+	a := w.workloadAnnotations()
+	a[AnnotationPrometheusScrape] = "true"
+	a[AnnotationPrometheusPort] = i32(port)
+	maps.Copy(a, user)
+	return a
 }
 
 func objectMeta(owner metav1.OwnerReference, namespace, name string, labels, annotations map[string]string) metav1.ObjectMeta {
@@ -138,7 +166,7 @@ func objectMeta(owner metav1.OwnerReference, namespace, name string, labels, ann
 func (w *workload) statefulSet() *appsv1.StatefulSet {
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: w.meta(w.name, w.labels(), nil),
+		ObjectMeta: w.meta(w.name, w.labels(), w.workloadAnnotations()),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:                             ptrTo(w.replicas),
 			Selector:                             &metav1.LabelSelector{MatchLabels: w.selectorLabels()},
