@@ -147,11 +147,16 @@ func TestBuildRedisCluster(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
-			wantNames(t, "StatefulSets", o.StatefulSets, "shards-leader")
-			wantNames(t, "ConfigMaps", o.ConfigMaps, "shards-leader-config")
+			// The follower objects are all there, the StatefulSet with 0 replicas.
+			wantNames(t, "StatefulSets", o.StatefulSets, "shards-leader", "shards-follower")
+			wantEqual(t, "leader replicas", *o.StatefulSet("shards-leader").Spec.Replicas, int32(3))
+			wantEqual(t, "follower replicas", *o.StatefulSet("shards-follower").Spec.Replicas, int32(0))
+			checkWorkloadShape(t, o, "shards-follower", SetupCluster, RoleFollower, "RedisCluster")
+			wantNames(t, "ConfigMaps", o.ConfigMaps, "shards-leader-config", "shards-follower-config")
 			wantNames(t, "Services", o.Services, "shards-leader", "shards-leader-headless", "shards-leader-additional",
-				"shards-leader-metrics", "shards-master")
-			wantNames(t, "PDBs", o.PodDisruptionBudgets)
+				"shards-leader-metrics", "shards-follower", "shards-follower-headless", "shards-follower-additional",
+				"shards-follower-metrics", "shards-master")
+			wantNames(t, "PDBs", o.PodDisruptionBudgets, "shards-follower")
 		},
 	}, {
 		name: "leader count overrides clusterSize, followers default to it",
@@ -233,8 +238,8 @@ func TestScaleInKeepsPodsUntilDrained(t *testing.T) {
 		appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType})
 
 	drained := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr}))
-	if drained.StatefulSet("shards-follower") != nil {
-		t.Error("without a hold, zero followers build no follower StatefulSet")
+	if sts := drained.StatefulSet("shards-follower"); sts == nil || *sts.Spec.Replicas != 0 {
+		t.Errorf("without a hold, zero followers build the follower StatefulSet with 0 replicas, got %v", sts)
 	}
 	cr.Spec.KubernetesConfig.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}

@@ -89,6 +89,12 @@ func TestBuildRefusesBadInput(t *testing.T) {
 			_, err := BuildRedisCluster(RedisClusterInput{CR: cr})
 			return err
 		}, "leader"},
+		{"cluster with negative followers", func() error {
+			cr := minimalCluster()
+			cr.Spec.RedisFollower.Replicas = ptrTo[int32](-1)
+			_, err := BuildRedisCluster(RedisClusterInput{CR: cr})
+			return err
+		}, "negative"},
 		{"replication without size", func() error {
 			cr := minimalReplication()
 			cr.Spec.Size = nil

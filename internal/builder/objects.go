@@ -19,8 +19,9 @@ type Object interface {
 
 // Objects is the desired state of one custom resource. Objects not wanted by the spec (the
 // metrics Service with the exporter off, a disabled headless or additional Service, a PDB not
-// enabled, the follower StatefulSet of a cluster with zero followers, the auth Secret without a
-// password) are absent; a controller deletes what it owns (label LabelInstance) and is absent.
+// enabled, the auth Secret without a password) are absent; a controller deletes what it owns
+// (label LabelInstance) and is absent. A cluster with zero followers keeps its follower
+// StatefulSet, with 0 replicas.
 type Objects struct {
 	Secrets              []*corev1.Secret
 	ConfigMaps           []*corev1.ConfigMap
