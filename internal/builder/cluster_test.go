@@ -121,7 +121,7 @@ func TestBuildRedisCluster(t *testing.T) {
 					{Name: busPortName, ContainerPort: 16380, HostPort: 16380, Protocol: corev1.ProtocolTCP},
 				})
 				wantEqual(t, "mounts", mounts(redis), map[string]string{
-					"/data": name, "/etc/redis": "redis-config", "/node-conf": "node-conf", "/acl": "acl",
+					"/data": name, "/etc/redis": "redis-config", "/node-conf": "node-conf", "/data/redis": "acl",
 					"/tls": "tls-certs", "/extra": "extra",
 				})
 				wantEqual(t, "init mounts", mounts(container(t, pod, "init")), map[string]string{
@@ -133,7 +133,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				}
 				conf := confOf(t, o, name+"-config", RedisConfKey)
 				wantLines(t, name+" redis.conf", conf, "cluster-config-file /node-conf/nodes.conf", "tls-port 6380",
-					"tls-cluster yes", "appendonly no", `save ""`, want.maxmemory, "aclfile /acl/user.acl",
+					"tls-cluster yes", "appendonly no", `save ""`, want.maxmemory, "aclfile /data/redis/user.acl",
 					"include /etc/redis/secret/redis-password.conf")
 			}
 		},

@@ -187,6 +187,7 @@ func (w *workload) redisConfFor(rc *v1beta2.RedisConfig, persistence bool) (redi
 			return c, err
 		}
 		c.maxMemoryBytes = mm
+		w.maxMemoryBytes = mm
 		if rc.AdditionalRedisConfig != nil && *rc.AdditionalRedisConfig != "" {
 			w.additionalConfigMap = *rc.AdditionalRedisConfig
 			c.additional = true

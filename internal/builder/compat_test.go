@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -291,4 +292,134 @@ func TestIgnoreAnnotations(t *testing.T) {
 	// A user annotation not ignored is still set.
 	o := mustBuild(t)(BuildRedis(RedisInput{CR: fullRedis(), Password: testPassword}))
 	wantEqual(t, "user annotation kept", o.Service("cache").Annotations["lb.example/scheme"], "internal")
+}
+
+// TestMaxMemoryEnv: with maxMemoryPercentOfLimit and a memory limit, maxmemory is that share of
+// the limit and the Redis container gets REDIS_MAX_MEMORY with the same value.
+func TestMaxMemoryEnv(t *testing.T) {
+	limit := func(q string) *corev1.ResourceRequirements {
+		return &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}}
+	}
+	tests := []struct {
+		name   string
+		build  func() (*Objects, error)
+		sts    string
+		config string
+		want   string // "" for no maxmemory at all
+	}{{
+		name: "standalone 50% of 1Gi",
+		build: func() (*Objects, error) {
+			cr := minimalRedis()
+			cr.Spec.KubernetesConfig.Resources = limit("1Gi")
+			cr.Spec.RedisConfig = &v1beta2.RedisConfig{MaxMemoryPercentOfLimit: ptrTo(50)}
+			return BuildRedis(RedisInput{CR: cr})
+		},
+		sts: "cache", want: "536870912",
+	}, {
+		name: "standalone 75% of 100Mi, not a round number",
+		build: func() (*Objects, error) {
+			cr := minimalRedis()
+			cr.Spec.KubernetesConfig.Resources = limit("100Mi")
+			cr.Spec.RedisConfig = &v1beta2.RedisConfig{MaxMemoryPercentOfLimit: ptrTo(75)}
+			return BuildRedis(RedisInput{CR: cr})
+		},
+		sts: "cache", want: "78643200",
+	}, {
+		name:  "standalone without the setting",
+		build: func() (*Objects, error) { return BuildRedis(RedisInput{CR: minimalRedis()}) },
+		sts:   "cache",
+	}, {
+		name: "cluster leader, role limit and role percentage",
+		build: func() (*Objects, error) {
+			return BuildRedisCluster(RedisClusterInput{CR: fullCluster(), Password: testPassword})
+		},
+		sts: "shards-leader", want: "1073741824",
+	}, {
+		name: "cluster follower, top-level percentage",
+		build: func() (*Objects, error) {
+			cr := minimalCluster()
+			cr.Spec.RedisConfig = &v1beta2.RedisConfig{MaxMemoryPercentOfLimit: ptrTo(10)}
+			cr.Spec.RedisFollower.Resources = limit("2Gi")
+			cr.Spec.RedisLeader.Resources = limit("1Gi")
+			return BuildRedisCluster(RedisClusterInput{CR: cr})
+		},
+		sts: "shards-follower", want: "214748364",
+	}, {
+		name: "replication",
+		build: func() (*Objects, error) {
+			cr := minimalReplication()
+			cr.Spec.KubernetesConfig.Resources = limit("256Mi")
+			cr.Spec.RedisConfig = &v1beta2.RedisConfig{MaxMemoryPercentOfLimit: ptrTo(100)}
+			return BuildRedisReplication(RedisReplicationInput{CR: cr})
+		},
+		sts: "repl", want: "268435456",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := mustBuild(t)(tc.build())
+			c := container(t, o.StatefulSet(tc.sts).Spec.Template.Spec, tc.sts)
+			conf := confOf(t, o, tc.sts+"-config", RedisConfKey)
+			e := env(c, "REDIS_MAX_MEMORY")
+			if tc.want == "" {
+				if e != nil {
+					t.Errorf("REDIS_MAX_MEMORY %+v without maxMemoryPercentOfLimit", e)
+				}
+				lacksLines(t, "redis.conf", conf, "maxmemory ")
+				return
+			}
+			if e == nil || e.Value != tc.want || e.ValueFrom != nil {
+				t.Errorf("REDIS_MAX_MEMORY %+v, want %s", e, tc.want)
+			}
+			wantLines(t, "redis.conf", conf, "maxmemory "+tc.want)
+		})
+	}
+}
+
+// TestACLFromClaim: acl.persistentVolumeClaim is mounted at /data/redis and redis.conf reads
+// /data/redis/user.acl; an ACL from a Secret stays in /etc/redis.
+func TestACLFromClaim(t *testing.T) {
+	claim := &v1beta2.ACLConfig{PersistentVolumeClaim: ptrTo("acl-claim")}
+	tests := []struct {
+		name  string
+		build func() (*Objects, error)
+		sts   []string
+	}{
+		{"standalone", func() (*Objects, error) {
+			cr := minimalRedis()
+			cr.Spec.ACL = claim
+			return BuildRedis(RedisInput{CR: cr})
+		}, []string{"cache"}},
+		{"cluster", func() (*Objects, error) {
+			cr := minimalCluster()
+			cr.Spec.ACL = claim
+			return BuildRedisCluster(RedisClusterInput{CR: cr})
+		}, []string{"shards-leader", "shards-follower"}},
+		{"replication", func() (*Objects, error) {
+			cr := minimalReplication()
+			cr.Spec.ACL = claim
+			return BuildRedisReplication(RedisReplicationInput{CR: cr})
+		}, []string{"repl"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := mustBuild(t)(tc.build())
+			for _, sts := range tc.sts {
+				pod := o.StatefulSet(sts).Spec.Template.Spec
+				m := mounts(container(t, pod, sts))
+				v := volume(t, pod, m["/data/redis"])
+				if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "acl-claim" {
+					t.Errorf("%s: /data/redis is volume %+v, want claim acl-claim", sts, v)
+				}
+				if m["/data"] == "" {
+					t.Errorf("%s: no data volume at /data", sts)
+				}
+				wantLines(t, sts+" redis.conf", confOf(t, o, sts+"-config", RedisConfKey), "aclfile /data/redis/user.acl")
+			}
+		})
+	}
+	o := mustBuild(t)(BuildRedis(RedisInput{CR: fullRedis(), Password: testPassword}))
+	wantLines(t, "redis.conf with a Secret ACL", confOf(t, o, "cache-config", RedisConfKey), "aclfile /etc/redis/user.acl")
+	if _, ok := mounts(container(t, o.StatefulSet("cache").Spec.Template.Spec, "cache"))["/data/redis"]; ok {
+		t.Error("an ACL from a Secret mounts something at /data/redis")
+	}
 }

@@ -109,7 +109,8 @@ func TestBuildRedis(t *testing.T) {
 			wantEqual(t, "security", redis.SecurityContext, cr.Spec.SecurityContext)
 			wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.ReadinessProbe)
 			wantEqual(t, "liveness", redis.LivenessProbe, cr.Spec.LivenessProbe)
-			wantEqual(t, "env", redis.Env, *cr.Spec.EnvVars)
+			// maxMemoryPercentOfLimit 75 of the 1Gi limit, then the user's variables.
+			wantEqual(t, "env", redis.Env, append([]corev1.EnvVar{{Name: "REDIS_MAX_MEMORY", Value: "805306368"}}, *cr.Spec.EnvVars...))
 			wantEqual(t, "host port", redis.Ports[0].HostPort, int32(16379))
 			wantEqual(t, "mounts", mounts(redis), map[string]string{
 				"/data": "cache", "/etc/redis": "redis-config", "/tls": "tls-certs", "/extra": "extra",
@@ -214,8 +215,8 @@ func TestBuildRedis(t *testing.T) {
 		check: func(t *testing.T, o *Objects) {
 			pod := o.StatefulSet("cache").Spec.Template.Spec
 			wantEqual(t, "acl volume", volume(t, pod, "acl").PersistentVolumeClaim.ClaimName, "acl-claim")
-			wantEqual(t, "acl mount", mounts(container(t, pod, "cache"))["/acl"], "acl")
-			wantLines(t, "redis.conf", confOf(t, o, "cache-config", RedisConfKey), "aclfile /acl/user.acl")
+			wantEqual(t, "acl mount", mounts(container(t, pod, "cache"))["/data/redis"], "acl")
+			wantLines(t, "redis.conf", confOf(t, o, "cache-config", RedisConfKey), "aclfile /data/redis/user.acl")
 		},
 	}}
 	for _, tc := range tests {

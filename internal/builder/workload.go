@@ -41,6 +41,7 @@ const (
 	tlsVolume           = "tls-certs"
 	aclPVCVolume        = "acl"
 	podIPEnv            = "POD_IP"
+	maxMemoryEnv        = "REDIS_MAX_MEMORY"
 	exporterPasswordEnv = "REDIS_PASSWORD"
 )
 
@@ -104,6 +105,8 @@ type workload struct {
 	authSecretName string                          // "" when there is no password
 	configMapName  string
 	configHash     string
+	// maxMemoryBytes is the rendered maxmemory, 0 when redis.conf sets none.
+	maxMemoryBytes int64
 	// sentinelScript is the init container script that assembles a writable sentinel.conf.
 	sentinelScript string
 
@@ -308,6 +311,10 @@ func (w *workload) serverContainer() corev1.Container {
 		env = append(env, corev1.EnvVar{Name: podIPEnv, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
 		}})
+	}
+	if w.maxMemoryBytes > 0 {
+		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
+		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
 	}
 	c.Env = mergeEnv(env, w.env)
 	return c
