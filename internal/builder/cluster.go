@@ -32,10 +32,13 @@ type ClusterPods struct {
 // (exporter on), PDB <name>-R (pdb.enabled) and ConfigMap <name>-R-config; plus the Service
 // <name>-master and, with a password, the auth Secret shared by both roles.
 //
-// With zero followers no follower object is built at all (a cluster of leaders only); a
-// controller deletes follower objects it finds. Role settings (redisLeader, redisFollower)
-// win over the top-level ones field by field: replicas (default clusterSize), resources (role,
-// then spec.resources, then kubernetesConfig.resources) and each redisConfig field.
+// With zero followers (a cluster of leaders only) the follower objects are built all the same,
+// the StatefulSet with 0 replicas: scripts and tools expect both StatefulSets of a cluster to
+// exist, and scaling followers out again is then only a change of replicas.
+//
+// Role settings (redisLeader, redisFollower) win over the top-level ones field by field:
+// replicas (default clusterSize), resources (role, then spec.resources, then
+// kubernetesConfig.resources) and each redisConfig field.
 func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	cr := in.CR
 	if err := checkCR(cr, cr == nil); err != nil {
@@ -68,14 +71,14 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		{RoleLeader, pods.Leaders, &cr.Spec.RedisLeader.RedisClusterRole},
 		{RoleFollower, pods.Followers, &cr.Spec.RedisFollower.RedisClusterRole},
 	}
+	if pods.Leaders < 1 {
+		return nil, errors.New("a cluster needs at least one leader")
+	}
+	if pods.Followers < 0 {
+		return nil, errors.New("redisFollower.replicas must not be negative")
+	}
 	var leader *workload
 	for _, r := range roles {
-		if r.replicas < 1 {
-			if r.name == RoleLeader {
-				return nil, errors.New("a cluster needs at least one leader")
-			}
-			continue
-		}
 		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, ref, authName)
 		if err != nil {
 			return nil, err

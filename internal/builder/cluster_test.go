@@ -26,7 +26,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				checkServices(t, o, name, 6379, 0)
 				wantEqual(t, name+" replicas", *sts.Spec.Replicas, int32(3))
 				pod := sts.Spec.Template.Spec
-				redis := container(t, pod, "redis")
+				redis := container(t, pod, name)
 				wantEqual(t, "args", redis.Args, []string{"redis-server", "/etc/redis/redis.conf", "--cluster-announce-ip", "$(POD_IP)"})
 				podIP := env(redis, "POD_IP")
 				if podIP == nil || podIP.ValueFrom == nil || podIP.ValueFrom.FieldRef == nil || podIP.ValueFrom.FieldRef.FieldPath != "status.podIP" {
@@ -94,7 +94,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				checkServices(t, o, name, 6380, 9200)
 				wantEqual(t, name+" replicas", *sts.Spec.Replicas, want.replicas)
 				wantEqual(t, name+" pod management", string(sts.Spec.PodManagementPolicy), "Parallel")
-				wantEqual(t, name+" client ports", portsOf(o.Service(name)), map[string]int32{redisPortName: 6380, busPortName: 16380})
+				wantEqual(t, name+" client ports", portsOf(o.Service(name)), map[string]int32{redisPortName: 6380, busPortName: 16380, exporterPortName: 9200})
 				wantEqual(t, name+" headless ports", portsOf(o.Service(name+"-headless")), map[string]int32{redisPortName: 6380, busPortName: 16380})
 				wantEqual(t, name+" additional ports", portsOf(o.Service(name+"-additional")), map[string]int32{redisPortName: 6380})
 				var templates []string
@@ -113,7 +113,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				wantEqual(t, "spread", pod.TopologySpreadConstraints, cr.Spec.RedisLeader.TopologySpreadConstraints)
 				wantEqual(t, "tolerations", pod.Tolerations, *cr.Spec.RedisLeader.Tolerations)
 				wantEqual(t, "grace", *pod.TerminationGracePeriodSeconds, int64(90))
-				redis := container(t, pod, "redis")
+				redis := container(t, pod, name)
 				wantEqual(t, "role resources win", redis.Resources.Limits[corev1.ResourceMemory], resource.MustParse(want.memory))
 				wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.RedisLeader.ReadinessProbe)
 				wantEqual(t, "host ports on the host network", redis.Ports, []corev1.ContainerPort{
@@ -121,7 +121,7 @@ func TestBuildRedisCluster(t *testing.T) {
 					{Name: busPortName, ContainerPort: 16380, HostPort: 16380, Protocol: corev1.ProtocolTCP},
 				})
 				wantEqual(t, "mounts", mounts(redis), map[string]string{
-					"/data": name, "/etc/redis": "redis-config", "/node-conf": "node-conf", "/acl": "acl",
+					"/data": name, "/etc/redis": "redis-config", "/node-conf": "node-conf", "/data/redis": "acl",
 					"/tls": "tls-certs", "/extra": "extra",
 				})
 				wantEqual(t, "init mounts", mounts(container(t, pod, "init")), map[string]string{
@@ -133,7 +133,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				}
 				conf := confOf(t, o, name+"-config", RedisConfKey)
 				wantLines(t, name+" redis.conf", conf, "cluster-config-file /node-conf/nodes.conf", "tls-port 6380",
-					"tls-cluster yes", "appendonly no", `save ""`, want.maxmemory, "aclfile /acl/user.acl",
+					"tls-cluster yes", "appendonly no", `save ""`, want.maxmemory, "aclfile /data/redis/user.acl",
 					"include /etc/redis/secret/redis-password.conf")
 			}
 		},
@@ -147,11 +147,16 @@ func TestBuildRedisCluster(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
-			wantNames(t, "StatefulSets", o.StatefulSets, "shards-leader")
-			wantNames(t, "ConfigMaps", o.ConfigMaps, "shards-leader-config")
+			// The follower objects are all there, the StatefulSet with 0 replicas.
+			wantNames(t, "StatefulSets", o.StatefulSets, "shards-leader", "shards-follower")
+			wantEqual(t, "leader replicas", *o.StatefulSet("shards-leader").Spec.Replicas, int32(3))
+			wantEqual(t, "follower replicas", *o.StatefulSet("shards-follower").Spec.Replicas, int32(0))
+			checkWorkloadShape(t, o, "shards-follower", SetupCluster, RoleFollower, "RedisCluster")
+			wantNames(t, "ConfigMaps", o.ConfigMaps, "shards-leader-config", "shards-follower-config")
 			wantNames(t, "Services", o.Services, "shards-leader", "shards-leader-headless", "shards-leader-additional",
-				"shards-leader-metrics", "shards-master")
-			wantNames(t, "PDBs", o.PodDisruptionBudgets)
+				"shards-leader-metrics", "shards-follower", "shards-follower-headless", "shards-follower-additional",
+				"shards-follower-metrics", "shards-master")
+			wantNames(t, "PDBs", o.PodDisruptionBudgets, "shards-follower")
 		},
 	}, {
 		name: "leader count overrides clusterSize, followers default to it",
@@ -167,7 +172,7 @@ func TestBuildRedisCluster(t *testing.T) {
 		check: func(t *testing.T, o *Objects) {
 			wantEqual(t, "leaders", *o.StatefulSet("shards-leader").Spec.Replicas, int32(5))
 			wantEqual(t, "followers", *o.StatefulSet("shards-follower").Spec.Replicas, int32(3))
-			mem := container(t, o.StatefulSet("shards-follower").Spec.Template.Spec, "redis").Resources.Limits[corev1.ResourceMemory]
+			mem := container(t, o.StatefulSet("shards-follower").Spec.Template.Spec, "shards-follower").Resources.Limits[corev1.ResourceMemory]
 			wantEqual(t, "spec.resources over kubernetesConfig.resources", mem.String(), "100Mi")
 			// maxmemory from the top level, dynamic config from the role.
 			wantLines(t, "follower conf", confOf(t, o, "shards-follower-config", RedisConfKey), "maxmemory 10485760", "hz 50")
@@ -233,8 +238,8 @@ func TestScaleInKeepsPodsUntilDrained(t *testing.T) {
 		appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType})
 
 	drained := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr}))
-	if drained.StatefulSet("shards-follower") != nil {
-		t.Error("without a hold, zero followers build no follower StatefulSet")
+	if sts := drained.StatefulSet("shards-follower"); sts == nil || *sts.Spec.Replicas != 0 {
+		t.Errorf("without a hold, zero followers build the follower StatefulSet with 0 replicas, got %v", sts)
 	}
 	cr.Spec.KubernetesConfig.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}

@@ -61,6 +61,7 @@ func (w *workload) applyKubernetesConfig(kc *v1beta2.KubernetesConfig) error {
 		w.minReadySeconds = *kc.MinReadySeconds
 	}
 	w.services = resolveServices(kc.Service)
+	w.ignoreAnnotations = kc.IgnoreAnnotations
 	return checkVolumeSources(w.tls, w.acl)
 }
 
@@ -86,20 +87,45 @@ func (w *workload) applyInitContainer(ic *v1beta2.InitContainer) error {
 	return nil
 }
 
+// applySidecars comes after applyExporter and applyInitContainer: it checks that no two
+// containers of the pod share a name.
 func (w *workload) applySidecars(s *[]v1beta2.Sidecar) error {
-	if s == nil {
-		return nil
-	}
-	for _, c := range *s {
-		if c.Name == "" || c.Image == "" {
-			return errors.New("every sidecar needs a name and an image")
+	if s != nil {
+		for _, c := range *s {
+			if c.Name == "" || c.Image == "" {
+				return errors.New("every sidecar needs a name and an image")
+			}
 		}
-		switch c.Name {
-		case redisContainerName, sentinelContainerName, exporterContainerName:
-			return fmt.Errorf("sidecar name %q is taken by a container of the operator", c.Name)
-		}
+		w.sidecars = *s
 	}
-	w.sidecars = *s
+	return w.checkContainerNames()
+}
+
+// checkContainerNames refuses a pod whose containers would share a name, which the API server
+// rejects: the Redis container takes its StatefulSet's name, so a resource named like one of
+// the other containers ("redis-exporter", "init") cannot have that container as well.
+func (w *workload) checkContainerNames() error {
+	type named struct{ name, what string }
+	all := []named{{w.serverContainerName(), "the server container (named after the StatefulSet)"}}
+	if w.server == sentinelServer {
+		all = append(all, named{sentinelInitName, "the sentinel init container"})
+	}
+	if w.exporter != nil {
+		all = append(all, named{exporterContainerName, "the exporter container"})
+	}
+	if w.initContainer != nil {
+		all = append(all, named{userInitContainerName, "the init container"})
+	}
+	for _, s := range w.sidecars {
+		all = append(all, named{s.Name, "sidecar " + s.Name})
+	}
+	seen := map[string]string{}
+	for _, c := range all {
+		if first, ok := seen[c.name]; ok {
+			return fmt.Errorf("container name %q would be used by both %s and %s; rename the sidecar or the resource", c.name, first, c.what)
+		}
+		seen[c.name] = c.what
+	}
 	return nil
 }
 
@@ -161,6 +187,7 @@ func (w *workload) redisConfFor(rc *v1beta2.RedisConfig, persistence bool) (redi
 			return c, err
 		}
 		c.maxMemoryBytes = mm
+		w.maxMemoryBytes = mm
 		if rc.AdditionalRedisConfig != nil && *rc.AdditionalRedisConfig != "" {
 			w.additionalConfigMap = *rc.AdditionalRedisConfig
 			c.additional = true

@@ -12,16 +12,18 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
-// Paths inside the pods. redis.conf, the auth file, the user's ACL file and additional config
-// are projected together into one read-only volume at /etc/redis, so that no volume is mounted
-// inside another.
+// Paths inside the pods. redis.conf, the auth file, the user's ACL file from a Secret and
+// additional config are projected together into one read-only volume at /etc/redis. An ACL
+// claim is mounted at /data/redis, inside the data volume, where users expect it.
 const (
-	redisConfigDir     = "/etc/redis"
-	redisConfPath      = redisConfigDir + "/" + RedisConfKey
-	authFileRelPath    = "secret/" + RedisAuthKey
-	additionalRelPath  = "additional/" + AdditionalRedisConfKey
-	aclSecretPath      = redisConfigDir + "/" + ACLFileKey
-	aclPVCDir          = "/acl"
+	redisConfigDir    = "/etc/redis"
+	redisConfPath     = redisConfigDir + "/" + RedisConfKey
+	authFileRelPath   = "secret/" + RedisAuthKey
+	additionalRelPath = "additional/" + AdditionalRedisConfKey
+	aclSecretPath     = redisConfigDir + "/" + ACLFileKey
+	// aclPVCDir is where the claim of acl.persistentVolumeClaim is mounted: users keep
+	// <aclPVCDir>/user.acl on it, at the path the API we serve documents.
+	aclPVCDir          = dataDir + "/redis"
 	dataDir            = "/data"
 	nodeConfDir        = "/node-conf"
 	tlsDir             = "/tls"

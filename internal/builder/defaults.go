@@ -155,7 +155,7 @@ func LeaderReplicas(cr *v1beta2.RedisCluster) int32 {
 }
 
 // FollowerReplicas is the number of follower pods: redisFollower.replicas, else clusterSize.
-// Zero means a cluster of leaders only, for which no follower objects are built.
+// Zero means a cluster of leaders only, whose follower StatefulSet has 0 replicas.
 func FollowerReplicas(cr *v1beta2.RedisCluster) int32 {
 	if r := cr.Spec.RedisFollower.Replicas; r != nil {
 		return *r

@@ -42,9 +42,17 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		{"init container without image", redis(func(r *v1beta2.Redis) {
 			r.Spec.InitContainer = &v1beta2.InitContainer{Enabled: ptrTo(true)}
 		}, ""), "initContainer.image"},
-		{"sidecar named like ours", redis(func(r *v1beta2.Redis) {
-			r.Spec.Sidecars = &[]v1beta2.Sidecar{{Name: "redis", Image: "x"}}
-		}, ""), "taken"},
+		{"sidecar named like the Redis container", redis(func(r *v1beta2.Redis) {
+			r.Spec.Sidecars = &[]v1beta2.Sidecar{{Name: "cache", Image: "x"}}
+		}, ""), "both the server container"},
+		{"sidecar named like the exporter", redis(func(r *v1beta2.Redis) {
+			r.Spec.RedisExporter = &v1beta2.RedisExporter{Enabled: true, Image: "exporter:1"}
+			r.Spec.Sidecars = &[]v1beta2.Sidecar{{Name: "redis-exporter", Image: "x"}}
+		}, ""), "both the exporter container"},
+		{"resource named like the exporter", redis(func(r *v1beta2.Redis) {
+			r.Name = "redis-exporter"
+			r.Spec.RedisExporter = &v1beta2.RedisExporter{Enabled: true, Image: "exporter:1"}
+		}, ""), "named after the StatefulSet"},
 		{"maxmemory without a limit", redis(func(r *v1beta2.Redis) {
 			r.Spec.RedisConfig = &v1beta2.RedisConfig{MaxMemoryPercentOfLimit: ptrTo(50)}
 			r.Spec.KubernetesConfig.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
@@ -81,6 +89,12 @@ func TestBuildRefusesBadInput(t *testing.T) {
 			_, err := BuildRedisCluster(RedisClusterInput{CR: cr})
 			return err
 		}, "leader"},
+		{"cluster with negative followers", func() error {
+			cr := minimalCluster()
+			cr.Spec.RedisFollower.Replicas = ptrTo[int32](-1)
+			_, err := BuildRedisCluster(RedisClusterInput{CR: cr})
+			return err
+		}, "negative"},
 		{"replication without size", func() error {
 			cr := minimalReplication()
 			cr.Spec.Size = nil

@@ -402,6 +402,11 @@ func allCases() []buildCase {
 		{"rediscluster-full", func() (*Objects, error) {
 			return BuildRedisCluster(RedisClusterInput{CR: fullCluster(), Password: testPassword})
 		}},
+		{"rediscluster-zero-followers", func() (*Objects, error) {
+			cr := minimalCluster()
+			cr.Spec.RedisFollower.Replicas = ptrTo[int32](0)
+			return BuildRedisCluster(RedisClusterInput{CR: cr})
+		}},
 		{"redisreplication-minimal", func() (*Objects, error) {
 			return BuildRedisReplication(RedisReplicationInput{CR: minimalReplication()})
 		}},

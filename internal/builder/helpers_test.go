@@ -221,3 +221,12 @@ func lacksLines(t *testing.T, what, text string, prefixes ...string) {
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// keySet is a map with the given keys, for comparing key sets with sortedKeys.
+func keySet(first string, more ...string) map[string]string {
+	m := map[string]string{first: ""}
+	for _, k := range more {
+		m[k] = ""
+	}
+	return m
+}

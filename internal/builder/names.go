@@ -31,6 +31,20 @@ const (
 	RedisRoleMaster = "master"
 	RedisRoleSlave  = "slave"
 
+	// LabelComponent marks the metrics Services, with ComponentMetrics; ServiceMonitors select
+	// on it.
+	LabelComponent   = "app.kubernetes.io/component"
+	ComponentMetrics = "metrics"
+
+	// AnnotationManaged ("true") and AnnotationInstance (the StatefulSet's name) mark the
+	// StatefulSets and Services the operator made; tools that find them so rely on both.
+	AnnotationManaged  = "redis.opstreelabs.in"
+	AnnotationInstance = "redis.opstreelabs.instance"
+	// AnnotationPrometheusScrape ("true") and AnnotationPrometheusPort (the exporter port) on
+	// every Service let annotation-driven Prometheus scrape configs find the exporters.
+	AnnotationPrometheusScrape = "prometheus.io/scrape"
+	AnnotationPrometheusPort   = "prometheus.io/port"
+
 	// AnnotationConfigHash on the pod template holds a digest of the rendered configuration, so
 	// that a changed redis.conf rolls the pods (they read it only at start). Parts applied at run
 	// time (dynamicConfig, the monitored master's address) and secret values are left out of it.

@@ -19,8 +19,9 @@ type Object interface {
 
 // Objects is the desired state of one custom resource. Objects not wanted by the spec (the
 // metrics Service with the exporter off, a disabled headless or additional Service, a PDB not
-// enabled, the follower StatefulSet of a cluster with zero followers, the auth Secret without a
-// password) are absent; a controller deletes what it owns (label LabelInstance) and is absent.
+// enabled, the auth Secret without a password) are absent; a controller deletes what it owns
+// (label LabelInstance) and is absent. A cluster with zero followers keeps its follower
+// StatefulSet, with 0 replicas.
 type Objects struct {
 	Secrets              []*corev1.Secret
 	ConfigMaps           []*corev1.ConfigMap
@@ -88,9 +89,14 @@ func (o *Objects) add(w *workload) {
 }
 
 // serviceObjects builds the client, headless, additional and metrics Services of a workload.
+// The client Service also exposes the exporter, when there is one.
 func (w *workload) serviceObjects() []*corev1.Service {
 	s := w.services
-	client := w.service(w.name, s.clientType, s.clientAnnotations, w.serverPorts(s.clientBusPort), w.selectorLabels())
+	clientPorts := w.serverPorts(s.clientBusPort)
+	if w.exporter != nil {
+		clientPorts = append(clientPorts, servicePort(exporterPortName, exporterPort(w.exporter)))
+	}
+	client := w.service(w.name, s.clientType, s.clientAnnotations, clientPorts, w.selectorLabels())
 	out := []*corev1.Service{client}
 	if s.headless.enabled {
 		// Headless Services are always ClusterIP "None": the type option does not apply. Only
@@ -114,8 +120,10 @@ func (w *workload) serviceObjects() []*corev1.Service {
 	}
 	if w.exporter != nil {
 		port := exporterPort(w.exporter)
-		out = append(out, w.service(MetricsServiceName(w.name), corev1.ServiceTypeClusterIP, nil,
-			[]corev1.ServicePort{servicePort(exporterPortName, port)}, w.selectorLabels()))
+		m := w.service(MetricsServiceName(w.name), corev1.ServiceTypeClusterIP, nil,
+			[]corev1.ServicePort{servicePort(exporterPortName, port)}, w.selectorLabels())
+		m.Labels[LabelComponent] = ComponentMetrics
+		out = append(out, m)
 	}
 	return out
 }
@@ -137,10 +145,11 @@ func servicePort(name string, port int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
 }
 
+// service builds a Service of the workload; annotations are the user's, added to ours.
 func (w *workload) service(name string, typ corev1.ServiceType, annotations map[string]string, ports []corev1.ServicePort, selector map[string]string) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: w.meta(name, w.labels(), maps.Clone(annotations)),
+		ObjectMeta: w.meta(name, w.labels(), w.serviceAnnotations(annotations)),
 		Spec: corev1.ServiceSpec{
 			Type:     typ,
 			Ports:    ports,
@@ -149,12 +158,14 @@ func (w *workload) service(name string, typ corev1.ServiceType, annotations map[
 	}
 }
 
-// roleService selects the pods of the workload's CR whose redis-role label has the given value.
+// roleService selects the pods of the workload's CR whose redis-role label has the given value,
+// and carries that label itself too, so that it can be found by the role it serves.
 func roleService(w *workload, name, redisRole string, selector map[string]string, labels map[string]string) *corev1.Service {
 	sel := maps.Clone(selector)
 	sel[LabelRedisRole] = redisRole
 	svc := w.service(name, corev1.ServiceTypeClusterIP, nil, w.serverPorts(false), sel)
-	svc.Labels = labels
+	svc.Labels = maps.Clone(labels)
+	svc.Labels[LabelRedisRole] = redisRole
 	return svc
 }
 

@@ -34,7 +34,7 @@ func TestBuildRedis(t *testing.T) {
 			if v := volume(t, pod, "cache"); v.EmptyDir == nil {
 				t.Errorf("/data volume is not an emptyDir: %+v", v)
 			}
-			redis := container(t, pod, "redis")
+			redis := container(t, pod, "cache")
 			wantEqual(t, "args", redis.Args, []string{"redis-server", "/etc/redis/redis.conf"})
 			if redis.Command != nil {
 				t.Errorf("command %v set: the image entrypoint must run", redis.Command)
@@ -66,13 +66,17 @@ func TestBuildRedis(t *testing.T) {
 			checkServices(t, o, "cache", 6379, 9200)
 			wantNames(t, "Secrets", o.Secrets, "cache-redis-auth")
 			wantEqual(t, "client service type", o.Service("cache").Spec.Type, corev1.ServiceTypeLoadBalancer)
-			wantEqual(t, "client annotations", o.Service("cache").Annotations, map[string]string{"lb.example/scheme": "internal"})
-			wantEqual(t, "headless annotations", o.Service("cache-headless").Annotations, map[string]string{"headless.example/a": "1"})
+			ours := []string{AnnotationPrometheusPort, AnnotationPrometheusScrape, AnnotationManaged, AnnotationInstance}
+			wantEqual(t, "client annotations", sortedKeys(o.Service("cache").Annotations), sortedKeys(keySet("lb.example/scheme", ours...)))
+			wantEqual(t, "user's client annotation", o.Service("cache").Annotations["lb.example/scheme"], "internal")
+			// The headless Service gets its own annotations only, not the client Service's: a
+			// load-balancer annotation would act on every pod address.
+			wantEqual(t, "headless annotations", sortedKeys(o.Service("cache-headless").Annotations), sortedKeys(keySet("headless.example/a", ours...)))
 			wantEqual(t, "additional type", o.Service("cache-additional").Spec.Type, corev1.ServiceTypeNodePort)
 			wantEqual(t, "additional annotations", sortedKeys(o.Service("cache-additional").Annotations),
-				[]string{"additional.example/b", "lb.example/scheme"})
+				sortedKeys(keySet("additional.example/b", append(ours, "lb.example/scheme")...)))
 			// A standalone Redis has no bus port, whatever includeBusPort says.
-			wantEqual(t, "client ports", portsOf(o.Service("cache")), map[string]int32{redisPortName: 6379})
+			wantEqual(t, "client ports", portsOf(o.Service("cache")), map[string]int32{redisPortName: 6379, exporterPortName: 9200})
 
 			spec := sts.Spec
 			wantEqual(t, "minReadySeconds", spec.MinReadySeconds, int32(7))
@@ -98,14 +102,15 @@ func TestBuildRedis(t *testing.T) {
 				}
 			}
 
-			redis := container(t, pod, "redis")
+			redis := container(t, pod, "cache")
 			wantEqual(t, "image", redis.Image, "registry.example/redis:7.4.2")
 			wantEqual(t, "pull policy", redis.ImagePullPolicy, corev1.PullAlways)
 			wantEqual(t, "resources", redis.Resources, *cr.Spec.KubernetesConfig.Resources)
 			wantEqual(t, "security", redis.SecurityContext, cr.Spec.SecurityContext)
 			wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.ReadinessProbe)
 			wantEqual(t, "liveness", redis.LivenessProbe, cr.Spec.LivenessProbe)
-			wantEqual(t, "env", redis.Env, *cr.Spec.EnvVars)
+			// maxMemoryPercentOfLimit 75 of the 1Gi limit, then the user's variables.
+			wantEqual(t, "env", redis.Env, append([]corev1.EnvVar{{Name: "REDIS_MAX_MEMORY", Value: "805306368"}}, *cr.Spec.EnvVars...))
 			wantEqual(t, "host port", redis.Ports[0].HostPort, int32(16379))
 			wantEqual(t, "mounts", mounts(redis), map[string]string{
 				"/data": "cache", "/etc/redis": "redis-config", "/tls": "tls-certs", "/extra": "extra",
@@ -181,7 +186,7 @@ func TestBuildRedis(t *testing.T) {
 			if hasContainer(pod, "init") || hasContainer(pod, "redis-exporter") {
 				t.Error("disabled init container or exporter built")
 			}
-			wantEqual(t, "untagged image pull policy", container(t, pod, "redis").ImagePullPolicy, corev1.PullAlways)
+			wantEqual(t, "untagged image pull policy", container(t, pod, "cache").ImagePullPolicy, corev1.PullAlways)
 		},
 	}, {
 		name: "own pod security context, no container defaults",
@@ -210,8 +215,8 @@ func TestBuildRedis(t *testing.T) {
 		check: func(t *testing.T, o *Objects) {
 			pod := o.StatefulSet("cache").Spec.Template.Spec
 			wantEqual(t, "acl volume", volume(t, pod, "acl").PersistentVolumeClaim.ClaimName, "acl-claim")
-			wantEqual(t, "acl mount", mounts(container(t, pod, "redis"))["/acl"], "acl")
-			wantLines(t, "redis.conf", confOf(t, o, "cache-config", RedisConfKey), "aclfile /acl/user.acl")
+			wantEqual(t, "acl mount", mounts(container(t, pod, "cache"))["/data/redis"], "acl")
+			wantLines(t, "redis.conf", confOf(t, o, "cache-config", RedisConfKey), "aclfile /data/redis/user.acl")
 		},
 	}}
 	for _, tc := range tests {

@@ -157,6 +157,7 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		pvcRetention:           sn.PersistentVolumeClaimRetentionPolicy,
 		minReadySeconds:        deref(sn.MinReadySeconds),
 		services:               resolveServices(sn.Service),
+		ignoreAnnotations:      sn.IgnoreAnnotations,
 		podManagementPolicy:    podManagementPolicy(""),
 		securityContext:        sn.SecurityContext,
 		nodeSelector:           sn.NodeSelector,

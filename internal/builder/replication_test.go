@@ -82,7 +82,7 @@ func TestBuildRedisReplication(t *testing.T) {
 			pod := sts.Spec.Template.Spec
 			wantEqual(t, "sentinel node selector", pod.NodeSelector, map[string]string{"pool": "sentinel"})
 			wantEqual(t, "sentinel service account", pod.ServiceAccountName, "sentinel-sa")
-			sentinel := container(t, pod, "sentinel")
+			sentinel := container(t, pod, sts.Name)
 			wantEqual(t, "sentinel args", sentinel.Args, []string{"redis-server", "/data/sentinel.conf", "--sentinel"})
 			wantEqual(t, "sentinel ports", containerPorts(sentinel), map[string]int32{sentinelPortName: 26379})
 			wantEqual(t, "sentinel mounts", mounts(sentinel), map[string]string{"/data": "repl-sentinel", "/tls": "tls-certs"})
@@ -152,7 +152,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			if strings.Contains(init.Command[2], "secret") || strings.Contains(init.Command[2], "additional") {
 				t.Errorf("script copies files that do not exist:\n%s", init.Command[2])
 			}
-			s := container(t, pod, "sentinel")
+			s := container(t, pod, sts.Name)
 			if s.ReadinessProbe.TCPSocket.Port.IntValue() != 26379 || s.LivenessProbe.TCPSocket.Port.IntValue() != 26379 {
 				t.Error("default sentinel probes are not TCP on 26379")
 			}
@@ -174,7 +174,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			wantNames(t, "PDBs", o.PodDisruptionBudgets, "watch-sentinel")
 			wantEqual(t, "PDB minAvailable", o.PodDisruptionBudget("watch-sentinel").Spec.MinAvailable.IntValue(), 3)
 			pod := sts.Spec.Template.Spec
-			s := container(t, pod, "sentinel")
+			s := container(t, pod, sts.Name)
 			wantEqual(t, "host port", s.Ports[0].HostPort, int32(26380))
 			wantEqual(t, "readiness", s.ReadinessProbe, cr.Spec.ReadinessProbe)
 			wantEqual(t, "mounts", mounts(s), map[string]string{"/data": "watch-sentinel", "/tls": "tls-certs", "/extra": "extra"})

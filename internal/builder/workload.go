@@ -21,10 +21,9 @@ const (
 	sentinelServer
 )
 
-// Container, volume and port names.
+// Container, volume and port names. The Redis or sentinel container has no constant name: it
+// is named after its StatefulSet (see serverContainerName).
 const (
-	redisContainerName    = "redis"
-	sentinelContainerName = "sentinel"
 	exporterContainerName = "redis-exporter"
 	userInitContainerName = "init"
 	sentinelInitName      = "sentinel-config"
@@ -42,6 +41,7 @@ const (
 	tlsVolume           = "tls-certs"
 	aclPVCVolume        = "acl"
 	podIPEnv            = "POD_IP"
+	maxMemoryEnv        = "REDIS_MAX_MEMORY"
 	exporterPasswordEnv = "REDIS_PASSWORD"
 )
 
@@ -105,10 +105,16 @@ type workload struct {
 	authSecretName string                          // "" when there is no password
 	configMapName  string
 	configHash     string
+	// maxMemoryBytes is the rendered maxmemory, 0 when redis.conf sets none.
+	maxMemoryBytes int64
 	// sentinelScript is the init container script that assembles a writable sentinel.conf.
 	sentinelScript string
 
 	pdb *v1beta2.RedisPodDisruptionBudget
+
+	// ignoreAnnotations are keys the operator never sets on the objects of this workload, so
+	// that whoever else manages them keeps them.
+	ignoreAnnotations []string
 }
 
 func (w *workload) selectorLabels() map[string]string {
@@ -122,8 +128,32 @@ func (w *workload) labels() map[string]string {
 	return l
 }
 
+// meta is the metadata of an object of the workload; annotation keys the spec says to ignore
+// are left out.
 func (w *workload) meta(name string, labels, annotations map[string]string) metav1.ObjectMeta {
+	for _, k := range w.ignoreAnnotations {
+		delete(annotations, k)
+	}
 	return objectMeta(w.owner, w.namespace, name, labels, annotations)
+}
+
+// workloadAnnotations go on the workload's StatefulSet and Services.
+func (w *workload) workloadAnnotations() map[string]string {
+	return map[string]string{AnnotationManaged: "true", AnnotationInstance: w.name}
+}
+
+// serviceAnnotations are the annotations of a Service of the workload: ours, then the user's
+// (which win).
+func (w *workload) serviceAnnotations(user map[string]string) map[string]string {
+	port := int32(DefaultExporterPort)
+	if w.exporter != nil {
+		port = exporterPort(w.exporter)
+	}
+	a := w.workloadAnnotations()
+	a[AnnotationPrometheusScrape] = "true"
+	a[AnnotationPrometheusPort] = i32(port)
+	maps.Copy(a, user)
+	return a
 }
 
 func objectMeta(owner metav1.OwnerReference, namespace, name string, labels, annotations map[string]string) metav1.ObjectMeta {
@@ -139,7 +169,7 @@ func objectMeta(owner metav1.OwnerReference, namespace, name string, labels, ann
 func (w *workload) statefulSet() *appsv1.StatefulSet {
 	sts := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: w.meta(w.name, w.labels(), nil),
+		ObjectMeta: w.meta(w.name, w.labels(), w.workloadAnnotations()),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:                             ptrTo(w.replicas),
 			Selector:                             &metav1.LabelSelector{MatchLabels: w.selectorLabels()},
@@ -243,6 +273,10 @@ func (w *workload) containers() []corev1.Container {
 	return out
 }
 
+// serverContainerName is the name of the Redis or sentinel container: its StatefulSet's name,
+// which runbooks pass to kubectl exec and logs as -c.
+func (w *workload) serverContainerName() string { return w.name }
+
 func (w *workload) serverContainer() corev1.Container {
 	c := corev1.Container{
 		Image:           w.image,
@@ -255,13 +289,12 @@ func (w *workload) serverContainer() corev1.Container {
 	}
 	// Only args, no command: the stock image's entrypoint then drops root privileges for
 	// "redis-server" (and an image without an entrypoint runs the args as the command).
+	c.Name = w.serverContainerName()
 	switch w.server {
 	case sentinelServer:
-		c.Name = sentinelContainerName
 		c.Args = []string{"redis-server", sentinelConfPath, "--sentinel"}
 		c.Ports = []corev1.ContainerPort{{Name: sentinelPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 	default:
-		c.Name = redisContainerName
 		c.Args = []string{"redis-server", redisConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 		if w.busPort != 0 {
@@ -278,6 +311,10 @@ func (w *workload) serverContainer() corev1.Container {
 		env = append(env, corev1.EnvVar{Name: podIPEnv, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
 		}})
+	}
+	if w.maxMemoryBytes > 0 {
+		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
+		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
 	}
 	c.Env = mergeEnv(env, w.env)
 	return c

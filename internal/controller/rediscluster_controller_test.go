@@ -464,9 +464,12 @@ func TestSmallClusterShapes(t *testing.T) {
 		f.runPods()
 		f.waitReady(60 * time.Second)
 		f.assertDesignedShape(3, 0)
+		// The follower StatefulSet exists all the same, with 0 replicas: scripts expect both.
 		var sts appsv1.StatefulSet
-		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-follower"}, &sts); err == nil {
-			t.Errorf("a cluster without followers has a follower StatefulSet")
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-follower"}, &sts); err != nil {
+			t.Errorf("a cluster without followers has no follower StatefulSet: %v", err)
+		} else if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 0 {
+			t.Errorf("follower StatefulSet replicas %v, want 0", sts.Spec.Replicas)
 		}
 	})
 }
