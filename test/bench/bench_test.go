@@ -94,7 +94,7 @@ func TestBenchmark(t *testing.T) {
 	// operator have seen the crash (the container restarted).
 	restarts := restartCount(t, ns, "bench-leader-0")
 	crash := time.Now()
-	if err := sb.Fault.CrashContainer(ctx, ns, "bench-leader-0", "redis"); err != nil {
+	if err := sb.Fault.CrashContainer(ctx, ns, "bench-leader-0", "bench-leader"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Minute, "Ready after the crash", func() bool {

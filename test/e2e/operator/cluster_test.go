@@ -214,7 +214,7 @@ func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
 	t.Run("leader process crashes", func(t *testing.T) {
 		c.t = t
 		fault := faultTime()
-		if err := sb.Fault.CrashContainer(c.ctx, c.ns, c.name+"-leader-0", "redis"); err != nil {
+		if err := sb.Fault.CrashContainer(c.ctx, c.ns, c.name+"-leader-0", c.name+"-leader"); err != nil {
 			t.Fatal(err)
 		}
 		c.waitReady(fault)
