@@ -25,6 +25,7 @@ const (
 	ReasonRollingUpdate    = "RollingUpdate"
 	ReasonResharding       = "Resharding"
 	ReasonError            = "Error"
+	ReasonApplyFailed      = "ApplyFailed"
 )
 
 // conditionSet writes the three standard conditions of a status, each stamped with the

@@ -154,3 +154,42 @@ func TestResourcesTheBuildersRefuseAreDeleted(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminatingNamespaceIsNotRecreatedInto: once its namespace is terminating, a resource's
+// missing objects are not made again and the refusal is not reported as a failure of the
+// resource. (envtest runs no namespace controller, so the namespace stays terminating.)
+func TestTerminatingNamespaceIsNotRecreatedInto(t *testing.T) {
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	ctx := context.Background()
+	c := newClient(t)
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := c.Create(ctx, namespace); err != nil {
+		t.Fatal(err)
+	}
+	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "going", Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "going", Namespace: ns}}
+	waitUntil(t, 10*time.Second, "the Service", func() error { return c.Get(ctx, client.ObjectKeyFromObject(svc), svc) })
+	if err := c.Delete(ctx, namespace); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(svc), svc); !apierrors.IsNotFound(err) {
+		t.Errorf("Service in the terminating namespace: %v (made again?)", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range cr.Status.Conditions {
+		if cond.Reason == ReasonApplyFailed {
+			t.Errorf("condition %s reports the terminating namespace as a failure: %s", cond.Type, cond.Message)
+		}
+	}
+}

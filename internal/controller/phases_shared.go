@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -76,6 +78,15 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 	case errors.As(err, &immutable):
 		conditions.degraded(ReasonImmutable, immutable.Error())
 		return true, nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is going, and the resource with it: nothing is to be made there.
+		log.FromContext(ctx).V(1).Info("namespace is terminating; creating nothing in it", "error", err.Error())
+		return true, nil
+	case err != nil:
+		// The API server refused a write (a quota, a webhook, a name it will not take): say so
+		// on the resource; the error brings the reconcile back with backoff.
+		conditions.degraded(ReasonApplyFailed, err.Error())
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%s", err.Error())
 	}
 	return false, err
 }
