@@ -17,8 +17,9 @@ GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 IMG ?= redis-operator:dev
 # Packages of the operator's module tested with the race detector: pure or local-process code
-# whose tests stay fast under it. The race detector needs cgo (gcc, from hack/install-packages.sh).
-RACE_PKGS := ./internal/builder/... ./internal/redis/...
+# whose tests stay fast under it (about a minute together), the write checker because it is
+# concurrent by design. The race detector needs cgo (gcc, from hack/install-packages.sh).
+RACE_PKGS := ./internal/builder/... ./internal/redis/... ./internal/writecheck/...
 GO_TEST_FLAGS ?= -count=1
 
 .PHONY: all
