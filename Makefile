@@ -5,6 +5,9 @@
 SHELL := /usr/bin/env bash -o pipefail
 ROOT := $(shell pwd)
 BIN := $(ROOT)/bin
+# The test module (test/go.mod): the sandbox, its command and every test that needs it, kept
+# apart so that the operator's module carries none of the sandbox's dependencies.
+TEST_MODULE := $(ROOT)/test
 export PATH := $(BIN):$(PATH)
 
 CONTROLLER_GEN_VERSION := v0.23.0
@@ -13,8 +16,10 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 IMG ?= redis-operator:dev
-# Packages whose tests need nothing but Go.
-UNIT_PKGS := ./api/... ./internal/... ./cmd/...
+# Packages of the operator's module tested with the race detector: pure or local-process code
+# whose tests stay fast under it (about a minute together), the write checker because it is
+# concurrent by design. The race detector needs cgo (gcc, from hack/install-packages.sh).
+RACE_PKGS := ./internal/builder/... ./internal/redis/... ./internal/writecheck/...
 GO_TEST_FLAGS ?= -count=1
 
 .PHONY: all
@@ -61,18 +66,28 @@ packages: ## Install the Debian packages the tests and the sandbox need (redis-s
 chainsaw: ## Build bin/chainsaw (kyverno/chainsaw v0.2.12), which runs the tests in test/chainsaw.
 	hack/build-chainsaw.sh
 
-.PHONY: test
-test: packages control-plane build chainsaw ## Run every test: unit, golden, schema compatibility, real kube-apiserver, real Redis.
+.PHONY: vet
+vet: ## Run go vet on the operator's module and on the test module (benchmarks included).
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
+	cd $(TEST_MODULE) && go vet -tags bench ./...
+
+.PHONY: test
+test: packages control-plane build chainsaw ## Run every test: vet, verify, lint, unit, golden, real kube-apiserver, real Redis, then the test module (compatibility, admission, end-to-end on the sandbox).
+	$(MAKE) --no-print-directory vet
+	$(MAKE) --no-print-directory verify
+	$(MAKE) --no-print-directory lint
+	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -timeout 10m $(RACE_PKGS)
+	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m $$(go list ./... | grep -vxF -f <(go list $(RACE_PKGS)))
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
 
 .PHONY: bench
 bench: packages control-plane build ## Measure the operator on the sandbox; writes bench/results/latest.json.
-	go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./test/bench/
+	cd $(TEST_MODULE) && go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./bench/
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
+	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench ./...
 
 .PHONY: golden
 golden: ## Rewrite the builders' golden files from the current code.
@@ -101,8 +116,8 @@ SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
 SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml config/samples/redis_v1beta2_rediscluster_minimal.yaml
 
 .PHONY: sandbox-bin
-sandbox-bin: ## Build bin/sandbox.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
+sandbox-bin: ## Build bin/sandbox from the test module.
+	cd $(TEST_MODULE) && CGO_ENABLED=0 go build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
 
 .PHONY: sandbox
 sandbox: packages control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample.
@@ -117,4 +132,4 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 
 .PHONY: e2e
 e2e: packages control-plane chainsaw ## Run the sandbox's end-to-end tests (as root).
-	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./test/e2e/...
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./e2e/...

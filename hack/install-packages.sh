@@ -2,7 +2,8 @@
 # Installs the Debian packages the tests and the sandbox run, when they are missing: real
 # redis-server/redis-sentinel/redis-cli processes, the ip tool (pod networking), nsenter,
 # nft (kube-proxy's nftables rules in the sandbox's node namespace), openssl, and the tools
-# client pods' scripts use (nslookup/dig, nc; curl and getent come with the base system).
+# client pods' scripts use (nslookup/dig, nc; curl and getent come with the base system),
+# and gcc with the C library headers for cgo, which `go test -race` needs.
 set -euo pipefail
 
 declare -A wanted=(
@@ -16,10 +17,13 @@ declare -A wanted=(
 	[nslookup]=dnsutils
 	[nc]=netcat-openbsd
 	[curl]=curl
+	[gcc]="gcc libc6-dev"
 )
 missing=()
 for command in "${!wanted[@]}"; do
-	command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
+	# A command may need several packages: the list splits on spaces.
+	# shellcheck disable=SC2206
+	command -v "$command" >/dev/null 2>&1 || missing+=(${wanted[$command]})
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 

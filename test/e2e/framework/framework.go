@@ -26,11 +26,11 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/cleanup"
-	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
-	"github.com/rediskube/redis-operator/internal/sandbox/fault"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/manifests"
+	"github.com/rediskube/redis-operator/test/sandbox/cleanup"
+	"github.com/rediskube/redis-operator/test/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/test/sandbox/fault"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/manifests"
 )
 
 // Options configure the sandbox of a test binary.
@@ -85,7 +85,8 @@ func run(m *testing.M, opts Options, use func(*Sandbox)) int {
 	return code
 }
 
-// RepoRoot finds the repository root from the working directory.
+// RepoRoot finds the repository root from the working directory. The test module's go.mod
+// (module github.com/rediskube/redis-operator/test) does not match: the name must end the line.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -136,8 +137,9 @@ func Start(opts Options) (*Sandbox, error) {
 	exe := filepath.Join(tempBin, "sandbox")
 	// E2E_SANDBOX_BUILD_FLAGS="-race" builds the sandbox with the race detector.
 	buildArgs := append([]string{"build"}, strings.Fields(os.Getenv("E2E_SANDBOX_BUILD_FLAGS"))...)
+	// The sandbox is a command of the test module (test/go.mod), not of the operator's.
 	build := exec.Command(goTool(), append(buildArgs, "-o", exe, "./cmd/sandbox")...)
-	build.Dir = repo
+	build.Dir = filepath.Join(repo, "test")
 	if out, err := build.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(tempBin)
 		return nil, fmt.Errorf("build the sandbox: %w\n%s", err, out)

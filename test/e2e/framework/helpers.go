@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/manifests"
+	"github.com/rediskube/redis-operator/test/sandbox/manifests"
 )
 
 // Namespace creates a namespace for the test; when the test fails its events, pod

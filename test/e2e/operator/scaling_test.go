@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/redis"
-	"github.com/rediskube/redis-operator/test/writecheck"
+	"github.com/rediskube/redis-operator/internal/writecheck"
 )
 
 // The persistent cluster scaled out to four shards and back to three while a client writes:

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/cleanup"
-	"github.com/rediskube/redis-operator/internal/sandbox/network"
 	"github.com/rediskube/redis-operator/test/e2e/framework"
+	"github.com/rediskube/redis-operator/test/sandbox/cleanup"
+	"github.com/rediskube/redis-operator/test/sandbox/network"
 )
 
 const pod = `

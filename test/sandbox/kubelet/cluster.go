@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/images"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/network"
+	"github.com/rediskube/redis-operator/test/sandbox/images"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/network"
 )
 
 // Config is what the virtual nodes share.

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
 )
 
 // volumeSet materialises a pod's volumes as host directories that container-init

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
 )
 
 // identity resolves the user a container runs as from the pod's and the container's

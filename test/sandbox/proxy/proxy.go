@@ -21,10 +21,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/pki"
-	"github.com/rediskube/redis-operator/internal/sandbox/proc"
+	"github.com/rediskube/redis-operator/test/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/pki"
+	"github.com/rediskube/redis-operator/test/sandbox/proc"
 )
 
 // HealthzPort is where kube-proxy reports its health, on its node's address.

@@ -16,10 +16,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/cleanup"
-	"github.com/rediskube/redis-operator/internal/sandbox/daemon"
-	"github.com/rediskube/redis-operator/internal/sandbox/fault"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/cleanup"
+	"github.com/rediskube/redis-operator/test/sandbox/daemon"
+	"github.com/rediskube/redis-operator/test/sandbox/fault"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
 )
 
 const usage = `sandbox: a real Kubernetes control plane with virtual nodes whose pods are local processes.

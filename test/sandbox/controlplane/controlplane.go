@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/pki"
-	"github.com/rediskube/redis-operator/internal/sandbox/proc"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/pki"
+	"github.com/rediskube/redis-operator/test/sandbox/proc"
 )
 
 // Binaries are the control-plane executables a sandbox needs in its bin directory.

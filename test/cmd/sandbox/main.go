@@ -6,8 +6,8 @@ package main
 import (
 	"os"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/cli"
-	"github.com/rediskube/redis-operator/internal/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/cli"
+	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
 )
 
 func main() {

@@ -17,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/containerinit"
-	"github.com/rediskube/redis-operator/internal/sandbox/images"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/images"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
 )
 
 type containerKind int

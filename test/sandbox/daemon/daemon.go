@@ -23,16 +23,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
-	"github.com/rediskube/redis-operator/internal/sandbox/dns"
-	"github.com/rediskube/redis-operator/internal/sandbox/fault"
-	"github.com/rediskube/redis-operator/internal/sandbox/images"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/kubelet"
-	"github.com/rediskube/redis-operator/internal/sandbox/network"
-	"github.com/rediskube/redis-operator/internal/sandbox/proc"
-	"github.com/rediskube/redis-operator/internal/sandbox/proxy"
-	"github.com/rediskube/redis-operator/internal/sandbox/storage"
+	"github.com/rediskube/redis-operator/test/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/test/sandbox/dns"
+	"github.com/rediskube/redis-operator/test/sandbox/fault"
+	"github.com/rediskube/redis-operator/test/sandbox/images"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/kubelet"
+	"github.com/rediskube/redis-operator/test/sandbox/network"
+	"github.com/rediskube/redis-operator/test/sandbox/proc"
+	"github.com/rediskube/redis-operator/test/sandbox/proxy"
+	"github.com/rediskube/redis-operator/test/sandbox/storage"
 )
 
 // Options configure a sandbox daemon.

@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
 )
 
 // Each node's kube-proxy serves its own node: its name (traffic policies, topology), its

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/fault"
+	"github.com/rediskube/redis-operator/test/sandbox/fault"
 )
 
 // restartWorkload deletes every pod of a workload at the same moment, each with its own

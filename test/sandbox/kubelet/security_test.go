@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
 )
 
 func TestIdentity(t *testing.T) {

@@ -26,9 +26,9 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
-	"github.com/rediskube/redis-operator/internal/sandbox/network"
-	"github.com/rediskube/redis-operator/internal/sandbox/pki"
+	"github.com/rediskube/redis-operator/test/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/test/sandbox/network"
+	"github.com/rediskube/redis-operator/test/sandbox/pki"
 )
 
 var getOpts = metav1.GetOptions{}

@@ -21,12 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/cleanup"
-	"github.com/rediskube/redis-operator/internal/sandbox/controlplane"
-	"github.com/rediskube/redis-operator/internal/sandbox/fault"
-	"github.com/rediskube/redis-operator/internal/sandbox/images"
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/manifests"
+	"github.com/rediskube/redis-operator/test/sandbox/cleanup"
+	"github.com/rediskube/redis-operator/test/sandbox/controlplane"
+	"github.com/rediskube/redis-operator/test/sandbox/fault"
+	"github.com/rediskube/redis-operator/test/sandbox/images"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/manifests"
 )
 
 type upOptions struct {

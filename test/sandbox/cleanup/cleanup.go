@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/network"
-	"github.com/rediskube/redis-operator/internal/sandbox/proc"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/network"
+	"github.com/rediskube/redis-operator/test/sandbox/proc"
 )
 
 // Options of Down.

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
-	"github.com/rediskube/redis-operator/internal/sandbox/network"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/network"
 )
 
 // podSandbox is one pod on a node: its network namespace, volumes and containers, driven

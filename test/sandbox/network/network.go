@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rediskube/redis-operator/internal/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/instance"
 )
 
 // Manager owns the bridge of one sandbox and allocates pod IPs.
