@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/test/writecheck"
+	"github.com/rediskube/redis-operator/internal/writecheck"
 )
 
 // followStatefulSets does what the StatefulSet controller would after a resize: it starts the
