@@ -146,7 +146,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 			WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
 		}
 	}
-	if s.HostNetwork && s.HostPort != nil && int32(*s.HostPort) != w.port {
+	if s.HostNetwork && s.HostPort != nil && portNumber(*s.HostPort) != w.port {
 		return nil, nil, fmt.Errorf("hostPort %d differs from port %d: on the host network Redis listens on the host at port", *s.HostPort, w.port)
 	}
 	switch {

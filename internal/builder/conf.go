@@ -263,7 +263,17 @@ func hashOf(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func i32(v int32) string  { return strconv.FormatInt(int64(v), 10) }
+func i32(v int32) string { return strconv.FormatInt(int64(v), 10) }
+
+// portNumber narrows a port from the spec (an int in the reference schema) to the int32
+// Kubernetes takes; a number no port can have becomes 0, which the API server refuses with a
+// message naming the field.
+func portNumber(p int) int32 {
+	if p < 0 || p > 65535 {
+		return 0
+	}
+	return int32(p)
+}
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // PasswordOfAuthFile reads back the password a rendered auth file (RedisAuthKey) gives Redis:

@@ -135,7 +135,7 @@ func updateStrategy(s appsv1.StatefulSetUpdateStrategy) appsv1.StatefulSetUpdate
 // ClusterPort is the client port of a RedisCluster (spec.port, 6379 by default).
 func ClusterPort(cr *v1beta2.RedisCluster) int32 {
 	if cr.Spec.Port != nil && *cr.Spec.Port > 0 {
-		return int32(*cr.Spec.Port)
+		return portNumber(*cr.Spec.Port)
 	}
 	return DefaultRedisPort
 }
@@ -291,7 +291,7 @@ func probes(port int32, readiness, liveness *corev1.Probe) (r, l *corev1.Probe) 
 // exporterPort is the exporter's listen port, 9121 by default.
 func exporterPort(e *v1beta2.RedisExporter) int32 {
 	if e.Port != nil && *e.Port > 0 {
-		return int32(*e.Port)
+		return portNumber(*e.Port)
 	}
 	return DefaultExporterPort
 }

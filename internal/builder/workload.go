@@ -304,7 +304,7 @@ func (w *workload) serverContainer() corev1.Container {
 		}
 	}
 	if w.hostPort != nil {
-		c.Ports[0].HostPort = int32(*w.hostPort)
+		c.Ports[0].HostPort = portNumber(*w.hostPort)
 	}
 	var env []corev1.EnvVar
 	if w.busPort != 0 {
