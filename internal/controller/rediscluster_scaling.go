@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,11 +57,21 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 	}
 	design := clusterplan.Design{Leaders: int(want.Leaders), Followers: int(want.Followers)}
 	leaders, followers, reason := clusterplan.Keep(design, r.observeMembers(ctx, s))
-	s.pods = builder.ClusterPods{Leaders: min(int32(leaders), have.Leaders), Followers: min(int32(followers), have.Followers)}
+	s.pods = builder.ClusterPods{Leaders: keptReplicas(leaders, have.Leaders), Followers: keptReplicas(followers, have.Followers)}
 	if reason != "" {
 		log.FromContext(ctx).Info("scale-in holds pods", "leaders", s.pods.Leaders, "followers", s.pods.Followers, "reason", reason)
 	}
 	return false, nil
+}
+
+// keptReplicas is the count the plan keeps, capped at the StatefulSet's current one: holding a
+// scale-in never grows a StatefulSet. A count int32 cannot hold (a negative one would be a
+// bug) keeps every pod, the safe side.
+func keptReplicas(keep int, have int32) int32 {
+	if keep < 0 || keep > math.MaxInt32 {
+		return have
+	}
+	return min(int32(keep), have)
 }
 
 func (r *RedisClusterReconciler) statefulSetReplicas(ctx context.Context, s *clusterScope, role string) (int32, error) {
@@ -93,66 +104,102 @@ func hasOrdinal(pods []corev1.Pod, ordinal int) bool {
 // MOVED answers agree at once. Each command may be repeated, so the next plan finishes a move
 // interrupted anywhere. It returns the number of keys moved.
 func (r *RedisClusterReconciler) migrateSlots(ctx context.Context, s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (int, error) {
-	auth := redis.Auth{Password: s.password}
-	me, ok := myselfOf(from)
-	if !ok {
-		return 0, fmt.Errorf("pod %s reported no node ID", from.Pod)
-	}
-	source, err := r.Redis.Client(redis.NewEndpoint(from.IP, from.Port, auth))
+	move, err := r.newSlotMove(s, from, step)
 	if err != nil {
 		return 0, err
-	}
-	target, err := r.Redis.Client(redis.NewEndpoint(step.IP, step.Port, auth))
-	if err != nil {
-		return 0, err
-	}
-	var others []*redis.Client
-	for i := range s.members {
-		m := &s.members[i]
-		if node, ok := myselfOf(m); ok && node.IsMaster() && m.Pod != from.Pod && m.Pod != step.To {
-			c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, auth))
-			if err != nil {
-				return 0, err
-			}
-			others = append(others, c)
-		}
 	}
 	moved := 0
 	for _, slots := range step.Slots {
 		for slot := slots.Start; slot <= slots.End; slot++ {
-			if err := target.ClusterSetSlot(ctx, slot, redis.SlotImporting, me.ID); err != nil && !serverSays(err, "already the owner") {
+			n, err := move.moveSlot(ctx, slot)
+			moved += n
+			if err != nil {
 				return moved, err
-			}
-			sourceOwns := true
-			if err := source.ClusterSetSlot(ctx, slot, redis.SlotMigrating, step.NodeID); err != nil {
-				if !serverSays(err, "not the owner") {
-					return moved, err
-				}
-				sourceOwns = false // the source gave it up already: its keys have moved
-			}
-			if sourceOwns {
-				n, err := source.MigrateKeys(ctx, slot, step.IP, step.Port, redis.MigrateOptions{Replace: true, Auth: auth})
-				moved += n
-				if err != nil {
-					return moved, err
-				}
-			}
-			if err := target.ClusterSetSlot(ctx, slot, redis.SlotNode, step.NodeID); err != nil {
-				return moved, err
-			}
-			if err := source.ClusterSetSlot(ctx, slot, redis.SlotNode, step.NodeID); err != nil {
-				return moved, err
-			}
-			for _, c := range others {
-				// Gossip carries the new owner to a master that missed this; a failure here
-				// only delays its MOVED answers.
-				if err := c.ClusterSetSlot(ctx, slot, redis.SlotNode, step.NodeID); err != nil {
-					log.FromContext(ctx).V(1).Info("SETSLOT NODE on another master failed", "addr", c.Addr(), "slot", slot, "error", err.Error())
-				}
 			}
 		}
 	}
 	return moved, nil
+}
+
+// slotMove holds what moving the slots of one Migrate step needs: clients for its source, its
+// destination and the other masters, which are told the new owner too.
+type slotMove struct {
+	source, target *redis.Client
+	others         []*redis.Client
+	sourceID       string
+	step           clusterplan.Step
+	auth           redis.Auth
+}
+
+func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (*slotMove, error) {
+	move := &slotMove{step: step, auth: redis.Auth{Password: s.password}}
+	me, ok := myselfOf(from)
+	if !ok {
+		return nil, fmt.Errorf("pod %s reported no node ID", from.Pod)
+	}
+	move.sourceID = me.ID
+	var err error
+	if move.source, err = r.Redis.Client(redis.NewEndpoint(from.IP, from.Port, move.auth)); err != nil {
+		return nil, err
+	}
+	if move.target, err = r.Redis.Client(redis.NewEndpoint(step.IP, step.Port, move.auth)); err != nil {
+		return nil, err
+	}
+	for i := range s.members {
+		m := &s.members[i]
+		if node, ok := myselfOf(m); !ok || !node.IsMaster() || m.Pod == from.Pod || m.Pod == step.To {
+			continue
+		}
+		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, move.auth))
+		if err != nil {
+			return nil, err
+		}
+		move.others = append(move.others, c)
+	}
+	return move, nil
+}
+
+// moveSlot moves one slot with its keys and returns the number of keys moved. Each command
+// may be repeated, so it also finishes a move of the slot that was interrupted.
+func (mv *slotMove) moveSlot(ctx context.Context, slot int) (int, error) {
+	if err := mv.target.ClusterSetSlot(ctx, slot, redis.SlotImporting, mv.sourceID); err != nil && !serverSays(err, "already the owner") {
+		return 0, err
+	}
+	moved, err := mv.migrateKeys(ctx, slot)
+	if err != nil {
+		return moved, err
+	}
+	return moved, mv.giveSlot(ctx, slot)
+}
+
+// migrateKeys marks the slot migrating on the source and sends its keys to the destination.
+func (mv *slotMove) migrateKeys(ctx context.Context, slot int) (int, error) {
+	if err := mv.source.ClusterSetSlot(ctx, slot, redis.SlotMigrating, mv.step.NodeID); err != nil {
+		if serverSays(err, "not the owner") {
+			return 0, nil // the source gave it up already: its keys have moved
+		}
+		return 0, err
+	}
+	return mv.source.MigrateKeys(ctx, slot, mv.step.IP, mv.step.Port, redis.MigrateOptions{Replace: true, Auth: mv.auth})
+}
+
+// giveSlot makes the destination the slot's owner: on the destination first, then on the
+// source, then on every other master so that their MOVED answers agree at once.
+func (mv *slotMove) giveSlot(ctx context.Context, slot int) error {
+	if err := mv.target.ClusterSetSlot(ctx, slot, redis.SlotNode, mv.step.NodeID); err != nil {
+		return err
+	}
+	if err := mv.source.ClusterSetSlot(ctx, slot, redis.SlotNode, mv.step.NodeID); err != nil {
+		return err
+	}
+	for _, c := range mv.others {
+		// Gossip carries the new owner to a master that missed this; a failure here
+		// only delays its MOVED answers.
+		if err := c.ClusterSetSlot(ctx, slot, redis.SlotNode, mv.step.NodeID); err != nil {
+			log.FromContext(ctx).V(1).Info("SETSLOT NODE on another master failed", "addr", c.Addr(), "slot", slot, "error", err.Error())
+		}
+	}
+	return nil
 }
 
 func myselfOf(m *clusterplan.Member) (redis.Node, bool) {

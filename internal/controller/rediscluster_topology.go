@@ -117,24 +117,31 @@ func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterS
 			pod := &pods[i]
 			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
 				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)}
-			if c, err := r.Redis.Client(redis.NewEndpoint(m.IP, port, redis.Auth{Password: s.password})); err == nil {
-				if view, err := c.ClusterNodes(ctx); err == nil {
-					m.View = &view
-				} else {
-					log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", pod.Name, "error", err.Error())
-				}
-				if m.View != nil {
-					if role, err := c.Role(ctx); err == nil {
-						m.Replication = role
-					}
-				}
-			}
+			r.observeMember(ctx, s, &m)
 			members = append(members, m)
 		}
 	}
 	add(s.leaders, clusterplan.Leader)
 	add(s.followers, clusterplan.Follower)
 	return members
+}
+
+// observeMember fills in the member's CLUSTER NODES and ROLE; when the pod does not answer
+// CLUSTER NODES its view stays nil.
+func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterScope, m *clusterplan.Member) {
+	c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
+	if err != nil {
+		return // no view: the plan waits for this pod
+	}
+	view, err := c.ClusterNodes(ctx)
+	if err != nil {
+		log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", m.Pod, "error", err.Error())
+		return
+	}
+	m.View = &view
+	if role, err := c.Role(ctx); err == nil {
+		m.Replication = role
+	}
 }
 
 func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, step clusterplan.Step) error {

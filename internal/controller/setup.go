@@ -20,7 +20,7 @@ import (
 
 // passwordSecretIndex indexes custom resources by the name of their password Secret, so that
 // a change to a Secret reaches the resources that use it.
-const passwordSecretIndex = "spec.kubernetesConfig.redisSecret.name"
+const passwordSecretIndex = "spec.kubernetesConfig.redisSecret.name" //nolint:gosec // G101: a field index name, no credential
 
 // SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -53,72 +53,103 @@ func ParseRole(reply any) (Role, error) {
 	if err != nil {
 		return Role{}, fmt.Errorf("ROLE: %w", err)
 	}
-	r := Role{Kind: RoleKind(kind)}
-	switch r.Kind {
+	switch RoleKind(kind) {
 	case RoleMaster:
-		if len(a) < 3 {
-			return Role{}, fmt.Errorf("ROLE master: want 3 elements, got %d", len(a))
-		}
-		if r.ReplicationOffset, err = replyInt(a[1]); err != nil {
-			return Role{}, fmt.Errorf("ROLE master offset: %w", err)
-		}
-		replicas, err := replyArray(a[2])
-		if err != nil {
-			return Role{}, fmt.Errorf("ROLE master replicas: %w", err)
-		}
-		for i, rep := range replicas {
-			fields, err := replyArray(rep)
-			if err != nil || len(fields) < 3 {
-				return Role{}, fmt.Errorf("ROLE master replica %d: want [ip, port, offset]", i)
-			}
-			var rr RoleReplica
-			if rr.IP, err = replyString(fields[0]); err != nil {
-				return Role{}, fmt.Errorf("ROLE master replica %d ip: %w", i, err)
-			}
-			port, err := replyInt(fields[1])
-			if err != nil {
-				return Role{}, fmt.Errorf("ROLE master replica %d port: %w", i, err)
-			}
-			rr.Port = int(port)
-			if rr.Offset, err = replyInt(fields[2]); err != nil {
-				return Role{}, fmt.Errorf("ROLE master replica %d offset: %w", i, err)
-			}
-			r.Replicas = append(r.Replicas, rr)
-		}
+		return parseMasterRole(a)
 	case RoleSlave:
-		if len(a) < 5 {
-			return Role{}, fmt.Errorf("ROLE slave: want 5 elements, got %d", len(a))
-		}
-		if r.MasterIP, err = replyString(a[1]); err != nil {
-			return Role{}, fmt.Errorf("ROLE slave master ip: %w", err)
-		}
-		port, err := replyInt(a[2])
-		if err != nil {
-			return Role{}, fmt.Errorf("ROLE slave master port: %w", err)
-		}
-		r.MasterPort = int(port)
-		if r.ReplicationState, err = replyString(a[3]); err != nil {
-			return Role{}, fmt.Errorf("ROLE slave state: %w", err)
-		}
-		if r.ReplicationOffset, err = replyInt(a[4]); err != nil {
-			return Role{}, fmt.Errorf("ROLE slave offset: %w", err)
-		}
+		return parseSlaveRole(a)
 	case RoleSentinel:
-		if len(a) >= 2 {
-			names, err := replyArray(a[1])
-			if err != nil {
-				return Role{}, fmt.Errorf("ROLE sentinel: %w", err)
-			}
-			for _, n := range names {
-				s, err := replyString(n)
-				if err != nil {
-					return Role{}, fmt.Errorf("ROLE sentinel: %w", err)
-				}
-				r.MasterNames = append(r.MasterNames, s)
-			}
-		}
+		return parseSentinelRole(a)
 	default:
 		return Role{}, fmt.Errorf("ROLE: unknown role %s", strconv.Quote(kind))
+	}
+}
+
+// parseMasterRole parses ["master", offset, [[ip, port, offset], ...]].
+func parseMasterRole(a []any) (Role, error) {
+	if len(a) < 3 {
+		return Role{}, fmt.Errorf("ROLE master: want 3 elements, got %d", len(a))
+	}
+	r := Role{Kind: RoleMaster}
+	var err error
+	if r.ReplicationOffset, err = replyInt(a[1]); err != nil {
+		return Role{}, fmt.Errorf("ROLE master offset: %w", err)
+	}
+	replicas, err := replyArray(a[2])
+	if err != nil {
+		return Role{}, fmt.Errorf("ROLE master replicas: %w", err)
+	}
+	for i, rep := range replicas {
+		rr, err := parseRoleReplica(i, rep)
+		if err != nil {
+			return Role{}, err
+		}
+		r.Replicas = append(r.Replicas, rr)
+	}
+	return r, nil
+}
+
+// parseRoleReplica parses the i-th [ip, port, offset] of a master's ROLE reply.
+func parseRoleReplica(i int, v any) (RoleReplica, error) {
+	fields, err := replyArray(v)
+	if err != nil || len(fields) < 3 {
+		return RoleReplica{}, fmt.Errorf("ROLE master replica %d: want [ip, port, offset]", i)
+	}
+	var rr RoleReplica
+	if rr.IP, err = replyString(fields[0]); err != nil {
+		return RoleReplica{}, fmt.Errorf("ROLE master replica %d ip: %w", i, err)
+	}
+	port, err := replyInt(fields[1])
+	if err != nil {
+		return RoleReplica{}, fmt.Errorf("ROLE master replica %d port: %w", i, err)
+	}
+	rr.Port = int(port)
+	if rr.Offset, err = replyInt(fields[2]); err != nil {
+		return RoleReplica{}, fmt.Errorf("ROLE master replica %d offset: %w", i, err)
+	}
+	return rr, nil
+}
+
+// parseSlaveRole parses ["slave", master ip, master port, state, offset].
+func parseSlaveRole(a []any) (Role, error) {
+	if len(a) < 5 {
+		return Role{}, fmt.Errorf("ROLE slave: want 5 elements, got %d", len(a))
+	}
+	r := Role{Kind: RoleSlave}
+	var err error
+	if r.MasterIP, err = replyString(a[1]); err != nil {
+		return Role{}, fmt.Errorf("ROLE slave master ip: %w", err)
+	}
+	port, err := replyInt(a[2])
+	if err != nil {
+		return Role{}, fmt.Errorf("ROLE slave master port: %w", err)
+	}
+	r.MasterPort = int(port)
+	if r.ReplicationState, err = replyString(a[3]); err != nil {
+		return Role{}, fmt.Errorf("ROLE slave state: %w", err)
+	}
+	if r.ReplicationOffset, err = replyInt(a[4]); err != nil {
+		return Role{}, fmt.Errorf("ROLE slave offset: %w", err)
+	}
+	return r, nil
+}
+
+// parseSentinelRole parses ["sentinel", [master name, ...]]; the list is optional.
+func parseSentinelRole(a []any) (Role, error) {
+	r := Role{Kind: RoleSentinel}
+	if len(a) < 2 {
+		return r, nil
+	}
+	names, err := replyArray(a[1])
+	if err != nil {
+		return Role{}, fmt.Errorf("ROLE sentinel: %w", err)
+	}
+	for _, n := range names {
+		s, err := replyString(n)
+		if err != nil {
+			return Role{}, fmt.Errorf("ROLE sentinel: %w", err)
+		}
+		r.MasterNames = append(r.MasterNames, s)
 	}
 	return r, nil
 }

@@ -72,45 +72,61 @@ func parseShard(v any) (Shard, error) {
 	for _, p := range pairs {
 		switch p.key {
 		case "slots":
-			bounds, err := replyArray(p.value)
-			if err != nil {
+			if s.Slots, err = parseShardSlots(p.value); err != nil {
 				return Shard{}, fmt.Errorf("slots: %w", err)
 			}
-			if len(bounds)%2 != 0 {
-				return Shard{}, fmt.Errorf("slots: odd number of bounds %d", len(bounds))
-			}
-			s.Slots = nil
-			for j := 0; j < len(bounds); j += 2 {
-				start, err := replyInt(bounds[j])
-				if err != nil {
-					return Shard{}, fmt.Errorf("slots: %w", err)
-				}
-				end, err := replyInt(bounds[j+1])
-				if err != nil {
-					return Shard{}, fmt.Errorf("slots: %w", err)
-				}
-				r := SlotRange{Start: int(start), End: int(end)}
-				if start < 0 || end > MaxSlot || !r.Valid() {
-					return Shard{}, fmt.Errorf("slots: invalid range %d-%d", start, end)
-				}
-				s.Slots = append(s.Slots, r)
-			}
 		case "nodes":
-			nodes, err := replyArray(p.value)
-			if err != nil {
-				return Shard{}, fmt.Errorf("nodes: %w", err)
-			}
-			s.Nodes = nil
-			for j, nv := range nodes {
-				n, err := parseShardNode(nv)
-				if err != nil {
-					return Shard{}, fmt.Errorf("node %d: %w", j, err)
-				}
-				s.Nodes = append(s.Nodes, n)
+			if s.Nodes, err = parseShardNodes(p.value); err != nil {
+				return Shard{}, err
 			}
 		}
 	}
 	return s, nil
+}
+
+// parseShardSlots parses a shard's "slots": flat start/end pairs, each a valid range.
+func parseShardSlots(v any) ([]SlotRange, error) {
+	bounds, err := replyArray(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(bounds)%2 != 0 {
+		return nil, fmt.Errorf("odd number of bounds %d", len(bounds))
+	}
+	var slots []SlotRange
+	for j := 0; j < len(bounds); j += 2 {
+		start, err := replyInt(bounds[j])
+		if err != nil {
+			return nil, err
+		}
+		end, err := replyInt(bounds[j+1])
+		if err != nil {
+			return nil, err
+		}
+		r := SlotRange{Start: int(start), End: int(end)}
+		if start < 0 || end > MaxSlot || !r.Valid() {
+			return nil, fmt.Errorf("invalid range %d-%d", start, end)
+		}
+		slots = append(slots, r)
+	}
+	return slots, nil
+}
+
+// parseShardNodes parses a shard's "nodes": an array of node maps.
+func parseShardNodes(v any) ([]ShardNode, error) {
+	nodes, err := replyArray(v)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	var out []ShardNode
+	for j, nv := range nodes {
+		n, err := parseShardNode(nv)
+		if err != nil {
+			return nil, fmt.Errorf("node %d: %w", j, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func parseShardNode(v any) (ShardNode, error) {

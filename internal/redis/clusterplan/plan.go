@@ -348,41 +348,21 @@ func replicate(o *observed) Plan {
 		if o.departing(&m) {
 			continue
 		}
-		id := o.idOf[m.Pod]
-		node := o.self[m.Pod]
-		if node.IsReplica() {
-			switch {
-			case !m.Replication.LinkUp():
-				waits = append(waits, fmt.Sprintf("replica %s is syncing with its master", m.Pod))
-			case o.shardOf(shards, node.MasterID) != nil:
-			case o.departingWithSlots(node.MasterID):
-				parked++ // it keeps the leaving shard redundant until its slots have moved
-			default:
-				if step, ok := o.attach(m, shards, perShard, fmt.Sprintf("its master %s (%s) is leaving the cluster", short(node.MasterID), o.podOf(node.MasterID))); ok {
-					plan.Steps = append(plan.Steps, step)
-				} else {
-					plan.Problems = append(plan.Problems, fmt.Sprintf("replica %s follows %s, which is leaving, and no shard needs a replica", m.Pod, o.podOf(node.MasterID)))
-				}
-			}
-			continue
-		}
-		if node.SlotCount() > 0 || o.replicaCount(id) > 0 {
-			continue
-		}
-		if m.Role == Leader && o.leaderlessShard(m, shards) == nil {
-			continue // a new shard: rebalance gives it slots
-		}
-		if meet, wait := o.introduce(m, shards, perShard); meet != nil {
-			plan.Steps = append(plan.Steps, *meet)
-			continue
-		} else if wait != "" {
-			waits = append(waits, wait)
-			continue
-		}
-		if step, ok := o.attach(m, shards, perShard, ""); ok {
-			plan.Steps = append(plan.Steps, step)
+		var p placement
+		if o.self[m.Pod].IsReplica() {
+			p = o.placeReplica(m, shards, perShard)
 		} else {
-			plan.Problems = append(plan.Problems, fmt.Sprintf("pod %s serves no slots and no shard needs a replica", m.Pod))
+			p = o.placeEmptyNode(m, shards, perShard)
+		}
+		switch {
+		case p.step != nil:
+			plan.Steps = append(plan.Steps, *p.step)
+		case p.wait != "":
+			waits = append(waits, p.wait)
+		case p.problem != "":
+			plan.Problems = append(plan.Problems, p.problem)
+		case p.parked:
+			parked++
 		}
 	}
 	if len(plan.Steps) > 0 {
@@ -407,6 +387,57 @@ func replicate(o *observed) Plan {
 		}
 	}
 	return plan
+}
+
+// placement is what replicate decides for one member: at most one field is set, none when
+// the member stays as it is.
+type placement struct {
+	step    *Step
+	wait    string
+	problem string
+	// parked: a replica of a departing master that still serves slots.
+	parked bool
+}
+
+// placeReplica leaves a replica with its master unless that master is leaving and serves
+// nothing any more: then it moves to a shard that lacks a replica.
+func (o *observed) placeReplica(m Member, shards []*shard, perShard int) placement {
+	master := o.self[m.Pod].MasterID
+	switch {
+	case !m.Replication.LinkUp():
+		return placement{wait: fmt.Sprintf("replica %s is syncing with its master", m.Pod)}
+	case o.shardOf(shards, master) != nil:
+		return placement{}
+	case o.departingWithSlots(master):
+		return placement{parked: true} // it keeps the leaving shard redundant until its slots have moved
+	}
+	if step, ok := o.attach(m, shards, perShard, fmt.Sprintf("its master %s (%s) is leaving the cluster", short(master), o.podOf(master))); ok {
+		return placement{step: &step}
+	}
+	return placement{problem: fmt.Sprintf("replica %s follows %s, which is leaving, and no shard needs a replica", m.Pod, o.podOf(master))}
+}
+
+// placeEmptyNode attaches a master that serves nothing and has no replicas to a shard as its
+// replica, after introducing the two if they do not know each other yet. An empty leader
+// whose shard kept its leader pod stays a master: it is a new shard.
+func (o *observed) placeEmptyNode(m Member, shards []*shard, perShard int) placement {
+	if o.self[m.Pod].SlotCount() > 0 || o.replicaCount(o.idOf[m.Pod]) > 0 {
+		return placement{}
+	}
+	if m.Role == Leader && o.leaderlessShard(m, shards) == nil {
+		return placement{} // a new shard: rebalance gives it slots
+	}
+	meet, wait := o.introduce(m, shards, perShard)
+	switch {
+	case meet != nil:
+		return placement{step: meet}
+	case wait != "":
+		return placement{wait: wait}
+	}
+	if step, ok := o.attach(m, shards, perShard, ""); ok {
+		return placement{step: &step}
+	}
+	return placement{problem: fmt.Sprintf("pod %s serves no slots and no shard needs a replica", m.Pod)}
 }
 
 // introduce returns, when m does not know the master it would be attached to yet, the MEET

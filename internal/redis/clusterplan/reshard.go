@@ -75,69 +75,116 @@ func finishMigrations(o *observed) Plan {
 // too few (scale-out). It runs only on a cluster that agrees on its shape, and moves at most
 // MaxSlotsPerPlan slots per plan.
 func rebalance(o *observed) Plan {
-	leaders := o.design.Leaders
-	receivers := make([]*Member, 0, leaders)
-	for i := 0; i < leaders; i++ {
+	receivers, held, ok := o.receivers()
+	if !ok {
+		return held
+	}
+	leaving, ok := o.leavingMasters()
+	if !ok {
+		return Plan{} // a follower pod is a master: failing back comes first
+	}
+	if len(leaving) == 0 && o.balanced(receivers) {
+		return Plan{}
+	}
+	moves := o.assignMoves(receivers, o.givers(leaving, receivers))
+	var plan Plan
+	for _, key := range sortedKeys(moves) {
+		from, to := o.byPod(key[0]), o.byPod(key[1])
+		why := "rebalance"
+		if o.departing(from) {
+			why = from.Pod + " is leaving the cluster"
+		} else if o.self[to.Pod].SlotCount() == 0 {
+			why = to.Pod + " is a new master"
+		}
+		plan.Steps = append(plan.Steps, migrateStep(o, from, to, moves[key], why))
+	}
+	return plan
+}
+
+// receivers are the designed leader pods, in ordinal order, which must all be masters before
+// slots move to them. When one is not, it returns false with the plan for that: nothing while
+// it can still fail back from its follower, a problem when it cannot.
+func (o *observed) receivers() ([]*Member, Plan, bool) {
+	receivers := make([]*Member, 0, o.design.Leaders)
+	for i := 0; i < o.design.Leaders; i++ {
 		m := o.member(Leader, i)
 		if !o.self[m.Pod].IsMaster() {
 			if master, ok := o.ids[o.self[m.Pod].MasterID]; ok && master.Role == Follower {
-				return Plan{} // the leader pod takes its shard back first (or after its replacement)
+				return nil, Plan{}, false // the leader pod takes its shard back first (or after its replacement)
 			}
-			return Plan{Problems: []string{fmt.Sprintf("leader pod %s is a replica of %s, which is no follower it could fail back from: it can only become a master as an empty node (delete its PVC and pod)", m.Pod, o.podOf(o.self[m.Pod].MasterID))}}
+			return nil, Plan{Problems: []string{fmt.Sprintf("leader pod %s is a replica of %s, which is no follower it could fail back from: it can only become a master as an empty node (delete its PVC and pod)", m.Pod, o.podOf(o.self[m.Pod].MasterID))}}, false
 		}
 		receivers = append(receivers, m)
 	}
+	return receivers, Plan{}, true
+}
+
+// leavingMasters are the departing members that serve slots. It returns false when a designed
+// follower pod serves slots: it must fail back before slots move.
+func (o *observed) leavingMasters() ([]*Member, bool) {
 	var leaving []*Member
 	for i := range o.members {
 		m := &o.members[i]
-		me := o.self[m.Pod]
-		if me.SlotCount() == 0 || (m.Role == Leader && !o.departing(m)) {
+		if o.self[m.Pod].SlotCount() == 0 || (m.Role == Leader && !o.departing(m)) {
 			continue
 		}
 		if !o.departing(m) {
-			return Plan{} // a follower pod is a master: failing back comes first
+			return nil, false
 		}
 		leaving = append(leaving, m)
 	}
+	return leaving, true
+}
 
-	fair := func(i int) int {
-		n := redis.SlotCount / leaders
-		if i < redis.SlotCount%leaders {
-			n++
-		}
-		return n
+// fairShare is how many slots the i-th of n leaders serves: the remainder goes to the first.
+func fairShare(i, n int) int {
+	share := redis.SlotCount / n
+	if i < redis.SlotCount%n {
+		share++
 	}
-	unbalanced := len(leaving) > 0
+	return share
+}
+
+// balanced reports whether every receiver serves slots, within rebalanceTolerance of its share.
+func (o *observed) balanced(receivers []*Member) bool {
 	for i, m := range receivers {
-		have, want := o.self[m.Pod].SlotCount(), fair(i)
+		have, want := o.self[m.Pod].SlotCount(), fairShare(i, len(receivers))
 		if have == 0 || abs(have-want)*100 > want*rebalanceTolerance {
-			unbalanced = true
+			return false
 		}
 	}
-	if !unbalanced {
-		return Plan{}
-	}
+	return true
+}
 
-	// Givers hand over, in order: every slot of a departing master, then the top of a
-	// leader's surplus (which keeps its lower ranges whole).
-	type giver struct {
-		m     *Member
-		slots []int
-	}
+// giver is a master with the slots it hands over, in the order they go.
+type giver struct {
+	m     *Member
+	slots []int
+}
+
+// givers hand over, in order: every slot of a departing master, then the top of a leader's
+// surplus (which keeps its lower ranges whole).
+func (o *observed) givers(leaving, receivers []*Member) []giver {
 	var givers []giver
 	for _, m := range leaving {
 		givers = append(givers, giver{m, slotList(o.self[m.Pod].Slots)})
 	}
 	for i, m := range receivers {
 		slots := slotList(o.self[m.Pod].Slots)
-		if surplus := len(slots) - fair(i); surplus > 0 {
+		if surplus := len(slots) - fairShare(i, len(receivers)); surplus > 0 {
 			givers = append(givers, giver{m, slots[len(slots)-surplus:]})
 		}
 	}
+	return givers
+}
+
+// assignMoves fills each receiver up to its share from the givers in turn, at most
+// MaxSlotsPerPlan slots in all, and returns the slots by source and destination pod.
+func (o *observed) assignMoves(receivers []*Member, givers []giver) map[[2]string][]int {
 	moves := map[[2]string][]int{}
 	budget := MaxSlotsPerPlan
 	for i, m := range receivers {
-		need := fair(i) - o.self[m.Pod].SlotCount()
+		need := fairShare(i, len(receivers)) - o.self[m.Pod].SlotCount()
 		for need > 0 && budget > 0 && len(givers) > 0 {
 			g := &givers[0]
 			n := min(need, budget, len(g.slots))
@@ -151,18 +198,7 @@ func rebalance(o *observed) Plan {
 			}
 		}
 	}
-	var plan Plan
-	for _, key := range sortedKeys(moves) {
-		from, to := o.byPod(key[0]), o.byPod(key[1])
-		why := "rebalance"
-		if o.departing(from) {
-			why = from.Pod + " is leaving the cluster"
-		} else if o.self[to.Pod].SlotCount() == 0 {
-			why = to.Pod + " is a new master"
-		}
-		plan.Steps = append(plan.Steps, migrateStep(o, from, to, moves[key], why))
-	}
-	return plan
+	return moves
 }
 
 // depart waits for the StatefulSets to remove the departing pods once they serve nothing.
