@@ -174,35 +174,41 @@ func (b *scopeBase) requeue(ctx context.Context, d time.Duration, reason string)
 
 // kindShell is the Reconcile of every kind: load the resource, run its phases over a scope,
 // write the status once at the end, only when it changed, as a patch of the status alone.
+// Every kind's type has a Status field that embeds v1beta2.CommonStatus.
 type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
-	newObject func() T
-	// status points at the resource's whole status (compared and restored as one value);
-	// common at the part every kind shares.
-	status   func(T) any
-	common   func(T) *v1beta2.CommonStatus
 	newScope func(T, scopeBase) S
 	phases   []phase[S]
 }
 
 func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
-	obj := k.newObject()
+	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := obj.DeepCopyObject().(T)
-	common := k.common(obj)
+	common := commonStatusOf(obj)
 	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration()}})
 	defer func() {
 		settleObservedGeneration(common, obj.GetGeneration(), err == nil)
-		changed := !equality.Semantic.DeepEqual(k.status(before), k.status(obj))
+		changed := !equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(obj).Interface())
 		base := obj.DeepCopyObject().(T)
-		reflect.ValueOf(k.status(base)).Elem().Set(reflect.ValueOf(k.status(before)).Elem())
+		statusOf(base).Set(statusOf(before))
 		err = errors.Join(err, patchStatus(ctx, c, obj, base, changed))
 	}()
 	if err := runPhases(ctx, k.phases, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return s.base().result, nil
+}
+
+// statusOf is the settable Status field of a resource.
+func statusOf(obj client.Object) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName("Status")
+}
+
+// commonStatusOf points at the part of a resource's status that every kind shares.
+func commonStatusOf(obj client.Object) *v1beta2.CommonStatus {
+	return statusOf(obj).FieldByName("CommonStatus").Addr().Interface().(*v1beta2.CommonStatus)
 }
 
 // settleObservedGeneration moves status.observedGeneration, and the conditions', to the

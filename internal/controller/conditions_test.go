@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
@@ -37,5 +38,17 @@ func TestObservedGenerationMovesOnlyOnSuccess(t *testing.T) {
 				t.Errorf("conditions %v", status.Conditions)
 			}
 		})
+	}
+}
+
+// TestEveryKindHasTheStatusTheShellWrites: the reconcile shell finds each kind's status and
+// its common part by field name; a kind without them would panic on its first reconcile.
+func TestEveryKindHasTheStatusTheShellWrites(t *testing.T) {
+	for _, obj := range []client.Object{&v1beta2.Redis{}, &v1beta2.RedisCluster{}, &v1beta2.RedisReplication{}, &v1beta2.RedisSentinel{}} {
+		common := commonStatusOf(obj)
+		common.ObservedGeneration = 7
+		if got := statusOf(obj).FieldByName("CommonStatus").FieldByName("ObservedGeneration").Int(); got != 7 {
+			t.Errorf("%T: the common status is not the resource's own (%d)", obj, got)
+		}
 	}
 }

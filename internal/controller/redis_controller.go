@@ -60,11 +60,8 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.Redis, *redisScope]{
-		newObject: func() *v1beta2.Redis { return &v1beta2.Redis{} },
-		status:    func(cr *v1beta2.Redis) any { return &cr.Status },
-		common:    func(cr *v1beta2.Redis) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
-		newScope:  func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
-		phases:    r.phases(),
+		newScope: func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
+		phases:   r.phases(),
 	}.reconcile(ctx, r.Client, req)
 }
 

@@ -83,11 +83,8 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 // it changed.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
-		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
-		status:    func(cr *v1beta2.RedisCluster) any { return &cr.Status },
-		common:    func(cr *v1beta2.RedisCluster) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
-		newScope:  func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
-		phases:    r.phases(),
+		newScope: func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
+		phases:   r.phases(),
 	}.reconcile(ctx, r.Client, req)
 }
 

@@ -66,9 +66,6 @@ func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisSentinel, *sentinelScope]{
-		newObject: func() *v1beta2.RedisSentinel { return &v1beta2.RedisSentinel{} },
-		status:    func(cr *v1beta2.RedisSentinel) any { return &cr.Status },
-		common:    func(cr *v1beta2.RedisSentinel) *v1beta2.CommonStatus { return &cr.Status.CommonStatus },
 		newScope: func(cr *v1beta2.RedisSentinel, b scopeBase) *sentinelScope {
 			return &sentinelScope{scopeBase: b, cr: cr}
 		},
