@@ -46,6 +46,11 @@ func fullExtras() extras {
 	}
 }
 
+// reducedExtras is what is left after the user removed all but one nodeSelector key.
+func reducedExtras() extras {
+	return extras{nodeSelector: map[string]string{"disk": "ssd"}}
+}
+
 // applyCase is one kind: how to build it with extras, and which objects carry them.
 type applyCase struct {
 	kind        string
@@ -174,8 +179,8 @@ func TestRemovedFieldsLeaveTheObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// The user removes every extra: a JSON merge of the spec without them.
-			patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": specOf(t, tc.build(ns, extras{}))}})
+			// The user removes every extra but one nodeSelector key: the spec replaced without them.
+			patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": specOf(t, tc.build(ns, reducedExtras()))}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +188,7 @@ func TestRemovedFieldsLeaveTheObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitUntil(t, 20*time.Second, "objects without the extras", func() error {
-				return checkExtras(ctx, c, tc, ns, extras{})
+				return checkExtras(ctx, c, tc, ns, reducedExtras())
 			})
 			if err := c.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
 				t.Fatal(err)

@@ -104,9 +104,11 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
-		if s.cr.Status.State == StandaloneStateReady {
+		switch {
+		case reportPodTrouble(r.Recorder, s.cr, s.conditions, pods):
+		case s.cr.Status.State == StandaloneStateReady:
 			s.conditions.degraded(ReasonPodsNotReady, message)
-		} else {
+		default:
 			s.conditions.progressing(ReasonPodsNotReady, message)
 		}
 		s.cr.Status.State, s.cr.Status.Reason = StandaloneStateInitializing, message

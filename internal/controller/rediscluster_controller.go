@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -149,10 +150,10 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	runningLeaders, runningFollowers := countRunning(s.leaders), countRunning(s.followers)
 	switch {
 	case runningLeaders < wantLeaders:
-		r.notReady(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
+		r.podsNotRunning(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
 		return true, r.assignSlotsEarly(ctx, s) // pod events bring us back
 	case runningFollowers < wantFollowers:
-		r.notReady(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
+		r.podsNotRunning(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
 		return true, r.assignSlotsEarly(ctx, s)
 	}
 	s.podsReady = readyLeaders >= wantLeaders && readyFollowers >= wantFollowers
@@ -209,12 +210,18 @@ func (r *RedisClusterReconciler) notReady(s *clusterScope, reason, message strin
 	s.conditions.degraded(ReasonPodsNotReady, message)
 }
 
-// podsOf lists the live pods of a StatefulSet.
+// podsNotRunning reports the pods that do not run: with the pods' own reason when one is stuck.
+func (r *RedisClusterReconciler) podsNotRunning(s *clusterScope, reason, message string) {
+	r.notReady(s, reason, message)
+	reportPodTrouble(r.Recorder, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...))
+}
+
 // podEndpoint is how to reach the process listening on port in the pod.
 func podEndpoint(pod *corev1.Pod, port int, auth redis.Auth) redis.Endpoint {
 	return redis.NewEndpoint(pod.Status.PodIP, port, auth)
 }
 
+// podsOf lists the live pods of a StatefulSet.
 func podsOf(ctx context.Context, c client.Client, namespace, statefulSet string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{builder.LabelApp: statefulSet}); err != nil {

@@ -225,6 +225,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	}
 	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
 		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
+		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods)
 		return true, nil // pod events bring us back
 	}
 	master, ok := s.podNamed(s.plan.Master).(*corev1.Pod)

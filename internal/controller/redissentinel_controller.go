@@ -168,6 +168,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
+		reportPodTrouble(r.Recorder, s.cr, s.conditions, pods)
 		return true, nil // pod events bring us back
 	}
 	return false, nil
