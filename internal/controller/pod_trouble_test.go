@@ -18,8 +18,9 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
-func waitingPod(name, reason string) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{
+// waitingPod is pod x-0 with its container waiting for the given reason.
+func waitingPod(reason string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0"}, Status: corev1.PodStatus{
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "redis", State: corev1.ContainerState{
 			Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "why " + reason}}}}}}
 }
@@ -34,12 +35,12 @@ func TestTroubleOfNamesTheStuckPod(t *testing.T) {
 		want string // "" for no trouble
 	}{
 		{"none", nil, ""},
-		{"starting", []corev1.Pod{waitingPod("x-0", "ContainerCreating")}, ""},
-		{"image", []corev1.Pod{waitingPod("x-0", "ImagePullBackOff")}, "pod x-0: ImagePullBackOff: container redis: why ImagePullBackOff"},
-		{"crash loop", []corev1.Pod{waitingPod("x-0", "CrashLoopBackOff")}, "pod x-0: CrashLoopBackOff: container redis: why CrashLoopBackOff"},
-		{"config", []corev1.Pod{waitingPod("x-0", "CreateContainerConfigError")}, "pod x-0: CreateContainerConfigError: container redis: why CreateContainerConfigError"},
+		{"starting", []corev1.Pod{waitingPod("ContainerCreating")}, ""},
+		{"image", []corev1.Pod{waitingPod("ImagePullBackOff")}, "pod x-0: ImagePullBackOff: container redis: why ImagePullBackOff"},
+		{"crash loop", []corev1.Pod{waitingPod("CrashLoopBackOff")}, "pod x-0: CrashLoopBackOff: container redis: why CrashLoopBackOff"},
+		{"config", []corev1.Pod{waitingPod("CreateContainerConfigError")}, "pod x-0: CreateContainerConfigError: container redis: why CreateContainerConfigError"},
 		{"unschedulable", []corev1.Pod{unschedulable}, "pod x-1: Unschedulable: 0/3 nodes are available: 3 Insufficient cpu."},
-		{"first by name", []corev1.Pod{unschedulable, waitingPod("x-0", "ErrImagePull")}, "pod x-0: ErrImagePull: container redis: why ErrImagePull"},
+		{"first by name", []corev1.Pod{unschedulable, waitingPod("ErrImagePull")}, "pod x-0: ErrImagePull: container redis: why ErrImagePull"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
