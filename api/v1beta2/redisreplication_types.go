@@ -121,6 +121,8 @@ type RedisReplicationStatus struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.sentinel) || size(self.metadata.name) <= 43",message="with spec.sentinel, metadata.name must be at most 43 characters: the Service <name>-sentinel-additional and the sentinel pods' controller-revision-hash label must fit in 63"
 // +kubebuilder:printcolumn:name="Master",type=string,JSONPath=`.status.masterNode`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 type RedisReplication struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

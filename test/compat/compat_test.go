@@ -137,7 +137,10 @@ func compareCRDs(ref, ours *apiextensionsv1.CustomResourceDefinition) []string {
 		if !reflect.DeepEqual(refVersion.Subresources, ourVersion.Subresources) {
 			add("version %s: subresources differ: reference %s, ours %s", refVersion.Name, toJSON(refVersion.Subresources), toJSON(ourVersion.Subresources))
 		}
-		if !reflect.DeepEqual(refVersion.AdditionalPrinterColumns, ourVersion.AdditionalPrinterColumns) {
+		// Ours may add columns after the reference's, never move or change theirs: scripts
+		// read kubectl's output by column position.
+		refColumns, ourColumns := refVersion.AdditionalPrinterColumns, ourVersion.AdditionalPrinterColumns
+		if len(ourColumns) < len(refColumns) || !reflect.DeepEqual(refColumns, ourColumns[:len(refColumns)]) {
 			add("version %s: printer columns differ: reference %s, ours %s", refVersion.Name,
 				toJSON(refVersion.AdditionalPrinterColumns), toJSON(ourVersion.AdditionalPrinterColumns))
 		}
