@@ -140,7 +140,7 @@ func compareCRDs(ref, ours *apiextensionsv1.CustomResourceDefinition) []string {
 		// Ours may add columns after the reference's, never move or change theirs: scripts
 		// read kubectl's output by column position.
 		refColumns, ourColumns := refVersion.AdditionalPrinterColumns, ourVersion.AdditionalPrinterColumns
-		if len(ourColumns) < len(refColumns) || !reflect.DeepEqual(refColumns, ourColumns[:len(refColumns)]) {
+		if len(ourColumns) < len(refColumns) || (len(refColumns) > 0 && !reflect.DeepEqual(refColumns, ourColumns[:len(refColumns)])) {
 			add("version %s: printer columns differ: reference %s, ours %s", refVersion.Name,
 				toJSON(refVersion.AdditionalPrinterColumns), toJSON(ourVersion.AdditionalPrinterColumns))
 		}
