@@ -404,6 +404,13 @@ type placement struct {
 func (o *observed) placeReplica(m Member, shards []*shard, perShard int) placement {
 	master := o.self[m.Pod].MasterID
 	switch {
+	case o.followsStaleAddress(m, master):
+		// Its node table knows the master's new address, its replication link does not: the
+		// link would stay down for ever. REPLICATE again points the link at the table's address.
+		at := o.ids[master]
+		return placement{step: &Step{Kind: StepReplicate, On: m.Pod, NodeID: master,
+			Reason: fmt.Sprintf("replica %s still follows %s, its master %s (%s) is at %s now", m.Pod,
+				net.JoinHostPort(m.Replication.MasterIP, strconv.Itoa(m.Replication.MasterPort)), short(master), at.Pod, hostPort(at))}}
 	case !m.Replication.LinkUp():
 		return placement{wait: fmt.Sprintf("replica %s is syncing with its master", m.Pod)}
 	case o.shardOf(shards, master) != nil:
@@ -415,6 +422,16 @@ func (o *observed) placeReplica(m Member, shards []*shard, perShard int) placeme
 		return placement{step: &step}
 	}
 	return placement{problem: fmt.Sprintf("replica %s follows %s, which is leaving, and no shard needs a replica", m.Pod, o.podOf(master))}
+}
+
+// followsStaleAddress: the replica's link is down and points at an address that is not where
+// the master it follows (in its own node table) is now.
+func (o *observed) followsStaleAddress(m Member, masterID string) bool {
+	at, ok := o.ids[masterID]
+	if !ok || m.Replication.Kind != redis.RoleSlave || m.Replication.LinkUp() || m.Replication.MasterIP == "" || at.IP == "" {
+		return false
+	}
+	return m.Replication.MasterIP != at.IP || m.Replication.MasterPort != at.Port
 }
 
 // placeEmptyNode attaches a master that serves nothing and has no replicas to a shard as its

@@ -198,6 +198,27 @@ func TestReplicaStillSyncingIsWaitedFor(t *testing.T) {
 	}
 }
 
+// A replica whose link is down and still points at its master's old address, while its own
+// node table has the master's new one, is pointed at it again; a link down at the right
+// address is only waited for.
+func TestReplicaLinkAtAStaleAddressIsRepointed(t *testing.T) {
+	c := cluster{known: healthy()}
+	members := c.members(healthy())
+	members[4].Replication.ReplicationState = "connect"
+	members[4].Replication.MasterIP = "10.0.9.9"
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepReplicate, 1)
+	if s := plan.Steps[0]; s.On != "c-follower-1" || s.NodeID != c.byPod("c-leader-1").id() || !strings.Contains(s.Reason, "10.0.9.9:6379") {
+		t.Errorf("want c-follower-1 to replicate c-leader-1 again, got %+v", s)
+	}
+
+	members[4].Replication.MasterIP = c.byPod("c-leader-1").ip
+	plan = Compute(threeByThree, members)
+	if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "c-follower-1 is syncing") {
+		t.Errorf("a link down at the right address is waited for, got %+v", plan)
+	}
+}
+
 func TestPodsBackWithNewAddressesAreMetByNodeID(t *testing.T) {
 	old := healthy()
 	moved := healthy()
