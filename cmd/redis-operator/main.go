@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -43,8 +45,14 @@ type options struct {
 	leaderElectionID        string
 	leaderElectionNamespace string
 	watchNamespaces         string
+	maxConcurrentReconciles int
 	zap                     zap.Options
 }
+
+// defaultMaxConcurrentReconciles lets a slow or unreachable pod of one resource hold up only
+// that resource's reconcile, not every other resource of its kind. (A resource is never
+// reconciled by two workers at once: the work queue hands each key to one worker at a time.)
+const defaultMaxConcurrentReconciles = 4
 
 func parseFlags(args []string) (*options, error) {
 	opts := &options{}
@@ -55,9 +63,22 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&opts.leaderElectionID, "leader-election-id", "redis-operator.redis.opstreelabs.in", "Name of the Lease used for leader election.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the operator's own namespace).")
 	fs.StringVar(&opts.watchNamespaces, "watch-namespace", os.Getenv("WATCH_NAMESPACE"), "Comma-separated namespaces to watch; empty watches all namespaces.")
+	concurrency := defaultMaxConcurrentReconciles
+	if env := os.Getenv("MAX_CONCURRENT_RECONCILES"); env != "" {
+		n, err := strconv.Atoi(env)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("MAX_CONCURRENT_RECONCILES=%q: want a whole number of at least 1", env)
+		}
+		concurrency = n
+	}
+	fs.IntVar(&opts.maxConcurrentReconciles, "max-concurrent-reconciles", concurrency,
+		"Resources of one kind reconciled at once (default from MAX_CONCURRENT_RECONCILES, else 4).")
 	opts.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parse flags: %w", err)
+	}
+	if opts.maxConcurrentReconciles < 1 {
+		return nil, fmt.Errorf("--max-concurrent-reconciles=%d: want at least 1", opts.maxConcurrentReconciles)
 	}
 	return opts, nil
 }
@@ -113,6 +134,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptrTo(30 * time.Second),
+		Controller:                    config.Controller{MaxConcurrentReconciles: opts.maxConcurrentReconciles},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

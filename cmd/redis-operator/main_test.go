@@ -108,6 +108,36 @@ func TestParseFlagsSplitsWatchNamespaces(t *testing.T) {
 	}
 }
 
+func TestMaxConcurrentReconcilesFromFlagOrEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env     string
+		args    []string
+		want    int
+		refused bool
+	}{
+		{want: defaultMaxConcurrentReconciles},
+		{env: "8", want: 8},
+		{env: "8", args: []string{"--max-concurrent-reconciles", "2"}, want: 2},
+		{env: "many", refused: true},
+		{env: "0", refused: true},
+		{args: []string{"--max-concurrent-reconciles", "0"}, refused: true},
+	} {
+		t.Run(fmt.Sprint(tc.env, tc.args), func(t *testing.T) {
+			t.Setenv("MAX_CONCURRENT_RECONCILES", tc.env)
+			opts, err := parseFlags(tc.args)
+			if tc.refused {
+				if err == nil {
+					t.Errorf("accepted, %d", opts.maxConcurrentReconciles)
+				}
+				return
+			}
+			if err != nil || opts.maxConcurrentReconciles != tc.want {
+				t.Errorf("got %v, %v; want %d", opts, err, tc.want)
+			}
+		})
+	}
+}
+
 // operatorRun is one run of the operator in the test: exited closes when run returns, and err
 // is what it returned. A closed channel (unlike a value sent once) can be observed both by the
 // waits below and by the cleanup.
