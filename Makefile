@@ -80,9 +80,11 @@ test: packages control-plane build chainsaw ## Run every test: vet, verify, lint
 	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m $$(go list ./... | grep -vxF -f <(go list $(RACE_PKGS)))
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
 
+# The sandbox slot the benchmark runs on: BENCH_SLOT=N (or SANDBOX_SLOT=N); empty takes the first free one.
+BENCH_SLOT ?= $(if $(filter command line environment,$(origin SANDBOX_SLOT)),$(SANDBOX_SLOT),)
 .PHONY: bench
 bench: packages control-plane build ## Measure the operator on the sandbox; writes bench/results/latest.json.
-	cd $(TEST_MODULE) && go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./bench/
+	cd $(TEST_MODULE) && E2E_SANDBOX_SLOT=$(BENCH_SLOT) go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./bench/
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.

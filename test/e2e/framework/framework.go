@@ -147,7 +147,13 @@ func Start(opts Options) (*Sandbox, error) {
 	if s.Dir, err = os.MkdirTemp("", "rediskube-e2e-"); err != nil {
 		return nil, err
 	}
-	args := []string{"up", "--dir", s.Dir, "--slot", "auto", "--nodes", strconv.Itoa(opts.Nodes), "--bin", bin,
+	// E2E_SANDBOX_SLOT picks the slot (make bench passes SANDBOX_SLOT when it is set), so that
+	// a measurement runs where the user says; otherwise the first free one.
+	slot := "auto"
+	if chosen := os.Getenv("E2E_SANDBOX_SLOT"); chosen != "" {
+		slot = chosen
+	}
+	args := []string{"up", "--dir", s.Dir, "--slot", slot, "--nodes", strconv.Itoa(opts.Nodes), "--bin", bin,
 		"--repo", repo, "--exit-with-pid", strconv.Itoa(os.Getpid()), "--timeout", "3m"}
 	if opts.Operator {
 		args = append(args, "--require-operator")
