@@ -22,7 +22,7 @@ type ClaimResize struct {
 
 // IgnoredShrink is a claim template whose spec asks less than its volumes already have.
 type IgnoredShrink struct {
-	Template       string
+	Template        string
 	Requested, Kept resource.Quantity
 }
 
