@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,8 @@ func (g storageGrowth) grow(ctx context.Context, owner client.Object, objects *b
 	if err := g.c.List(ctx, &claims, client.InNamespace(owner.GetNamespace())); err != nil {
 		return out, fmt.Errorf("list PVCs: %w", err)
 	}
+	// The cache lists in no set order: sorted, the messages (and the event kept to one) are stable.
+	slices.SortFunc(claims.Items, func(a, b corev1.PersistentVolumeClaim) int { return strings.Compare(a.Name, b.Name) })
 	var shrinks []string
 	for _, desired := range objects.StatefulSets {
 		if len(desired.Spec.VolumeClaimTemplates) == 0 {
