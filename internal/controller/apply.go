@@ -228,7 +228,9 @@ func recreateStatefulSet(ctx context.Context, c client.Client, namespace, name s
 }
 
 // statefulSetNeedsRecreate reports whether the claim templates of desired differ from the live
-// StatefulSet's (a new storage size or class), which only a recreation can apply.
+// StatefulSet's (a new storage class, a template added or removed), which only a recreation can
+// apply. A larger size alone never gets here: the storage phase grows the claims and recreates
+// the StatefulSet itself (storage.go).
 func statefulSetNeedsRecreate(desired, live *appsv1.StatefulSet) bool {
 	if len(desired.Spec.VolumeClaimTemplates) != len(live.Spec.VolumeClaimTemplates) {
 		return true

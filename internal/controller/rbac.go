@@ -13,7 +13,10 @@ package controller
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // Secrets: read the users' password Secrets, own the rendered auth Secrets.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// PVCs: delete them with their resource; grow their storage request in place.
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;update;delete
+// StorageClasses: read, uncached, whether a claim's class allows expansion.
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 // Leader election needs Leases and Events only in the operator's own namespace.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,8 @@ type redisScope struct {
 	cr       *v1beta2.Redis
 	password string
 	objects  *builder.Objects
+	buildErr error
+	storage  storageOutcome
 	pod      *corev1.Pod
 }
 
@@ -50,7 +53,10 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 		}},
 		{"password", r.resolvePassword},
 		{"password-rotation", r.rotatePassword},
+		{"build", r.buildObjects},
+		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
+		{"storage-wait", r.waitForStorage},
 		{"pod", r.observePod},
 		{"dynamic-config", r.applyDynamicConfig},
 		{"health", r.checkHealth},
@@ -90,10 +96,25 @@ func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bo
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
+func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, error) {
+	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password})
+	return false, nil
+}
+
+// growStorage grows the volumes to a larger storage request before the objects are applied.
+func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool, error) {
+	var err error
+	s.storage, err = storageGrowth{r.Client, r.Recorder}.grow(ctx, s.cr, s.objects, s.conditions)
+	return false, err
+}
+
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	objects, err := builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password})
-	s.objects = objects
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions, s.failed)
+}
+
+func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {
+	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
+		func(d time.Duration, why string) { s.requeue(ctx, d, why) }), nil
 }
 
 func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, error) {

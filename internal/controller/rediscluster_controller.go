@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,6 +50,8 @@ type clusterScope struct {
 	cr        *v1beta2.RedisCluster
 	password  string
 	objects   *builder.Objects
+	buildErr  error
+	storage   storageOutcome
 	leaders   []corev1.Pod
 	followers []corev1.Pod
 	members   []clusterplan.Member
@@ -70,7 +73,10 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"password", r.resolvePassword},
 		{"password-rotation", r.rotatePassword},
 		{"scale-in", r.holdScaleIn},
+		{"build", r.buildObjects},
+		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
+		{"storage-wait", r.waitForStorage},
 		{"pods", r.observePods},
 		{"topology", r.reconcileTopology},
 		{"pod-roles", r.labelPodRoles},
@@ -127,10 +133,25 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterS
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
+func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
+	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, Pods: &s.pods})
+	return false, nil
+}
+
+// growStorage grows the volumes to a larger storage request before the objects are applied.
+func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScope) (bool, error) {
+	var err error
+	s.storage, err = storageGrowth{r.Client, r.Recorder}.grow(ctx, s.cr, s.objects, s.conditions)
+	return false, err
+}
+
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	objects, err := builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, Pods: &s.pods})
-	s.objects = objects
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions, s.failed)
+}
+
+func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {
+	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
+		func(d time.Duration, why string) { s.requeue(ctx, d, why) }), nil
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {

@@ -55,6 +55,9 @@ type replicationScope struct {
 	scopeBase
 	cr       *v1beta2.RedisReplication
 	password string
+	objects  *builder.Objects
+	buildErr error
+	storage  storageOutcome
 	pods     []corev1.Pod
 	members  []replicationplan.Member
 	plan     replicationplan.Plan
@@ -89,7 +92,10 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 		{"password", r.resolvePassword},
 		{"password-rotation", r.rotatePassword},
 		{"hand-over-before-scale-in", r.handOverBeforeScaleIn},
+		{"build", r.buildObjects},
+		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
+		{"storage-wait", r.waitForStorage},
 		{"pods", r.observePods},
 		{"sentinels", r.observeSentinels},
 		{"replication", r.reconcileReplication},
@@ -131,7 +137,7 @@ func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *rep
 	return stop, err
 }
 
-func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
+func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
 	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions, s.failed)
@@ -143,8 +149,24 @@ func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replic
 			return false, err
 		}
 	}
-	objects, err := builder.BuildRedisReplication(in)
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+	s.objects, s.buildErr = builder.BuildRedisReplication(in)
+	return false, nil
+}
+
+// growStorage grows the volumes to a larger storage request before the objects are applied.
+func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replicationScope) (bool, error) {
+	var err error
+	s.storage, err = storageGrowth{r.Client, r.Recorder}.grow(ctx, s.cr, s.objects, s.conditions)
+	return false, err
+}
+
+func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions, s.failed)
+}
+
+func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {
+	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
+		func(d time.Duration, why string) { s.requeue(ctx, d, why) }), nil
 }
 
 // client returns the pooled connection to a pod's Redis.

@@ -117,7 +117,8 @@ func startOperator(t *testing.T, namespace string) *operator {
 		Controller: config.Controller{SkipNameValidation: &skip},
 		// Each test's operator sees only its own namespace: objects of earlier tests stay in
 		// the API server (envtest runs no namespace controller).
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Client: ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)

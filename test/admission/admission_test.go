@@ -11,7 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,33 @@ import (
 )
 
 var k8sClient client.Client
+
+// apiWarnings keeps the warnings the API server sent to k8sClient (what kubectl would print).
+var apiWarnings = &warningLog{}
+
+type warningLog struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *warningLog) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
+}
+
+func (w *warningLog) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.texts)
+}
+
+// since returns the warnings received after the first n.
+func (w *warningLog) since(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.texts[n:])
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -55,6 +84,7 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stop kube-apiserver: %v\n", err)
 		}
 	}()
+	cfg.WarningHandler = apiWarnings
 	k8sClient, err = client.New(cfg, client.Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "client: %v\n", err)
@@ -236,30 +266,6 @@ var badManifests = []badManifest{
 		wants:    []string{"spec.redisFollower.replicas", "must be zero or a multiple of the leader count"},
 	},
 	{
-		name:     "standalone storage shrinks",
-		before:   standaloneHead + storage("2Gi"),
-		manifest: standaloneHead + storage("1Gi"),
-		wants:    []string{"spec.storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink (from 2Gi to 1Gi)"},
-	},
-	{
-		name:     "cluster storage shrinks",
-		before:   clusterHead + "  clusterSize: 3\n" + storage("10Gi"),
-		manifest: clusterHead + "  clusterSize: 3\n" + storage("9000Mi"),
-		wants:    []string{"spec.storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink (from 10Gi to 9000Mi)"},
-	},
-	{
-		name:     "replication storage removed",
-		before:   replicationHead + "  clusterSize: 3\n" + storage("1Gi"),
-		manifest: replicationHead + "  clusterSize: 3\n",
-		wants:    []string{"spec.storage.volumeClaimTemplate.spec.resources.requests.storage must not shrink (from 1Gi to nothing)"},
-	},
-	{
-		name:     "cluster node-conf storage shrinks",
-		before:   clusterHead + "  clusterSize: 3\n" + nodeConfStorage("1Gi"),
-		manifest: clusterHead + "  clusterSize: 3\n" + nodeConfStorage("512Mi"),
-		wants:    []string{"spec.storage.nodeConfVolumeClaimTemplate.spec.resources.requests.storage must not shrink (from 1Gi to 512Mi)"},
-	},
-	{
 		name:     "both ACL sources",
 		manifest: standaloneHead + "  acl: {secret: {secretName: acl}, persistentVolumeClaim: acl-pvc}\n",
 		wants:    []string{"spec.acl", "either secret or persistentVolumeClaim, not both"},
@@ -343,6 +349,52 @@ func TestBadManifestsAreRefusedWithTheirReason(t *testing.T) {
 	}
 	if len(badManifests) < 12 {
 		t.Errorf("want at least 12 bad manifests, have %d", len(badManifests))
+	}
+}
+
+// TestStorageShrinkIsAcceptedWithAWarning: a smaller storage request is stored (the operator
+// ignores it for the volumes) and the API server warns, naming the field and both sizes.
+func TestStorageShrinkIsAcceptedWithAWarning(t *testing.T) {
+	for i, tc := range []struct {
+		name, before, after, want string
+	}{
+		{"standalone", standaloneHead + storage("2Gi"), standaloneHead + storage("1Gi"),
+			"spec.storage.volumeClaimTemplate.spec.resources.requests.storage does not shrink (from 2Gi to 1Gi)"},
+		{"cluster", clusterHead + "  clusterSize: 3\n" + storage("10Gi"), clusterHead + "  clusterSize: 3\n" + storage("9000Mi"),
+			"spec.storage.volumeClaimTemplate.spec.resources.requests.storage does not shrink (from 10Gi to 9000Mi)"},
+		{"replication storage removed", replicationHead + "  clusterSize: 3\n" + storage("1Gi"), replicationHead + "  clusterSize: 3\n",
+			"spec.storage.volumeClaimTemplate.spec.resources.requests.storage does not shrink (from 1Gi to nothing)"},
+		{"cluster node-conf", clusterHead + "  clusterSize: 3\n" + nodeConfStorage("1Gi"), clusterHead + "  clusterSize: 3\n" + nodeConfStorage("512Mi"),
+			"spec.storage.nodeConfVolumeClaimTemplate.spec.resources.requests.storage does not shrink (from 1Gi to 512Mi)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			namespace := fmt.Sprintf("shrink-%d", i)
+			ensureNamespace(t, namespace)
+			existing := decode(t, tc.before)
+			existing.SetNamespace(namespace)
+			if err := k8sClient.Create(ctx, existing); err != nil {
+				t.Fatalf("the starting object was refused: %v", err)
+			}
+			smaller := decode(t, tc.after)
+			smaller.SetNamespace(namespace)
+			smaller.SetResourceVersion(existing.GetResourceVersion())
+			seen := apiWarnings.count()
+			if err := k8sClient.Update(ctx, smaller); err != nil {
+				t.Fatalf("the smaller request was refused: %v", err)
+			}
+			warnings := apiWarnings.since(seen)
+			if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, tc.want) }) {
+				t.Errorf("warnings %q do not contain %q", warnings, tc.want)
+			}
+			stored := existing.DeepCopy()
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(existing), stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored.GetGeneration() != 2 {
+				t.Errorf("generation = %d, want 2: the smaller request is stored", stored.GetGeneration())
+			}
+		})
 	}
 }
 
@@ -459,8 +511,11 @@ func installPolicies() error {
 		shrunk := shrunks[0]
 		shrunk.SetNamespace("policy-probe")
 		shrunk.SetResourceVersion(probe.GetResourceVersion())
-		err = k8sClient.Update(ctx, shrunk, client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "must not shrink") {
+		seen := apiWarnings.count()
+		if err := k8sClient.Update(ctx, shrunk, client.DryRunAll); err != nil {
+			return fmt.Errorf("a dry-run shrink was refused: %w", err)
+		}
+		if slices.ContainsFunc(apiWarnings.since(seen), func(w string) bool { return strings.Contains(w, "does not shrink") }) {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
