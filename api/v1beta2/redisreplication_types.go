@@ -42,8 +42,8 @@ type RedisReplicationSpec struct {
 // SentinelConfig is the monitoring configuration written into sentinel.conf.
 type SentinelConfig struct {
 	AdditionalSentinelConfig *string `json:"additionalSentinelConfig,omitempty"`
-	// Quorum is the number of sentinels that must agree that the master is down.
-	// +kubebuilder:default="2"
+	// Quorum is the number of sentinels that must agree that the master is down; unset, 2
+	// (1 with a single sentinel).
 	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*$')",message="quorum must be a positive whole number"
 	Quorum string `json:"quorum,omitempty"`

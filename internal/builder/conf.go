@@ -190,10 +190,12 @@ func (c sentinelConf) render() string {
 	if s.announceHostnames == "yes" {
 		line("sentinel announce-hostnames yes")
 	}
-	line("sentinel monitor", s.masterGroup, c.masterHost, s.masterPort, s.quorum)
-	line("sentinel down-after-milliseconds", s.masterGroup, s.downAfterMilliseconds)
-	line("sentinel parallel-syncs", s.masterGroup, s.parallelSyncs)
-	line("sentinel failover-timeout", s.masterGroup, s.failoverTimeout)
+	if !s.unmonitored {
+		line("sentinel monitor", s.masterGroup, c.masterHost, s.masterPort, s.quorum)
+		line("sentinel down-after-milliseconds", s.masterGroup, s.downAfterMilliseconds)
+		line("sentinel parallel-syncs", s.masterGroup, s.parallelSyncs)
+		line("sentinel failover-timeout", s.masterGroup, s.failoverTimeout)
+	}
 	if c.tls != nil {
 		ca, cert, key := tlsFiles(c.tls)
 		line("tls-cert-file", tlsDir+"/"+cert)

@@ -180,6 +180,13 @@ func ClusterPersistence(cr *v1beta2.RedisCluster) bool {
 	return cr.Spec.PersistenceEnabled == nil || *cr.Spec.PersistenceEnabled
 }
 
+// SentinelMonitors tells whether a RedisSentinel names a RedisReplication whose master its
+// sentinels monitor; without one they run monitoring nothing.
+func SentinelMonitors(cr *v1beta2.RedisSentinel) bool {
+	c := cr.Spec.RedisSentinelConfig
+	return c != nil && c.RedisReplicationName != ""
+}
+
 // MasterGroupName is the sentinel master group a RedisSentinel monitors.
 func MasterGroupName(cr *v1beta2.RedisSentinel) string {
 	if c := cr.Spec.RedisSentinelConfig; c != nil && c.MasterGroupName != "" {
@@ -323,6 +330,8 @@ type sentinelSettings struct {
 	resolveHostnames      string
 	announceHostnames     string
 	additionalConfigMap   string
+	// unmonitored leaves the master group out of sentinel.conf: there is no master to monitor yet.
+	unmonitored bool
 }
 
 func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort string, size int32) (sentinelSettings, error) {

@@ -124,12 +124,25 @@ func TestBuildRefusesBadInput(t *testing.T) {
 			_, err := BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterHost: "10.0.0.1 6379"})
 			return err
 		}, "master"},
-		{"sentinel without replication name", func() error {
+		{"sentinel without replication name given a master", func() error {
 			cr := minimalSentinel()
 			cr.Spec.RedisSentinelConfig = nil
 			_, err := BuildRedisSentinel(RedisSentinelInput{CR: cr, MasterHost: testMasterHost})
 			return err
-		}, "redisReplicationName"},
+		}, "names no RedisReplication"},
+		{"sentinel with an empty replication name given a master password", func() error {
+			cr := fullSentinel()
+			cr.Spec.RedisSentinelConfig.RedisReplicationName = ""
+			_, err := BuildRedisSentinel(RedisSentinelInput{CR: cr, Password: "ok", MasterPassword: "x"})
+			return err
+		}, "names no RedisReplication"},
+		{"sentinel without replication name and a bad quorum", func() error {
+			cr := minimalSentinel()
+			cr.Spec.RedisSentinelConfig.RedisReplicationName = ""
+			cr.Spec.RedisSentinelConfig.Quorum = "0"
+			_, err := BuildRedisSentinel(RedisSentinelInput{CR: cr})
+			return err
+		}, "quorum"},
 		{"sentinel master password without source", func() error {
 			_, err := BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterPassword: "x", MasterHost: testMasterHost})
 			return err

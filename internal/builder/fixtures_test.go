@@ -417,6 +417,11 @@ func allCases() []buildCase {
 		{"redissentinel-minimal", func() (*Objects, error) {
 			return BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterHost: testMasterHost})
 		}},
+		{"redissentinel-unmonitored", func() (*Objects, error) {
+			cr := minimalSentinel()
+			cr.Spec.RedisSentinelConfig = nil
+			return BuildRedisSentinel(RedisSentinelInput{CR: cr})
+		}},
 		{"redissentinel-full", func() (*Objects, error) {
 			return BuildRedisSentinel(RedisSentinelInput{CR: fullSentinel(), Password: testSentinelPassword,
 				MasterPassword: testPassword, MasterHost: testMasterHost})

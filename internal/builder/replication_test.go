@@ -130,6 +130,24 @@ func TestSentinelFollowsFailoverWithoutRestart(t *testing.T) {
 	wantLines(t, "new seed", confOf(t, b, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster 10.0.0.2 6379 2")
 }
 
+// TestSentinelStartsMonitoringOnceTold: sentinels without a replication to monitor start with
+// none, and naming one later changes the pod template, so the StatefulSet replaces them with
+// sentinels seeded with its master (as any change of the monitoring settings does).
+func TestSentinelStartsMonitoringOnceTold(t *testing.T) {
+	idle := minimalSentinel()
+	idle.Spec.RedisSentinelConfig = nil
+	a := mustBuild(t)(BuildRedisSentinel(RedisSentinelInput{CR: idle}))
+	b := mustBuild(t)(BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterHost: testMasterHost}))
+	hash := func(o *Objects) string {
+		return o.StatefulSet("watch-sentinel").Spec.Template.Annotations[AnnotationConfigHash]
+	}
+	if hash(a) == "" || hash(a) == hash(b) {
+		t.Errorf("config hash %q without a replication, %q with one: naming a replication must replace the pods", hash(a), hash(b))
+	}
+	lacksLines(t, "idle sentinel.conf", confOf(t, a, "watch-sentinel-config", SentinelConfKey), "sentinel monitor")
+	wantLines(t, "monitoring sentinel.conf", confOf(t, b, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster 10.1.2.3 6379 2")
+}
+
 func TestBuildRedisSentinel(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -204,6 +222,35 @@ func TestBuildRedisSentinel(t *testing.T) {
 			if hasContainer(exp, "redis-exporter") {
 				t.Error("exporter without being enabled")
 			}
+		},
+	}, {
+		name: "no redisSentinelConfig: sentinels monitoring nothing",
+		in: func() RedisSentinelInput {
+			cr := minimalSentinel()
+			cr.Spec.RedisSentinelConfig = nil
+			return RedisSentinelInput{CR: cr}
+		}(),
+		check: func(t *testing.T, o *Objects) {
+			sts := checkWorkloadShape(t, o, "watch-sentinel", SetupSentinel, RoleSentinel, "RedisSentinel")
+			checkServices(t, o, "watch-sentinel", 26379, 0)
+			wantEqual(t, "default size", *sts.Spec.Replicas, int32(3))
+			wantNames(t, "Secrets", o.Secrets)
+			conf := confOf(t, o, "watch-sentinel-config", SentinelConfKey)
+			wantLines(t, "sentinel.conf", conf, "port 26379", "protected-mode no", "dir /data")
+			lacksLines(t, "sentinel.conf", conf, "sentinel monitor", "sentinel down-after-milliseconds",
+				"sentinel parallel-syncs", "sentinel failover-timeout", "sentinel auth-pass")
+		},
+	}, {
+		name: "empty replication name with a sentinel password: only requirepass",
+		in: func() RedisSentinelInput {
+			cr := fullSentinel()
+			cr.Spec.RedisSentinelConfig.RedisReplicationName = ""
+			return RedisSentinelInput{CR: cr, Password: testSentinelPassword}
+		}(),
+		check: func(t *testing.T, o *Objects) {
+			lacksLines(t, "sentinel.conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor", "sentinel failover-timeout")
+			wantEqual(t, "auth", string(o.Secret("watch-sentinel-auth").Data[SentinelAuthKey]),
+				"requirepass \""+testSentinelPassword+"\"\n")
 		},
 	}, {
 		name: "size one gets quorum one",

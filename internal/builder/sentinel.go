@@ -17,9 +17,10 @@ type RedisSentinelInput struct {
 	// spec.redisSentinelConfig.redisReplicationPassword; empty when it needs none.
 	MasterPassword string
 	// MasterHost is the address of the monitored master now (its pod IP, or a name when
-	// resolveHostnames is yes). Required: a sentinel cannot start without a master to monitor.
-	// It seeds new sentinel pods only and is kept out of the config hash, so following a
-	// failover never restarts the sentinels.
+	// resolveHostnames is yes). Required when the spec names a RedisReplication, empty when it
+	// names none (the sentinels then start monitoring nothing). It seeds new sentinel pods
+	// only and is kept out of the config hash, so following a failover never restarts the
+	// sentinels.
 	MasterHost string
 }
 
@@ -33,10 +34,11 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 		return nil, err
 	}
 	s := &cr.Spec
-	if s.RedisSentinelConfig == nil || s.RedisSentinelConfig.RedisReplicationName == "" {
-		return nil, errors.New("redisSentinelConfig.redisReplicationName is required")
+	c := s.RedisSentinelConfig
+	if c == nil {
+		c = &v1beta2.RedisSentinelConfig{}
 	}
-	if in.MasterPassword != "" && s.RedisSentinelConfig.RedisReplicationPassword == nil {
+	if in.MasterPassword != "" && c.RedisReplicationPassword == nil {
 		return nil, errors.New("a master password was given but redisSentinelConfig.redisReplicationPassword is not set")
 	}
 	replicas := SentinelReplicas(cr)
@@ -89,11 +91,13 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 		w.extraVolumes = *s.VolumeMount
 	}
 	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
-	c := s.RedisSentinelConfig
 	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, replicas)
 	if err != nil {
 		return nil, err
 	}
+	// Without a RedisReplication to monitor the sentinels run with no master until the user
+	// names one; the monitoring settings are still checked, to be refused now rather than then.
+	settings.unmonitored = !SentinelMonitors(cr)
 	out := &Objects{}
 	if err := finishSentinel(w, out, settings, in.MasterHost, in.Password, in.MasterPassword); err != nil {
 		return nil, err
@@ -104,7 +108,10 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 // finishSentinel renders sentinel.conf and the auth Secret of a sentinel workload and adds
 // them and the workload's objects to out.
 func finishSentinel(w *workload, out *Objects, settings sentinelSettings, masterHost, password, masterPassword string) error {
-	if !isConfigWord(masterHost) {
+	switch {
+	case settings.unmonitored && (masterHost != "" || masterPassword != ""):
+		return errors.New("a monitored master's address or password was given but the spec names no RedisReplication to monitor")
+	case !settings.unmonitored && !isConfigWord(masterHost):
 		return fmt.Errorf("the monitored master's address %q is missing or not one word", masterHost)
 	}
 	if err := checkSentinelMasterPassword(masterPassword); err != nil {

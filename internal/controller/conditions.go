@@ -66,6 +66,14 @@ func (c conditionSet) degraded(reason, message string) {
 	c.set(v1beta2.ConditionDegraded, metav1.ConditionTrue, reason, message)
 }
 
+// idle: nothing is wrong and nothing is under way, but the resource does not serve yet because
+// the spec leaves it nothing to do (sentinels with no master to monitor).
+func (c conditionSet) idle(reason, message string) {
+	c.set(v1beta2.ConditionReady, metav1.ConditionFalse, reason, message)
+	c.set(v1beta2.ConditionProgressing, metav1.ConditionFalse, reason, message)
+	c.set(v1beta2.ConditionDegraded, metav1.ConditionFalse, reason, message)
+}
+
 // skipped: the user asked the operator to keep its hands off; Ready is left as it was.
 func (c conditionSet) skipped(message string) {
 	c.set(v1beta2.ConditionProgressing, metav1.ConditionFalse, ReasonSkipReconcile, message)

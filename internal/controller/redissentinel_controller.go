@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,12 +27,16 @@ const (
 	SentinelStateFailed       = "Failed"
 )
 
+// ReasonNoMasterToMonitor: the sentinels run, but the spec names no RedisReplication whose
+// master they should monitor.
+const ReasonNoMasterToMonitor = "NoMasterToMonitor"
+
 // SkipReconcileSentinelAnnotation stops all action on a RedisSentinel while "true".
 const SkipReconcileSentinelAnnotation = "redissentinel.opstreelabs.in/skip-reconcile"
 
 // RedisSentinelReconciler runs the sentinels of a RedisSentinel, monitoring the master of the
-// RedisReplication it names. The sentinels fail the master over; the RedisReplication controller
-// follows their choice.
+// RedisReplication it names (or nothing while it names none). The sentinels fail the master
+// over; the RedisReplication controller follows their choice.
 type RedisSentinelReconciler struct {
 	Client   client.Client
 	Scheme   *runtime.Scheme
@@ -104,12 +109,12 @@ func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentin
 
 // resolveMaster finds the address of the monitored RedisReplication's master and the password
 // the sentinels need for it. Both wait for the user or the replication: its watch brings us back.
+// A spec that names no replication leaves both empty: its sentinels start monitoring nothing.
 func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinelScope) (bool, error) {
-	cfg := s.cr.Spec.RedisSentinelConfig
-	if cfg == nil || cfg.RedisReplicationName == "" {
-		r.invalidSpec(s, "redisSentinelConfig.redisReplicationName is required: it names the RedisReplication to monitor")
-		return true, nil
+	if !builder.SentinelMonitors(s.cr) {
+		return false, nil
 	}
+	cfg := s.cr.Spec.RedisSentinelConfig
 	if ref := cfg.RedisReplicationPassword; ref != nil {
 		if ref.SecretKeyRef == nil {
 			r.invalidSpec(s, "redisSentinelConfig.redisReplicationPassword must be a secretKeyRef")
@@ -177,6 +182,9 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 // checkHealth is Ready when every sentinel monitors the replication's current master and the
 // sentinels together can authorize a failover (SENTINEL CKQUORUM).
 func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelScope) (bool, error) {
+	if !builder.SentinelMonitors(s.cr) {
+		return r.checkIdle(ctx, s)
+	}
 	group := builder.MasterGroupName(s.cr)
 	var quorumErr error
 	for i := range s.pods {
@@ -216,6 +224,34 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	s.conditions.ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
 	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
 	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
+	return false, nil
+}
+
+// checkIdle reports sentinels that monitor nothing because the spec names no RedisReplication:
+// healthy when each answers PING, yet not Ready (they could fail nothing over) and not
+// progressing (only the user can give them a master), with what to set.
+func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScope) (bool, error) {
+	for i := range s.pods {
+		pod := &s.pods[i]
+		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}))
+		if err != nil {
+			return false, err
+		}
+		if err := c.Ping(ctx); err != nil {
+			s.notReady(ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			s.requeue(ctx, whileConverging, "a sentinel does not answer")
+			return true, nil
+		}
+	}
+	message := fmt.Sprintf("%d sentinels run and answer, monitoring no master: set spec.redisSentinelConfig.redisReplicationName "+
+		"to the RedisReplication (in this namespace) whose master they should monitor, with redisReplicationPassword if it has a password",
+		len(s.pods))
+	if ready := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionReady); ready == nil || ready.Reason != ReasonNoMasterToMonitor {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, ReasonNoMasterToMonitor, "Observe", "%s", message)
+	}
+	s.cr.Status.State, s.cr.Status.Reason = SentinelStateInitializing, message
+	s.conditions.idle(ReasonNoMasterToMonitor, message)
+	s.requeue(ctx, healthCheckInterval, "periodic health check of sentinels that monitor nothing")
 	return false, nil
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,8 +23,8 @@ import (
 )
 
 // sentinelKubelet runs the pods of a RedisSentinel as real sentinels: each takes the monitoring
-// lines the operator rendered into the ConfigMap (the master's address among them) and adds
-// what pods sharing the loopback interface need (their own address to bind and announce).
+// lines the operator rendered into the ConfigMap (the master's address among them, if any) and
+// adds what pods sharing the loopback interface need (their own address to bind and announce).
 func (f *replicationFixture) sentinelKubelet(name string) *fakeKubelet {
 	k := newFakeKubelet(f.t, f.c, builder.DefaultSentinelPort)
 	k.args = []string{"--sentinel"}
@@ -32,10 +34,15 @@ func (f *replicationFixture) sentinelKubelet(name string) *fakeKubelet {
 			f.t.Fatalf("sentinel ConfigMap: %v", err)
 		}
 		conf := fmt.Sprintf("bind %s\nport %d\ndir %s\nsentinel announce-ip %s\n", p.ip, builder.DefaultSentinelPort, p.dataDir, p.ip)
+		monitors := false
 		for _, line := range strings.Split(cm.Data[builder.SentinelConfKey], "\n") {
 			if strings.HasPrefix(line, "sentinel ") {
 				conf += line + "\n"
 			}
+			monitors = monitors || strings.HasPrefix(line, "sentinel monitor ")
+		}
+		if !monitors {
+			return conf // an auth-pass for a group that is not monitored stops the sentinel
 		}
 		return conf + fmt.Sprintf("sentinel auth-pass %s %s\n", builder.DefaultMasterGroupName, replicationPassword)
 	}
@@ -236,6 +243,158 @@ func TestSentinelReportsWhatItWaitsFor(t *testing.T) {
 	}
 	var sets appsv1.StatefulSetList
 	if err := c.List(ctx, &sets, client.InNamespace(ns)); err != nil || len(sets.Items) != 0 {
-		t.Errorf("StatefulSets = %d (%v), want none: no sentinel can start without a master", len(sets.Items), err)
+		t.Errorf("StatefulSets = %d (%v), want none: sentinels wait for the replication they name", len(sets.Items), err)
 	}
+}
+
+// A RedisSentinel without redisSentinelConfig (the reference admits it) runs its sentinels
+// monitoring nothing and says so: not Ready, not progressing, not degraded, with what to set.
+// Given a replication later, its pods are replaced (the StatefulSet controller's part, played
+// here by the test) by sentinels monitoring the master, and it becomes Ready.
+func TestSentinelWithoutConfigRunsIdleUntilToldWhatToMonitor(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	size := int32(3)
+	sn := &v1beta2.RedisSentinel{
+		ObjectMeta: metav1.ObjectMeta{Name: "idle", Namespace: f.cr.Namespace},
+		Spec:       v1beta2.RedisSentinelSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}},
+	}
+	if err := f.c.Create(f.ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	sentinels := f.sentinelKubelet("idle")
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "idle-sentinel")
+	for _, svc := range []string{"idle-sentinel", "idle-sentinel-headless", "idle-sentinel-additional"} {
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: svc}, &corev1.Service{}); err != nil {
+			t.Errorf("Service %s: %v", svc, err)
+		}
+	}
+	var cm corev1.ConfigMap
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "idle-sentinel-config"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if conf := cm.Data[builder.SentinelConfKey]; strings.Contains(conf, "sentinel monitor") {
+		t.Errorf("sentinel.conf of sentinels with nothing to monitor monitors something:\n%s", conf)
+	}
+
+	waitUntil(t, 30*time.Second, "RedisSentinel reports "+ReasonNoMasterToMonitor, func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		for typ, want := range map[string]metav1.ConditionStatus{v1beta2.ConditionReady: metav1.ConditionFalse,
+			v1beta2.ConditionProgressing: metav1.ConditionFalse, v1beta2.ConditionDegraded: metav1.ConditionFalse} {
+			cond := meta.FindStatusCondition(sn.Status.Conditions, typ)
+			if cond == nil || cond.Status != want || cond.Reason != ReasonNoMasterToMonitor || cond.ObservedGeneration != sn.Generation ||
+				!strings.Contains(cond.Message, "spec.redisSentinelConfig.redisReplicationName") {
+				return fmt.Errorf("state %q, conditions %s", sn.Status.State, describeConditions(sn.Status.Conditions))
+			}
+		}
+		if sn.Status.ReadyReplicas != 3 || sn.Status.State != SentinelStateInitializing {
+			return fmt.Errorf("ready %d, state %q", sn.Status.ReadyReplicas, sn.Status.State)
+		}
+		return nil
+	})
+	// The sentinels really run, and monitor nothing.
+	for _, name := range sentinels.podNames() {
+		sentinel := goredis.NewClient(&goredis.Options{Addr: sentinels.pod(name).addr(builder.DefaultSentinelPort)})
+		masters, err := sentinel.Do(f.ctx, "sentinel", "masters").Slice()
+		_ = sentinel.Close()
+		if err != nil || len(masters) != 0 {
+			t.Errorf("%s: SENTINEL MASTERS = %v (%v), want none", name, masters, err)
+		}
+	}
+	var events eventsv1.EventList
+	if err := f.c.List(f.ctx, &events, client.InNamespace(f.cr.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+		return e.Reason == ReasonNoMasterToMonitor && e.Regarding.Name == "idle"
+	}) {
+		t.Errorf("no %s event", ReasonNoMasterToMonitor)
+	}
+
+	// Told what to monitor: a new sentinel.conf (its hash in the pod template), new pods.
+	idleTemplate := f.sentinelTemplateHash("idle-sentinel")
+	sn.Spec.RedisSentinelConfig = &v1beta2.RedisSentinelConfig{
+		RedisReplicationName: "rr",
+		RedisReplicationPassword: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "redis-secret"}, Key: "password"}},
+	}
+	if err := f.c.Update(f.ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the sentinel pod template to change", func() error {
+		if h := f.sentinelTemplateHash("idle-sentinel"); h == idleTemplate {
+			return fmt.Errorf("config hash still %s", h)
+		}
+		return nil
+	})
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "idle-sentinel"}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	for i := int(size) - 1; i >= 0; i-- {
+		sentinels.deletePod(f.ctx, f.cr.Namespace, fmt.Sprintf("idle-sentinel-%d", i), syscall.SIGTERM)
+		sentinels.startPod(f.ctx, &sts, i, "")
+	}
+	master := f.kubelet.pod("rr-0").ip
+	waitUntil(t, 45*time.Second, "RedisSentinel Ready on "+master, func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+		if sn.Status.State == SentinelStateReady && ready != nil && ready.Status == metav1.ConditionTrue &&
+			ready.ObservedGeneration == sn.Generation && strings.Contains(ready.Message, master) {
+			return nil
+		}
+		return fmt.Errorf("state %q, conditions %s", sn.Status.State, describeConditions(sn.Status.Conditions))
+	})
+}
+
+func (f *replicationFixture) sentinelTemplateHash(name string) string {
+	f.t.Helper()
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: name}, &sts); err != nil {
+		f.t.Fatal(err)
+	}
+	return sts.Spec.Template.Annotations[builder.AnnotationConfigHash]
+}
+
+// Deletion does not depend on the spec: a RedisSentinel without redisSentinelConfig, its
+// objects made, is deleted, its finalizer removed.
+func TestSentinelWithoutConfigIsDeleted(t *testing.T) {
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	c := newClient(t)
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	size := int32(1)
+	sn := &v1beta2.RedisSentinel{
+		ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns},
+		Spec:       v1beta2.RedisSentinelSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}},
+	}
+	if err := c.Create(ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the sentinels' StatefulSet and the finalizer", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		if len(sn.Finalizers) == 0 {
+			return fmt.Errorf("no finalizer yet")
+		}
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bare-sentinel"}, &appsv1.StatefulSet{})
+	})
+	if err := c.Delete(ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "RedisSentinel deleted", func() error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(sn), sn)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (finalizers %v): %w", sn.Finalizers, err)
+	})
 }

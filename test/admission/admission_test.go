@@ -156,6 +156,54 @@ spec:
 	}
 }
 
+// TestSentinelsAreAcceptedWhereTheReferenceAcceptsThem covers specs the reference operator
+// admits that an earlier schema of ours refused: a single sentinel without a quorum (a fixed
+// default of 2 exceeded its size) and sentinels with nothing to monitor yet.
+func TestSentinelsAreAcceptedWhereTheReferenceAcceptsThem(t *testing.T) {
+	ensureNamespace(t, "accepted")
+	const sentinel = `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisSentinel
+metadata: {name: %s, namespace: accepted}
+spec:
+  kubernetesConfig: {image: redis:7.0.15}
+`
+	for _, tc := range []struct {
+		name, manifest string
+		quorumPath     []string // a quorum the API server must not have filled in
+	}{
+		{"one-sentinel", fmt.Sprintf(sentinel, "one-sentinel") + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl}\n",
+			[]string{"spec", "redisSentinelConfig", "quorum"}},
+		{"one-sentinel-quorum-one", fmt.Sprintf(sentinel, "one-sentinel-quorum-one") + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"1\"}\n", nil},
+		{"no-config", fmt.Sprintf(sentinel, "no-config") + "  clusterSize: 3\n", nil},
+		{"no-config-one", fmt.Sprintf(sentinel, "no-config-one") + "  clusterSize: 1\n", nil},
+		// The reference's schema requires the key, as ours does, but not a name in it.
+		{"empty-replication-name", fmt.Sprintf(sentinel, "empty-replication-name") + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: \"\"}\n", nil},
+		{"embedded-one-sentinel", `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata: {name: embedded-one-sentinel, namespace: accepted}
+spec:
+  clusterSize: 3
+  kubernetesConfig: {image: redis:7.0.15}
+  sentinel: {image: redis:7.0.15, size: 1}
+`, []string{"spec", "sentinel", "quorum"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := decode(t, tc.manifest)
+			if err := k8sClient.Create(context.Background(), obj); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if tc.quorumPath == nil {
+				return
+			}
+			if got, found, _ := unstructured.NestedFieldNoCopy(obj.Object, tc.quorumPath...); found {
+				t.Errorf("%s was defaulted to %v; the operator chooses it from the size", strings.Join(tc.quorumPath, "."), got)
+			}
+		})
+	}
+}
+
 // badManifest is refused by the API server; when before is set, the object is first created
 // from before and then updated to manifest (for transition rules).
 type badManifest struct {
@@ -277,8 +325,13 @@ var badManifests = []badManifest{
 	},
 	{
 		name:     "embedded sentinel quorum larger than size",
-		manifest: replicationHead + "  clusterSize: 3\n  sentinel: {image: redis:7.0.15, size: 1}\n",
+		manifest: replicationHead + "  clusterSize: 3\n  sentinel: {image: redis:7.0.15, size: 1, quorum: \"2\"}\n",
 		wants:    []string{"spec.sentinel.quorum", "must not be larger than sentinel size"},
+	},
+	{
+		name:     "single sentinel with an explicit quorum of two",
+		manifest: sentinelHead + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"2\"}\n",
+		wants:    []string{"spec.redisSentinelConfig.quorum", "must not be larger than clusterSize"},
 	},
 	{
 		name:     "sentinel quorum not a number",
