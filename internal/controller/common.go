@@ -66,6 +66,7 @@ func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 	if err := c.Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
+	warnedTroubles.forget(obj.GetUID())
 	return nil
 }
 

@@ -66,12 +66,13 @@ func troubleOf(pods []corev1.Pod) *podTrouble {
 func reportPodTrouble(rec recorder.EventRecorder, obj client.Object, conditions conditionSet, pods []corev1.Pod) bool {
 	trouble := troubleOf(pods)
 	if trouble == nil {
+		warnedTroubles.cleared(obj.GetUID(), "pod")
 		return false
 	}
 	previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded)
 	alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == trouble.reason &&
-		strings.HasPrefix(previous.Message, "pod "+trouble.pod+":")
-	if !alreadyReported {
+		strings.HasPrefix(previous.Message, fmt.Sprintf("pod %s: ", trouble.pod))
+	if warnedTroubles.firstWarning(obj.GetUID(), "pod", trouble.pod+"/"+trouble.reason) && !alreadyReported {
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, trouble.reason, "ObservePod", "%s", trouble.String())
 	}
 	conditions.degraded(trouble.reason, trouble.String())

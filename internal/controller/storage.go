@@ -175,10 +175,12 @@ func (g storageGrowth) notExpandable(ctx context.Context, claim *corev1.Persiste
 func (g storageGrowth) reportShrinks(owner client.Object, shrinks []string, conditions conditionSet) {
 	if len(shrinks) == 0 {
 		meta.RemoveStatusCondition(conditions.conditions, ConditionStorageShrinkIgnored)
+		warnedTroubles.cleared(owner.GetUID(), "storage-shrink")
 		return
 	}
 	message := "volumes never shrink; the smaller storage request is ignored: " + strings.Join(shrinks, "; ")
-	if previous := meta.FindStatusCondition(*conditions.conditions, ConditionStorageShrinkIgnored); previous == nil || previous.Message != message {
+	previous := meta.FindStatusCondition(*conditions.conditions, ConditionStorageShrinkIgnored)
+	if warnedTroubles.firstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
 		g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageShrinkIgnored, "Resize", "%s", message)
 	}
 	conditions.set(ConditionStorageShrinkIgnored, metav1.ConditionTrue, ReasonStorageShrinkIgnored, message)
@@ -190,13 +192,15 @@ func (g storageGrowth) wait(owner client.Object, out storageOutcome, conditions 
 	if len(out.refused) > 0 {
 		message := "storage cannot grow in place: " + strings.Join(out.refused, "; ")
 		previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded)
-		if previous == nil || previous.Status != metav1.ConditionTrue || previous.Reason != ReasonStorageNotExpandable || previous.Message != message {
+		alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == ReasonStorageNotExpandable && previous.Message == message
+		if warnedTroubles.firstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
 			g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageNotExpandable, "Resize", "%s", message)
 		}
 		conditions.degraded(ReasonStorageNotExpandable, message)
 		requeue(whileBroken, "a StorageClass may come to allow expansion") // StorageClasses are not watched
 		return true
 	}
+	warnedTroubles.cleared(owner.GetUID(), "storage")
 	if len(out.resizing) > 0 {
 		conditions.progressing(ReasonStorageResizing, "waiting for PVCs to report their new capacity: "+strings.Join(out.resizing, ", "))
 		requeue(whileResizing, "PVCs are resizing") // PVCs are not watched
