@@ -109,7 +109,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 		}
 		return err
 	})
-	waitUntil(t, 20*time.Second, "the replication to follow a failover that no pod event announced", func() error {
+	waitUntil(t, time.Minute, "the replication to follow a failover that no pod event announced", func() error {
 		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
 	t.Helper()
 	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
 	promoted := f.waitPromoted()
-	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
+	waitUntil(t, 45*time.Second, promoted+" accepts writes", func() error {
 		return f.redis(promoted).Set(f.ctx, "after", "sentinel-failover", 0).Err()
 	})
 	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
@@ -177,7 +177,7 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
 	}
 	// (A sentinel finishes the failover once it reconfigured every replica it knows or its
 	// failover timeout passed: the dead old master is one it cannot reach.)
-	waitUntil(t, 20*time.Second, "the sentinels' failover recorded", func() error {
+	waitUntil(t, time.Minute, "the sentinels' failover recorded", func() error {
 		state, err := c.SentinelMaster(f.ctx, builder.DefaultMasterGroupName)
 		if err != nil {
 			return err
