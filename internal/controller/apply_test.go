@@ -154,13 +154,8 @@ func monitoredReplication(t *testing.T, ctx context.Context, c client.Client, ns
 func TestRemovedFieldsLeaveTheObjects(t *testing.T) {
 	for _, tc := range applyCases() {
 		t.Run(tc.kind, func(t *testing.T) {
-			ns := testNamespace(t)
+			ns, op, c := operatorInNamespace(t)
 			ctx := context.Background()
-			c := newClient(t)
-			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-				t.Fatal(err)
-			}
-			op := startOperator(t, ns)
 			if tc.setup != nil {
 				tc.setup(t, ctx, c, ns)
 			}

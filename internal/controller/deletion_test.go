@@ -19,13 +19,8 @@ import (
 // one are deleted, those of the one with storage.keepAfterDelete stay. (Without a StatefulSet
 // controller here, the test creates the PVCs the StatefulSet would have made.)
 func TestDeletionRemovesClaimsUnlessKept(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
+	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, keep := range []bool{false, true} {
 		name := fmt.Sprintf("keep-%v", keep)
 		cr := &v1beta2.Redis{
@@ -85,13 +80,8 @@ func TestDeletionRemovesClaimsUnlessKept(t *testing.T) {
 // but the builders refuse (no image): their deletion must not depend on building, and it
 // still removes their PVCs.
 func TestResourcesTheBuildersRefuseAreDeleted(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
+	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	size := int32(3)
 	refused := []struct {
 		cr    client.Object

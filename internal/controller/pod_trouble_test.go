@@ -58,13 +58,8 @@ func TestTroubleOfNamesTheStuckPod(t *testing.T) {
 // (Degraded, the pod and the kubelet's reason) with one Warning event however often it is
 // reconciled.
 func TestStuckPodIsNamedOnTheResource(t *testing.T) {
-	ns := testNamespace(t)
+	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	startOperator(t, ns)
 	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns},
 		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "nosuchimage:1"}}}
 	if err := c.Create(ctx, cr); err != nil {

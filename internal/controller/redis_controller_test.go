@@ -118,13 +118,8 @@ func waitStandaloneReady(t *testing.T, c client.Client, cr *v1beta2.Redis) {
 }
 
 func TestStandaloneSkipReconcileCreatesNothing(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
+	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	cr := &v1beta2.Redis{
 		ObjectMeta: metav1.ObjectMeta{Name: "hands-off", Namespace: ns, Annotations: map[string]string{SkipReconcileAnnotation: "true"}},
 		Spec:       v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}},

@@ -115,13 +115,8 @@ func waitCondition(t *testing.T, what string, get func() []metav1.Condition, typ
 // capacity, then the StatefulSet is recreated, without the recreate annotation, with the new
 // templates. A later smaller request is ignored, with a Warning and a condition.
 func TestClusterStorageGrowsInPlace(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
+	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	class := ns + "-expandable"
 	createStorageClass(t, c, class, true)
 	size, followers := int32(3), int32(0)
@@ -290,13 +285,8 @@ func TestClusterStorageGrowsInPlace(t *testing.T) {
 // TestStorageGrowthRefusedByTheClass: a class without allowVolumeExpansion leaves the claims
 // as they are and gives Degraded with the reason, with one Warning however often it reconciles.
 func TestStorageGrowthRefusedByTheClass(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
+	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	class := ns + "-fixed"
 	createStorageClass(t, c, class, false)
 	cr := &v1beta2.RedisReplication{

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -162,6 +164,17 @@ func (op *operator) stop() {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// operatorInNamespace makes the test's namespace and starts an operator that watches it.
+func operatorInNamespace(t *testing.T) (string, *operator, client.Client) {
+	t.Helper()
+	ns := testNamespace(t)
+	c := newClient(t)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return ns, startOperator(t, ns), c
+}
 
 func newClient(t *testing.T) client.Client {
 	t.Helper()
