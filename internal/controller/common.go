@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -191,6 +192,7 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration()}})
 	defer func() {
 		settleObservedGeneration(common, obj.GetGeneration(), err == nil)
+		agreeStateWithReady(obj)
 		changed := !equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(obj).Interface())
 		base := obj.DeepCopyObject().(T)
 		statusOf(base).Set(statusOf(before))
@@ -200,6 +202,35 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 		return ctrl.Result{}, err
 	}
 	return s.base().result, nil
+}
+
+// agreeStateWithReady keeps the compatible state from saying Ready while the Ready condition
+// does not (a phase that found a problem after the resource had been Ready sets the conditions
+// only): the state then says Failed when Degraded is True, else that the resource is on its way
+// (Bootstrap for a cluster, as its reference does, Initializing for the other kinds).
+func agreeStateWithReady(obj client.Object) {
+	status := statusOf(obj)
+	state, reason := status.FieldByName("State"), status.FieldByName("Reason")
+	conditions := commonStatusOf(obj).Conditions
+	if state.String() != "Ready" || meta.IsStatusConditionTrue(conditions, v1beta2.ConditionReady) {
+		return
+	}
+	ready := meta.FindStatusCondition(conditions, v1beta2.ConditionReady)
+	if ready == nil {
+		return
+	}
+	_, isCluster := obj.(*v1beta2.RedisCluster)
+	switch {
+	case meta.IsStatusConditionTrue(conditions, v1beta2.ConditionDegraded):
+		state.SetString("Failed")
+		reason.SetString(ready.Message)
+	case isCluster:
+		state.SetString(ClusterStateBootstrap)
+		reason.SetString(ClusterReasonBootstrapping)
+	default:
+		state.SetString("Initializing")
+		reason.SetString(ready.Message)
+	}
 }
 
 // statusOf is the settable Status field of a resource.

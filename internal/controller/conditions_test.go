@@ -52,3 +52,44 @@ func TestEveryKindHasTheStatusTheShellWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestStateNeverSaysReadyWithoutTheReadyCondition: a state left at Ready by a reconcile that
+// found a problem follows the conditions.
+func TestStateNeverSaysReadyWithoutTheReadyCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		obj       client.Object
+		status    func(client.Object) (*string, *string)
+		set       func(conditionSet)
+		wantState string
+	}{
+		{"ready stays", &v1beta2.Redis{}, redisState, func(c conditionSet) { c.ready("answers") }, "Ready"},
+		{"degraded", &v1beta2.Redis{}, redisState, func(c conditionSet) { c.degraded(ReasonApplyFailed, "quota") }, "Failed"},
+		{"progressing", &v1beta2.Redis{}, redisState, func(c conditionSet) { c.progressing(ReasonConverging, "moving") }, "Initializing"},
+		{"cluster progressing", &v1beta2.RedisCluster{}, clusterState, func(c conditionSet) { c.progressing(ReasonConverging, "moving") }, ClusterStateBootstrap},
+		{"cluster degraded", &v1beta2.RedisCluster{}, clusterState, func(c conditionSet) { c.degraded(ReasonTopologyProblem, "slots") }, "Failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, reason := tc.status(tc.obj)
+			*state, *reason = "Ready", "was ready"
+			tc.set(conditionSet{conditions: &commonStatusOf(tc.obj).Conditions, generation: 1})
+			agreeStateWithReady(tc.obj)
+			if *state != tc.wantState {
+				t.Errorf("state %q, want %q", *state, tc.wantState)
+			}
+			if tc.wantState != "Ready" && *reason == "was ready" {
+				t.Errorf("reason not updated")
+			}
+		})
+	}
+}
+
+func redisState(obj client.Object) (*string, *string) {
+	s := &obj.(*v1beta2.Redis).Status
+	return &s.State, &s.Reason
+}
+
+func clusterState(obj client.Object) (*string, *string) {
+	s := &obj.(*v1beta2.RedisCluster).Status
+	return &s.State, &s.Reason
+}
