@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,11 @@ func create(ctx context.Context, c client.Client, kind string, desired client.Ob
 // upgradeLegacyFields hands the fields that this operator set with create or update (not
 // apply) to its apply manager, once per object, and reports whether it did.
 func upgradeLegacyFields(ctx context.Context, c client.Client, kind string, live client.Object) (bool, error) {
+	// Asked cheaply first: the upgrade decodes field sets, which an idle reconcile of an
+	// object already owned by apply need not pay for.
+	if !slices.ContainsFunc(live.GetManagedFields(), isLegacyEntry) {
+		return false, nil
+	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, legacyManagers, FieldManager)
 	if err != nil {
 		return false, fmt.Errorf("managed fields of %s %s: %w", kind, live.GetName(), err)
@@ -138,6 +144,11 @@ func upgradeLegacyFields(ctx context.Context, c client.Client, kind string, live
 		return false, fmt.Errorf("hand the fields of %s %s to %s: %w", kind, live.GetName(), FieldManager, err)
 	}
 	return true, nil
+}
+
+// isLegacyEntry: fields our earlier versions (or our own create) wrote without apply.
+func isLegacyEntry(entry metav1.ManagedFieldsEntry) bool {
+	return entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" && legacyManagers.Has(entry.Manager)
 }
 
 // appliedHash is the digest of what the operator wants an object to be.

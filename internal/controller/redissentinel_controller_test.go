@@ -194,13 +194,8 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
 // not exist (it waits for it), a password from anything but a Secret (the user must fix it), and
 // the skip annotation (no object is created).
 func TestSentinelReportsWhatItWaitsFor(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
-	c := newClient(t)
+	ns, _, c := operatorInNamespace(t)
 	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	size := int32(3)
 	sentinel := func(name string, cfg v1beta2.RedisSentinelConfig, annotations map[string]string) *v1beta2.RedisSentinel {
 		return &v1beta2.RedisSentinel{
@@ -363,13 +358,8 @@ func (f *replicationFixture) sentinelTemplateHash(name string) string {
 // Deletion does not depend on the spec: a RedisSentinel without redisSentinelConfig, its
 // objects made, is deleted, its finalizer removed.
 func TestSentinelWithoutConfigIsDeleted(t *testing.T) {
-	ns := testNamespace(t)
-	startOperator(t, ns)
-	c := newClient(t)
+	ns, _, c := operatorInNamespace(t)
 	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	size := int32(1)
 	sn := &v1beta2.RedisSentinel{
 		ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns},
