@@ -34,19 +34,56 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the Go types and kubebuilder markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=redis-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=redis-operator paths="./internal/controller/...;./internal/webhook/..." output:rbac:artifacts:config=config/rbac
+	$(MAKE) --no-print-directory chart-sync
+
+# The operator chart ships the CRDs, the RBAC rules, the admission policy, the alerts and the
+# dashboard of config/ as they are: copied here, checked by verify.
+CHART_DIR := charts/redis-operator
+.PHONY: chart-sync
+chart-sync: ## Copy the generated CRDs, RBAC rules, admission policy, alerts and dashboard into the redis-operator chart.
+	@mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/files
+	@rm -f $(CHART_DIR)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	cp config/rbac/role.yaml $(CHART_DIR)/files/role.yaml
+	cp config/policy/storage-never-shrinks.yaml $(CHART_DIR)/templates/storage-never-shrinks.yaml
+	cp config/prometheus/alerts.rules.yaml $(CHART_DIR)/files/alerts.rules.yaml
+	cp config/grafana/redis-operator-dashboard.json $(CHART_DIR)/files/redis-operator-dashboard.json
+	@# config/prometheus ships the same rules as a PrometheusRule object.
+	{ printf '%s\n' '# Written by make chart-sync from alerts.rules.yaml: edit that file.' 'apiVersion: monitoring.coreos.com/v1' \
+		'kind: PrometheusRule' 'metadata:' '  name: redis-operator' '  labels:' '    app.kubernetes.io/name: redis-operator' 'spec:'; \
+		sed -e 's/^./  &/' config/prometheus/alerts.rules.yaml; } > config/prometheus/prometheusrule.yaml
+
+# The API reference, one Markdown file per version under api/, from the Go types.
+.PHONY: docs
+docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
+	@mkdir -p docs/api
+	@for v in api/*/; do v=$$(basename $$v); go run ./hack/apidocs -api api/$$v -out docs/api/$$v.md || exit 1; done
 
 .PHONY: verify
-verify: generate manifests ## Fail when generated files are not committed as generated.
+verify: generate manifests docs ## Fail when generated files are not committed as generated.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
-	@git diff --exit-code -- api config || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files"; exit 1; }
+	@git diff --exit-code -- api config charts docs || { echo "generated files are out of date: run make generate manifests docs and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts docs)" || { git status --porcelain -- api config charts docs; echo "untracked generated files"; exit 1; }
 
 ##@ Build
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/redis-operator ./cmd/redis-operator
+
+.PHONY: kubectl-redis
+kubectl-redis: ## Build the kubectl plugin into bin/kubectl-redis (`kubectl redis status NAME`).
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-redis ./cmd/kubectl-redis
+
+HELM_VERSION := v3.22.0
+HELM := $(BIN)/helm
+.PHONY: helm
+helm: $(HELM) ## Build bin/helm (helm.sh/helm/v3 $(HELM_VERSION)), which installs and tests the charts in charts/.
+
+$(HELM):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -72,7 +109,7 @@ vet: ## Run go vet on the operator's module and on the test module (benchmarks i
 	cd $(TEST_MODULE) && go vet -tags bench ./...
 
 .PHONY: test
-test: packages control-plane build chainsaw ## Run every test: vet, verify, lint, unit, golden, real kube-apiserver, real Redis, then the test module (compatibility, admission, end-to-end on the sandbox).
+test: packages control-plane build kubectl-redis chainsaw helm ## Run every test: vet, verify, lint, unit, golden, real kube-apiserver, real Redis, then the test module (compatibility, admission, end-to-end on the sandbox).
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory verify
 	$(MAKE) --no-print-directory lint
@@ -81,10 +118,17 @@ test: packages control-plane build chainsaw ## Run every test: vet, verify, lint
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
 
 # The sandbox slot the benchmark runs on: BENCH_SLOT=N (or SANDBOX_SLOT=N); empty takes the first free one.
+# BENCH_PARTS=bootstrap,failures,... runs only those parts (see test/bench) into bench/results/partial.json.
 BENCH_SLOT ?= $(if $(filter command line environment,$(origin SANDBOX_SLOT)),$(SANDBOX_SLOT),)
 .PHONY: bench
 bench: packages control-plane build ## Measure the operator on the sandbox; writes bench/results/latest.json.
 	cd $(TEST_MODULE) && E2E_SANDBOX_SLOT=$(BENCH_SLOT) go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./bench/
+
+# Hundreds of pods (QUIET_REDIS=100 standalone Redis, QUIET_CLUSTERS=20 clusters 3×(1+1)): run it on
+# an otherwise idle machine. Adds "quiet_at_scale" to bench/results/latest.json.
+.PHONY: bench-quiet
+bench-quiet: packages control-plane build ## Measure the idle operator beside 100 Redis and 20 clusters; adds to bench/results/latest.json.
+	cd $(TEST_MODULE) && E2E_SANDBOX_SLOT=$(BENCH_SLOT) go test -tags bench -count=1 -timeout 60m -v -run TestQuietAtScale ./bench/
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
@@ -113,6 +157,10 @@ help:
 
 SANDBOX_DIR ?= $(ROOT)/.sandbox
 SANDBOX_SLOT ?= 0
+# MONITORING=1 also starts Debian's Prometheus, scraping the operator and every exporter, at
+# PROMETHEUS_ADDR (port 9090 plus the slot).
+MONITORING ?=
+PROMETHEUS_ADDR ?= 127.0.0.1:$(shell echo $$((9090 + $(SANDBOX_SLOT))))
 # Applied without the operator; with the operator deployed, SANDBOX_OPERATOR_SAMPLE instead.
 SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
 SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml config/samples/redis_v1beta2_rediscluster_minimal.yaml
@@ -122,16 +170,18 @@ sandbox-bin: ## Build bin/sandbox from the test module.
 	cd $(TEST_MODULE) && CGO_ENABLED=0 go build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
 
 .PHONY: sandbox
-sandbox: packages control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample.
+sandbox: packages control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample; MONITORING=1 adds Prometheus.
 	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
 	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) \
 		$(foreach s,$(SANDBOX_SAMPLE),--sample $(s)) $(foreach s,$(wildcard $(SANDBOX_OPERATOR_SAMPLE)),--operator-sample $(s))
+	@if [ -n "$(MONITORING)" ]; then SANDBOX_DIR=$(SANDBOX_DIR) PROMETHEUS_ADDR=$(PROMETHEUS_ADDR) hack/sandbox-monitoring.sh start; fi
 
 .PHONY: sandbox-down
 sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, link and route it made.
+	@SANDBOX_DIR=$(SANDBOX_DIR) hack/sandbox-monitoring.sh stop
 	@test -x $(BIN)/sandbox || $(MAKE) --no-print-directory sandbox-bin
 	$(BIN)/sandbox down --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT)
 
 .PHONY: e2e
-e2e: packages control-plane chainsaw ## Run the sandbox's end-to-end tests (as root).
+e2e: packages control-plane build kubectl-redis chainsaw helm ## Run the sandbox's end-to-end tests (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./e2e/...

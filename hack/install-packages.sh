@@ -3,7 +3,9 @@
 # redis-server/redis-sentinel/redis-cli processes, the ip tool (pod networking), nsenter,
 # nft (kube-proxy's nftables rules in the sandbox's node namespace), openssl, and the tools
 # client pods' scripts use (nslookup/dig, nc; curl and getent come with the base system),
-# and gcc with the C library headers for cgo, which `go test -race` needs.
+# the Redis exporter the sandbox runs for exporter images (prometheus-redis-exporter), Prometheus
+# (promtool tests the alert rules; make sandbox MONITORING=1 runs prometheus), and gcc with the
+# C library headers for cgo, which `go test -race` needs.
 set -euo pipefail
 
 declare -A wanted=(
@@ -17,6 +19,8 @@ declare -A wanted=(
 	[nslookup]=dnsutils
 	[nc]=netcat-openbsd
 	[curl]=curl
+	[prometheus-redis-exporter]=prometheus-redis-exporter
+	[promtool]=prometheus
 	[gcc]="gcc libc6-dev"
 )
 missing=()
@@ -36,7 +40,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packages start system services; the tests start their own processes instead.
-for service in redis-server redis-sentinel; do
+for service in redis-server redis-sentinel prometheus-redis-exporter prometheus; do
 	if command -v systemctl >/dev/null 2>&1; then systemctl disable --now "$service" >/dev/null 2>&1 || true; fi
 	service "$service" stop >/dev/null 2>&1 || true
 done

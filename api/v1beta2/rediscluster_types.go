@@ -99,6 +99,7 @@ type RedisClusterStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 43",message="metadata.name must be at most 43 characters: the Service <name>-follower-additional and the pods' controller-revision-hash label (<name>-follower-<hash>) must fit in 63"
 // +kubebuilder:printcolumn:name="ClusterSize",type=integer,JSONPath=`.spec.clusterSize`
 // +kubebuilder:printcolumn:name="ReadyLeaderReplicas",type=integer,JSONPath=`.status.readyLeaderReplicas`

@@ -42,8 +42,9 @@ type RedisReplicationSpec struct {
 // SentinelConfig is the monitoring configuration written into sentinel.conf.
 type SentinelConfig struct {
 	AdditionalSentinelConfig *string `json:"additionalSentinelConfig,omitempty"`
-	// Quorum is the number of sentinels that must agree that the master is down; unset, 2
-	// (1 with a single sentinel).
+	// Quorum is the number of sentinels that must agree that the master is down; unset, a
+	// majority (size/2+1) of a RedisReplication's embedded sentinels, and 2 (1 with a single
+	// sentinel) for a RedisSentinel.
 	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*$')",message="quorum must be a positive whole number"
 	Quorum string `json:"quorum,omitempty"`
@@ -117,6 +118,7 @@ type RedisReplicationStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: the pods' controller-revision-hash label (<name>-<hash>) and the Service <name>-additional must fit in 63"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.sentinel) || size(self.metadata.name) <= 43",message="with spec.sentinel, metadata.name must be at most 43 characters: the Service <name>-sentinel-additional and the sentinel pods' controller-revision-hash label must fit in 63"
 // +kubebuilder:printcolumn:name="Master",type=string,JSONPath=`.status.masterNode`

@@ -8,25 +8,30 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	redisv1beta1 "github.com/rediskube/redis-operator/api/v1beta1"
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/controller"
+	"github.com/rediskube/redis-operator/internal/metricsauth"
 	"github.com/rediskube/redis-operator/internal/redis"
+	conversionwebhook "github.com/rediskube/redis-operator/internal/webhook"
 )
 
 func main() {
@@ -40,12 +45,15 @@ func main() {
 // options are the operator's command-line flags.
 type options struct {
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
 	watchNamespaces         string
 	maxConcurrentReconciles int
+	webhook                 conversionwebhook.Options
 	zap                     zap.Options
 }
 
@@ -58,6 +66,8 @@ func parseFlags(args []string) (*options, error) {
 	opts := &options{}
 	fs := flag.NewFlagSet("redis-operator", flag.ContinueOnError)
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&opts.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to callers the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics); false serves plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&opts.metricsCertDir, "metrics-cert-dir", "", "Directory with tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change; empty: a self-signed certificate made at start.")
 	fs.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader so that only one replica of the operator acts at a time.")
 	fs.StringVar(&opts.leaderElectionID, "leader-election-id", "redis-operator.redis.opstreelabs.in", "Name of the Lease used for leader election.")
@@ -73,6 +83,7 @@ func parseFlags(args []string) (*options, error) {
 	}
 	fs.IntVar(&opts.maxConcurrentReconciles, "max-concurrent-reconciles", concurrency,
 		"Resources of one kind reconciled at once (default from MAX_CONCURRENT_RECONCILES, else 4).")
+	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parse flags: %w", err)
@@ -91,6 +102,10 @@ func newScheme() (*runtime.Scheme, error) {
 	}
 	if err := redisv1beta2.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("register redis kinds: %w", err)
+	}
+	// v1beta1 only for the conversion webhook: the controllers read and write v1beta2.
+	if err := redisv1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register redis v1beta1 kinds: %w", err)
 	}
 	return scheme, nil
 }
@@ -115,20 +130,31 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return err
 	}
 
-	var cacheOptions cache.Options
-	if namespaces := splitNamespaces(opts.watchNamespaces); len(namespaces) > 0 {
-		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			cacheOptions.DefaultNamespaces[ns] = cache.Config{}
-		}
+	namespaces := splitNamespaces(opts.watchNamespaces)
+	if len(namespaces) > 0 {
 		log.Info("watching namespaces", "namespaces", namespaces)
+	}
+	// Secrets: only the operator's own are cached; see controller.CacheOptions.
+	cacheOptions := controller.CacheOptions(namespaces)
+
+	// The conversion webhook serves v1beta1 on every replica, leader or not.
+	var hook *conversionwebhook.Webhook
+	switch {
+	case opts.webhook.Port <= 0:
+		log.Info("conversion webhook off (--webhook-port=0): v1beta1 requests will fail")
+	case opts.webhook.Namespace == "" && opts.webhook.URL == "":
+		log.Info("conversion webhook off: the operator's namespace is unknown (set --operator-namespace or POD_NAMESPACE); v1beta1 requests will fail")
+	default:
+		if hook, err = conversionwebhook.New(cfg, opts.webhook); err != nil {
+			return fmt.Errorf("set up the conversion webhook: %w", err)
+		}
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions,
 		Client:                        controller.ClientOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
@@ -136,9 +162,15 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptrTo(30 * time.Second),
 		Controller:                    config.Controller{MaxConcurrentReconciles: opts.maxConcurrentReconciles},
+		WebhookServer:                 webhookServer(hook),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
+	}
+	if hook != nil {
+		if err := hook.AddTo(mgr); err != nil {
+			return err
+		}
 	}
 	// One pool of Redis connections for every controller: pods are dialled once, then reused.
 	redisPool := redis.NewPool(redis.Options{OnCommand: countRedisCommand})
@@ -147,16 +179,26 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 			log.Error(err, "close Redis connections")
 		}
 	}()
-	writes := controller.CountWrites(mgr.GetClient())
-	events := mgr.GetEventRecorder("redis-operator")
+	// Secrets a resource names are read by name from the API server, not from the cache.
+	writes := controller.CountWrites(controller.ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader()))
+	secretWatch, err := controller.NewSecretWatch(mgr, namespaces)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create the events client: %w", err)
+	}
+	events, stopEvents := controller.NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
+	defer stopEvents()
 	controllers := []struct {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
-		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
-		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
-		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool}},
+		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
+		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
+		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
+		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {
@@ -177,11 +219,30 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return fmt.Errorf("add readiness check: %w", err)
 	}
 
-	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "probes", opts.probeAddr)
+	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// metricsOptions serves /metrics over HTTPS with Kubernetes authentication and authorization,
+// or plain HTTP with --metrics-secure=false.
+func metricsOptions(opts *options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.metricsAddr}
+	if !opts.metricsSecure {
+		return o
+	}
+	o.SecureServing = true
+	o.FilterProvider = metricsauth.Filter
+	if opts.metricsCertDir != "" {
+		o.CertDir = opts.metricsCertDir
+	} else {
+		// A directory that holds no certificate: the server makes a self-signed one in memory
+		// (controller-runtime's default directory might hold someone else's).
+		o.CertDir = filepath.Join(os.TempDir(), "redis-operator-metrics-no-certs")
+	}
+	return o
 }
 
 // redisCommands counts what the operator sends to Redis, by command, so that a dashboard or a
@@ -208,3 +269,33 @@ func splitNamespaces(value string) []string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// bindWebhookFlags binds the conversion webhook's flags.
+func bindWebhookFlags(fs *flag.FlagSet, o *conversionwebhook.Options) {
+	fs.IntVar(&o.Port, "webhook-port", 9443, "Port the conversion webhook (v1beta1) listens on; 0 disables it.")
+	fs.StringVar(&o.Namespace, "operator-namespace", os.Getenv("POD_NAMESPACE"), "The operator's namespace, home of the webhook Service and certificate Secret (default from POD_NAMESPACE).")
+	fs.StringVar(&o.ServiceName, "webhook-service-name", "redis-operator-webhook", "Service through which the API server calls the conversion webhook.")
+	var port int
+	fs.Func("webhook-service-port", "Port of that Service (default 443).", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("want a port number, got %q", v)
+		}
+		port = n
+		o.ServicePort = int32(port) //nolint:gosec // G115: checked to be a port number above
+		return nil
+	})
+	o.ServicePort = 443
+	fs.StringVar(&o.URL, "webhook-url", "", "URL the API server calls instead of the Service (an operator running outside the cluster).")
+	fs.StringVar(&o.SecretName, "webhook-cert-secret", "redis-operator-webhook-cert", "Secret (in the operator's namespace) holding the webhook's CA and serving certificate; the operator makes and renews it, unless it holds no CA key (cert-manager's), which is used as it is.")
+	fs.StringVar(&o.CertDir, "webhook-cert-dir", "", "Directory with tls.crt, tls.key and ca.crt kept current by something else (a mounted cert-manager Secret); the operator then makes no certificate.")
+	fs.DurationVar(&o.Validity, "webhook-cert-validity", 365*24*time.Hour, "Validity of the serving certificates the operator makes; renewed with a third left, the CA lives ten times longer.")
+}
+
+// webhookServer is the manager's webhook server: the conversion webhook's, or none.
+func webhookServer(hook *conversionwebhook.Webhook) webhook.Server {
+	if hook == nil {
+		return nil
+	}
+	return hook.Server()
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -13,7 +14,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -66,12 +72,26 @@ func TestOperatorServesProbesMetricsAndElectsALeader(t *testing.T) {
 	})
 
 	for _, path := range []string{"/healthz", "/readyz"} {
-		body := waitFor200(t, "http://"+probeAddr+path, operator)
+		body := waitFor200(t, "http://"+probeAddr+path, "", operator)
 		if !strings.Contains(body, "ok") {
 			t.Errorf("%s answered %q, want ok", path, body)
 		}
 	}
-	metrics := waitFor200(t, "http://"+metricsAddr+"/metrics", operator)
+	// /metrics is HTTPS for callers with a token that may get /metrics: none, one the API
+	// server does not know, and one of a ServiceAccount without the permission are refused.
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := scraperToken(ctx, t, kube)
+	metricsURL := "https://" + metricsAddr + "/metrics"
+	for _, tc := range []struct{ token, want string }{{"", "401"}, {"not-a-token", "401"}, {token, "403"}} {
+		if got := waitForStatus(t, metricsURL, tc.token, operator); fmt.Sprint(got) != tc.want {
+			t.Errorf("/metrics with token %.10q: %d, want %s", tc.token, got, tc.want)
+		}
+	}
+	allowMetrics(ctx, t, kube)
+	metrics := waitFor200(t, metricsURL, token, operator)
 	if !strings.Contains(metrics, "controller_runtime_") && !strings.Contains(metrics, "go_goroutines") {
 		t.Errorf("/metrics does not look like Prometheus metrics:\n%.500s", metrics)
 	}
@@ -166,10 +186,79 @@ func freeAddr(t *testing.T) string {
 	return ""
 }
 
-func waitFor200(t *testing.T, url string, operator *operatorRun) string {
+// scraperToken makes the ServiceAccount "scraper" in default and returns a token of it.
+func scraperToken(ctx context.Context, t *testing.T, kube kubernetes.Interface) string {
 	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: "default"}}
+	if _, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, "scraper", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// allowMetrics lets the ServiceAccount scraper get /metrics, as config/rbac's metrics-reader
+// ClusterRole does.
+func allowMetrics(ctx context.Context, t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scraper-metrics"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "scraper", Namespace: "default"}}}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForStatus returns the first HTTP status the URL answers with the bearer token.
+func waitForStatus(t *testing.T, url, token string, operator *operatorRun) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-operator.exited:
+			t.Fatalf("operator exited early: %v", operator.err)
+		default:
+		}
+		resp, err := get(url, token)
+		if err == nil {
+			_ = resp.Body.Close()
+			return resp.StatusCode
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer within 30s: %v", url, last)
+	return 0
+}
+
+// get sends a GET with the bearer token (none when empty), trusting any certificate: the
+// metrics endpoint serves a self-signed one.
+func get(url, token string) (*http.Response, error) {
 	// A probe that hangs must fail the test, not stall it until the package timeout.
-	httpClient := &http.Client{Timeout: 5 * time.Second}
+	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test checks authentication, not the self-signed certificate
+	}}
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return httpClient.Do(req)
+}
+
+func waitFor200(t *testing.T, url, token string, operator *operatorRun) string {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
@@ -178,7 +267,7 @@ func waitFor200(t *testing.T, url string, operator *operatorRun) string {
 			t.Fatalf("operator exited early: %v", operator.err)
 		default:
 		}
-		resp, err := httpClient.Get(url)
+		resp, err := get(url, token)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()

@@ -17,6 +17,10 @@ type RedisClusterInput struct {
 	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
 	// must be set exactly when that is.
 	Password string
+	// ACL is the content of the user's ACL file (spec.acl.secret), already checked with
+	// redis.ParseACLFile; the pods read it, with the operator's password for the default
+	// user, from the Secret ACLSecretName. Ignored without spec.acl.secret.
+	ACL string
 	// Pods, when set, are the pod counts the StatefulSets get instead of the spec's: a scale-in
 	// keeps the pods it removes until their slots have moved to the others.
 	Pods *ClusterPods
@@ -58,6 +62,9 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		authName = AuthSecretName(cr.Name)
 		out.Secrets = append(out.Secrets, authSecret(owner, cr.Namespace, cr.Name, SetupCluster,
 			authName, RedisAuthKey, redisAuthFile(in.Password)))
+	}
+	if acl := cr.Spec.ACL; acl != nil && acl.Secret != nil {
+		out.Secrets = append(out.Secrets, aclSecret(owner, cr.Namespace, cr.Name, SetupCluster, in.ACL, in.Password))
 	}
 	pods := ClusterPods{Leaders: LeaderReplicas(cr), Followers: FollowerReplicas(cr)}
 	if in.Pods != nil {
@@ -128,6 +135,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 		pdb:                    r.PodDisruptionBudget,
 		passwordRef:            ref,
 		authSecretName:         authName,
+		handOverOnStop:         true,
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err

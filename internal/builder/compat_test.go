@@ -46,8 +46,8 @@ func TestContainerNames(t *testing.T) {
 				SentinelPassword: testSentinelPassword, MasterHost: testMasterHost})
 		},
 		want: map[string][]string{
-			"repl":          {"repl", "redis-exporter", "log-shipper"},
-			"repl-sentinel": {"repl-sentinel"},
+			"repl":   {"repl", "redis-exporter", "log-shipper"},
+			"repl-s": {"repl-s"},
 		},
 	}, {
 		name: "sentinel",
@@ -106,7 +106,7 @@ func TestWorkloadAnnotations(t *testing.T) {
 		"shards-master": "shards-leader",
 		"repl":          "repl", "repl-headless": "repl", "repl-additional": "repl", "repl-metrics": "repl",
 		"repl-master": "repl", "repl-replica": "repl",
-		"repl-sentinel": "repl-sentinel", "repl-sentinel-headless": "repl-sentinel",
+		"repl-s": "repl-s", "repl-s-hl": "repl-s",
 		"watch-sentinel": "watch-sentinel", "watch-sentinel-headless": "watch-sentinel",
 		"watch-sentinel-additional": "watch-sentinel", "watch-sentinel-metrics": "watch-sentinel",
 	}
@@ -132,7 +132,7 @@ func TestWorkloadAnnotations(t *testing.T) {
 				wantEqual(t, "Service "+svc.Name+" "+AnnotationInstance, a[AnnotationInstance], want)
 				wantEqual(t, "Service "+svc.Name+" "+AnnotationPrometheusScrape, a[AnnotationPrometheusScrape], "true")
 				p := port
-				if strings.HasPrefix(svc.Name, "repl-sentinel") {
+				if strings.HasPrefix(svc.Name, "repl-s") {
 					p = "9121" // embedded sentinels run no exporter
 				}
 				wantEqual(t, "Service "+svc.Name+" "+AnnotationPrometheusPort, a[AnnotationPrometheusPort], p)

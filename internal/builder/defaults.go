@@ -23,6 +23,11 @@ const (
 
 	// DefaultMasterGroupName is the sentinel master group when the spec names none.
 	DefaultMasterGroupName = "myMaster"
+	// EmbeddedMasterGroupName is the master group of the sentinels embedded in a
+	// RedisReplication, the masterName clients are given in its status.connectionInfo.
+	EmbeddedMasterGroupName = "mymaster"
+	// LegacyEmbeddedMasterGroupName is the group earlier versions gave embedded sentinels.
+	LegacyEmbeddedMasterGroupName = DefaultMasterGroupName
 	// DefaultSentinelSize matches the CRD default of RedisSentinel clusterSize.
 	DefaultSentinelSize = 3
 
@@ -280,19 +285,23 @@ func tcpProbe(port int32, initialDelay, failureThreshold int32) *corev1.Probe {
 	}
 }
 
-// probes returns the user's probes where given, the TCP defaults elsewhere.
+// probes returns the user's probes where given, the TCP defaults elsewhere. A user's probe
+// that names no check (the first v1beta1 shape had only timings) gets the TCP connect: a
+// container probe without one is refused by the API server.
 func probes(port int32, readiness, liveness *corev1.Probe) (r, l *corev1.Probe) {
-	if readiness != nil {
-		r = readiness.DeepCopy()
-	} else {
-		r = tcpProbe(port, defaultReadinessInitialDelay, defaultReadinessFailureThresh)
+	return userOrTCPProbe(port, readiness, defaultReadinessInitialDelay, defaultReadinessFailureThresh),
+		userOrTCPProbe(port, liveness, defaultLivenessInitialDelay, defaultLivenessFailureThresh)
+}
+
+func userOrTCPProbe(port int32, user *corev1.Probe, initialDelay, failureThreshold int32) *corev1.Probe {
+	if user == nil {
+		return tcpProbe(port, initialDelay, failureThreshold)
 	}
-	if liveness != nil {
-		l = liveness.DeepCopy()
-	} else {
-		l = tcpProbe(port, defaultLivenessInitialDelay, defaultLivenessFailureThresh)
+	p := user.DeepCopy()
+	if h := p.ProbeHandler; h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil && h.GRPC == nil {
+		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}
 	}
-	return r, l
+	return p
 }
 
 // exporterPort is the exporter's listen port, 9121 by default.
@@ -334,7 +343,14 @@ type sentinelSettings struct {
 	unmonitored bool
 }
 
-func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort string, size int32) (sentinelSettings, error) {
+// redisSentinelQuorum is the quorum of a RedisSentinel that sets none: 2, or 1 with a single
+// sentinel, since a quorum larger than the number of sentinels could never agree on a failover.
+func redisSentinelQuorum(size int32) int32 { return min(int32(defaultSentinelQuorum), max(size, 1)) }
+
+// embeddedSentinelQuorum is the quorum of embedded sentinels that set none: a majority.
+func embeddedSentinelQuorum(size int32) int32 { return max(size, 1)/2 + 1 }
+
+func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort string, defaultQuorum int32) (sentinelSettings, error) {
 	s := sentinelSettings{
 		masterGroup:           orDefault(masterGroup, DefaultMasterGroupName),
 		masterPort:            orDefault(masterPort, defaultSentinelMonitoredPort),
@@ -346,8 +362,7 @@ func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort s
 		announceHostnames:     orDefault(c.AnnounceHostnames, defaultSentinelAnnounceHosts),
 	}
 	if s.quorum == "" {
-		// A quorum larger than the number of sentinels could never agree on a failover.
-		s.quorum = strconv.Itoa(int(min(int32(defaultSentinelQuorum), max(size, 1))))
+		s.quorum = strconv.Itoa(int(defaultQuorum))
 	}
 	if c.AdditionalSentinelConfig != nil {
 		s.additionalConfigMap = *c.AdditionalSentinelConfig
@@ -378,4 +393,15 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// TLSKeys are the keys of the CA bundle, certificate and key in the TLS Secret: the spec's
+// ca, cert and key, by default ca.crt, tls.crt and tls.key (a cert-manager Secret's keys).
+func TLSKeys(t *v1beta2.TLSConfig) (ca, cert, key string) { return tlsFiles(t) }
+
+// TLSCertPath is where the pods read the certificate of the TLS Secret, the path redis.conf
+// names in tls-cert-file.
+func TLSCertPath(t *v1beta2.TLSConfig) string {
+	_, cert, _ := tlsFiles(t)
+	return tlsDir + "/" + cert
 }

@@ -130,8 +130,12 @@ func checkWorkloadShape(t *testing.T, o *Objects, stsName, setupType, role, owne
 			t.Errorf("%s %s carry %s, which only the controller may set", stsName, what, LabelRedisRole)
 		}
 	}
-	if sts.Spec.ServiceName != stsName+"-headless" {
-		t.Errorf("%s serviceName = %q", stsName, sts.Spec.ServiceName)
+	headless := stsName + "-headless"
+	if ownerKind == "RedisReplication" && setupType == SetupSentinel {
+		headless = stsName + "-hl" // the embedded sentinels' <name>-s-hl
+	}
+	if sts.Spec.ServiceName != headless {
+		t.Errorf("%s serviceName = %q, want %q", stsName, sts.Spec.ServiceName, headless)
 	}
 	for _, obj := range o.All() {
 		refs := obj.GetOwnerReferences()

@@ -71,9 +71,38 @@ const (
 // ClusterStatefulSetName is the StatefulSet (and Service base) name of a RedisCluster role.
 func ClusterStatefulSetName(crName, role string) string { return crName + "-" + role }
 
-// SentinelStatefulSetName is the StatefulSet (and Service base) name of a RedisSentinel, and of
-// the sentinels embedded in a RedisReplication.
+// SentinelStatefulSetName is the StatefulSet (and Service base) name of a RedisSentinel.
 func SentinelStatefulSetName(crName string) string { return crName + "-sentinel" }
+
+// EmbeddedSentinelStatefulSetName is the StatefulSet (and Service base) name of the sentinels
+// embedded in a RedisReplication (spec.sentinel).
+func EmbeddedSentinelStatefulSetName(crName string) string { return crName + "-s" }
+
+// EmbeddedSentinelHeadlessServiceName is the governing Service of the embedded sentinels, the
+// name clients are given in the replication's status.connectionInfo.
+func EmbeddedSentinelHeadlessServiceName(crName string) string { return crName + "-s-hl" }
+
+// EmbeddedSentinelAuthSecretName holds the embedded sentinels' password directives.
+func EmbeddedSentinelAuthSecretName(crName string) string { return crName + "-s-auth" }
+
+// LegacyEmbeddedSentinelStatefulSetName is where earlier versions of this operator ran the
+// sentinels embedded in a RedisReplication; they are replaced by EmbeddedSentinelStatefulSetName
+// once the new sentinels monitor the master.
+func LegacyEmbeddedSentinelStatefulSetName(crName string) string { return crName + "-sentinel" }
+
+// LegacyEmbeddedSentinelObjects lists, as "Kind/name", the objects earlier versions made for
+// the embedded sentinels of the RedisReplication crName.
+func LegacyEmbeddedSentinelObjects(crName string) []string {
+	sts := LegacyEmbeddedSentinelStatefulSetName(crName)
+	return []string{
+		"StatefulSet/" + sts,
+		"Service/" + sts,
+		"Service/" + HeadlessServiceName(sts),
+		"Service/" + AdditionalServiceName(sts),
+		"ConfigMap/" + ConfigMapName(sts),
+		"Secret/" + SentinelAuthSecretName(crName),
+	}
+}
 
 // HeadlessServiceName is the governing Service of the StatefulSet named stsName; pods resolve as
 // <pod>.<headless>.<namespace>.svc.
@@ -125,7 +154,7 @@ func StatefulSetNamesOf(kind, crName string) []string {
 	case "RedisCluster":
 		return []string{ClusterStatefulSetName(crName, RoleLeader), ClusterStatefulSetName(crName, RoleFollower)}
 	case "RedisReplication":
-		return []string{crName, SentinelStatefulSetName(crName)}
+		return []string{crName, EmbeddedSentinelStatefulSetName(crName), LegacyEmbeddedSentinelStatefulSetName(crName)}
 	case "RedisSentinel":
 		return []string{SentinelStatefulSetName(crName)}
 	}
@@ -135,3 +164,19 @@ func StatefulSetNamesOf(kind, crName string) []string {
 // ClaimTemplateNamesOf lists the names of the claim templates the builders give the
 // StatefulSet named stsName: its data claim and the cluster's node-conf claim.
 func ClaimTemplateNamesOf(stsName string) []string { return []string{stsName, nodeConfVolume} }
+
+// ExporterContainerName is the name of the redis_exporter sidecar container.
+const ExporterContainerName = exporterContainerName
+
+// Annotations a user (or kubectl redis failover) sets on a resource to ask for a safe
+// failover: AnnotationFailover names the pod that should become master, a master whose shard a
+// replica should take over (cluster), or "*" for the best replica (replication). The operator
+// notes the replica it chose in AnnotationFailoverTarget and removes both once done.
+const (
+	AnnotationFailover       = "redis.opstreelabs.in/failover"
+	AnnotationFailoverTarget = "redis.opstreelabs.in/failover-target"
+)
+
+// ACLSecretName is the Secret, owned by the CR, that holds the aclfile the pods read (key
+// ACLFileKey): the user's ACL Secret once checked, with the operator's default password.
+func ACLSecretName(crName string) string { return crName + "-acl" }

@@ -28,6 +28,10 @@ type Objects struct {
 	Services             []*corev1.Service
 	StatefulSets         []*appsv1.StatefulSet
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// Retained names, as "Kind/name", objects the resource still needs but no longer builds,
+	// which must not be pruned: the sentinels of an earlier version while their successors
+	// take over.
+	Retained []string
 }
 
 // All lists every object in a workable apply order: what pods mount first, then Services,
@@ -102,7 +106,7 @@ func (w *workload) serviceObjects() []*corev1.Service {
 		// Headless Services are always ClusterIP "None": the type option does not apply. Only
 		// their own annotations go on them, because LoadBalancer and external-dns annotations
 		// would act on every pod address.
-		h := w.service(HeadlessServiceName(w.name), corev1.ServiceTypeClusterIP, s.headless.annotations,
+		h := w.service(w.headlessServiceName(), corev1.ServiceTypeClusterIP, s.headless.annotations,
 			w.serverPorts(s.headless.includeBusPort), w.selectorLabels())
 		h.Spec.ClusterIP = corev1.ClusterIPNone
 		// Pods must find each other by name before they are ready (cluster meet, replication).

@@ -12,6 +12,10 @@ type RedisInput struct {
 	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
 	// must be set exactly when that is.
 	Password string
+	// ACL is the content of the user's ACL file (spec.acl.secret), already checked with
+	// redis.ParseACLFile; the pods read it, with the operator's password for the default
+	// user, from the Secret ACLSecretName. Ignored without spec.acl.secret.
+	ACL string
 }
 
 // BuildRedis returns the desired objects of a standalone Redis: StatefulSet <name> (one pod),
@@ -72,6 +76,9 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 		w.authSecretName = AuthSecretName(cr.Name)
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
 			w.authSecretName, RedisAuthKey, redisAuthFile(in.Password)))
+	}
+	if s.ACL != nil && s.ACL.Secret != nil {
+		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password))
 	}
 	conf, err := w.redisConfFor(s.RedisConfig, true)
 	if err != nil {

@@ -64,7 +64,7 @@ func TestBuildRedis(t *testing.T) {
 			cr := fullRedis()
 			sts := checkWorkloadShape(t, o, "cache", SetupStandalone, RoleStandalone, "Redis")
 			checkServices(t, o, "cache", 6379, 9200)
-			wantNames(t, "Secrets", o.Secrets, "cache-redis-auth")
+			wantNames(t, "Secrets", o.Secrets, "cache-redis-auth", "cache-acl")
 			wantEqual(t, "client service type", o.Service("cache").Spec.Type, corev1.ServiceTypeLoadBalancer)
 			ours := []string{AnnotationPrometheusPort, AnnotationPrometheusScrape, AnnotationManaged, AnnotationInstance}
 			wantEqual(t, "client annotations", sortedKeys(o.Service("cache").Annotations), sortedKeys(keySet("lb.example/scheme", ours...)))
@@ -130,12 +130,16 @@ func TestBuildRedis(t *testing.T) {
 			}
 			wantEqual(t, "projected /etc/redis", got, []string{
 				"cm:cache-config:redis.conf", "secret:cache-redis-auth:secret/redis-password.conf",
-				"secret:redis-acl:user.acl", "cm:redis-extra:additional/redis-additional.conf",
+				"secret:cache-acl:user.acl", "cm:redis-extra:additional/redis-additional.conf",
 			})
 
 			exp := container(t, pod, "redis-exporter")
 			wantEqual(t, "exporter image", exp.Image, cr.Spec.RedisExporter.Image)
 			wantEqual(t, "exporter addr", env(exp, "REDIS_ADDR").Value, "rediss://localhost:6379")
+			// It has the Secret's CA bundle, and skips the check of the name it dials (localhost)
+			// unless the user's env says otherwise.
+			wantEqual(t, "exporter CA", env(exp, "REDIS_EXPORTER_TLS_CA_CERT_FILE").Value, "/tls/ca.pem")
+			wantEqual(t, "exporter skips verification", env(exp, "REDIS_EXPORTER_SKIP_TLS_VERIFICATION").Value, "true")
 			wantEqual(t, "exporter password ref", env(exp, "REDIS_PASSWORD").ValueFrom.SecretKeyRef,
 				&corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "user-redis-secret"}, Key: "password"})
 			wantEqual(t, "exporter user env", env(exp, "REDIS_EXPORTER_INCL_SYSTEM_METRICS").Value, "true")
@@ -265,5 +269,23 @@ func TestBuildDoesNotModifyInput(t *testing.T) {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("building or editing the output changed the %s input", name)
 		}
+	}
+}
+
+// TestAProbeWithTimingsOnlyChecksTheRedisPort: the first v1beta1 shape's probes carry only
+// timings; the pod gets the TCP check with them, as a probe must name a check.
+func TestAProbeWithTimingsOnlyChecksTheRedisPort(t *testing.T) {
+	r, l := probes(6380, &corev1.Probe{PeriodSeconds: 7}, &corev1.Probe{InitialDelaySeconds: 9, FailureThreshold: 4})
+	for name, p := range map[string]*corev1.Probe{"readiness": r, "liveness": l} {
+		if p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 6380 {
+			t.Errorf("%s probe checks %+v, want a TCP connect to 6380", name, p.ProbeHandler)
+		}
+	}
+	if r.PeriodSeconds != 7 || l.InitialDelaySeconds != 9 || l.FailureThreshold != 4 {
+		t.Errorf("the user's timings were not kept: readiness %+v, liveness %+v", r, l)
+	}
+	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	if r, _ := probes(6379, exec, nil); r.TCPSocket != nil || r.Exec == nil {
+		t.Errorf("a probe naming its check was changed: %+v", r.ProbeHandler)
 	}
 }

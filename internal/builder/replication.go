@@ -14,6 +14,10 @@ type RedisReplicationInput struct {
 	// Password is the value of the Secret key named by spec.kubernetesConfig.redisSecret; it
 	// must be set exactly when that is.
 	Password string
+	// ACL is the content of the user's ACL file (spec.acl.secret), already checked with
+	// redis.ParseACLFile; the pods read it, with the operator's password for the default
+	// user, from the Secret ACLSecretName. Ignored without spec.acl.secret.
+	ACL string
 	// SentinelPassword is the embedded sentinels' own password, the value of the Secret key
 	// named by spec.sentinel.redisSecret; it must be set exactly when that is.
 	SentinelPassword string
@@ -22,15 +26,19 @@ type RedisReplicationInput struct {
 	// set, it seeds new sentinel pods only and is kept out of the config hash, so following a
 	// failover never restarts the sentinels.
 	MasterHost string
+	// RetainLegacySentinels keeps the embedded sentinels an earlier version ran
+	// (LegacyEmbeddedSentinelObjects) from being pruned: the controller retires them itself,
+	// once the sentinels built here monitor the master.
+	RetainLegacySentinels bool
 }
 
 // BuildRedisReplication returns the desired objects of a RedisReplication: StatefulSet <name>,
 // Services <name>, <name>-headless, <name>-additional, <name>-master and <name>-replica
 // (selecting redis-role master and slave), <name>-metrics (exporter on), PDB <name>
 // (pdb.enabled), the redis.conf ConfigMap and, with a password, the auth Secret. With
-// spec.sentinel and a known master it adds the sentinels: StatefulSet <name>-sentinel, Services
-// <name>-sentinel, <name>-sentinel-headless, <name>-sentinel-additional, the sentinel.conf
-// ConfigMap and the sentinel auth Secret.
+// spec.sentinel and a known master it adds the sentinels: StatefulSet <name>-s, Services
+// <name>-s, <name>-s-hl (headless), <name>-s-additional, the sentinel.conf ConfigMap and the
+// sentinel auth Secret <name>-s-auth; they monitor master group mymaster.
 //
 // No replicaof is rendered: which pod is master changes at run time, and the controller sets
 // replication with REPLICAOF.
@@ -68,6 +76,7 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 		tls:                    s.TLS,
 		acl:                    s.ACL,
 		pdb:                    s.PodDisruptionBudget,
+		handOverOnStop:         true,
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, err
@@ -100,6 +109,9 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
 			w.authSecretName, RedisAuthKey, redisAuthFile(in.Password)))
 	}
+	if s.ACL != nil && s.ACL.Secret != nil {
+		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password))
+	}
 	conf, err := w.redisConfFor(s.RedisConfig, true)
 	if err != nil {
 		return nil, err
@@ -110,6 +122,12 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 		roleService(w, MasterServiceName(cr.Name), RedisRoleMaster, w.selectorLabels(), w.labels()),
 		roleService(w, ReplicaServiceName(cr.Name), RedisRoleSlave, w.selectorLabels(), w.labels()),
 	)
+	if in.RetainLegacySentinels {
+		if s.Sentinel == nil {
+			return nil, errors.New("legacy sentinels can be retained only while spec.sentinel is set")
+		}
+		out.Retained = LegacyEmbeddedSentinelObjects(cr.Name)
+	}
 	if s.Sentinel == nil {
 		if in.SentinelPassword != "" {
 			return nil, errors.New("a sentinel password was given but spec.sentinel is not set")
@@ -143,7 +161,8 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		owner:                  redis.owner,
 		namespace:              cr.Namespace,
 		instance:               cr.Name,
-		name:                   SentinelStatefulSetName(cr.Name),
+		name:                   EmbeddedSentinelStatefulSetName(cr.Name),
+		headlessName:           EmbeddedSentinelHeadlessServiceName(cr.Name),
 		setupType:              SetupSentinel,
 		role:                   RoleSentinel,
 		replicas:               sn.Size,
@@ -172,9 +191,9 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		passwordRef:            ref,
 	}
 	w.readinessProbe, w.livenessProbe = probes(w.port, nil, nil)
-	settings, err := resolveSentinelSettings(sn.SentinelConfig, DefaultMasterGroupName, i32(DefaultRedisPort), sn.Size)
+	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), embeddedSentinelQuorum(sn.Size))
 	if err != nil {
 		return err
 	}
-	return finishSentinel(w, out, settings, in.MasterHost, in.SentinelPassword, in.Password)
+	return finishSentinel(w, out, settings, EmbeddedSentinelAuthSecretName(cr.Name), in.MasterHost, in.SentinelPassword, in.Password)
 }

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestBuildRedisReplication(t *testing.T) {
 		},
 		check: func(t *testing.T, o *Objects) {
 			wantNames(t, "StatefulSets", o.StatefulSets, "repl")
-			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth")
+			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth", "repl-acl")
 			wantNames(t, "ConfigMaps", o.ConfigMaps, "repl-config")
 		},
 	}, {
@@ -62,11 +63,11 @@ func TestBuildRedisReplication(t *testing.T) {
 			cr := fullReplication()
 			checkWorkloadShape(t, o, "repl", SetupReplication, RoleReplication, "RedisReplication")
 			checkServices(t, o, "repl", 6379, 9200)
-			wantNames(t, "StatefulSets", o.StatefulSets, "repl", "repl-sentinel")
-			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth", "repl-sentinel-auth")
-			wantNames(t, "ConfigMaps", o.ConfigMaps, "repl-config", "repl-sentinel-config")
+			wantNames(t, "StatefulSets", o.StatefulSets, "repl", "repl-s")
+			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth", "repl-acl", "repl-s-auth")
+			wantNames(t, "ConfigMaps", o.ConfigMaps, "repl-config", "repl-s-config")
 			wantNames(t, "Services", o.Services, "repl", "repl-headless", "repl-additional", "repl-metrics",
-				"repl-master", "repl-replica", "repl-sentinel", "repl-sentinel-headless")
+				"repl-master", "repl-replica", "repl-s", "repl-s-hl")
 			wantNames(t, "PDBs", o.PodDisruptionBudgets, "repl")
 			if p := o.PodDisruptionBudget("repl"); p.Spec.MaxUnavailable.IntValue() != 1 || p.Spec.MinAvailable != nil {
 				t.Errorf("PDB %+v", p.Spec)
@@ -75,7 +76,7 @@ func TestBuildRedisReplication(t *testing.T) {
 			wantEqual(t, "spread", redisPod.TopologySpreadConstraints, cr.Spec.TopologySpreadConstraints)
 			wantEqual(t, "pod management", string(o.StatefulSet("repl").Spec.PodManagementPolicy), "Parallel")
 
-			sts := checkWorkloadShape(t, o, "repl-sentinel", SetupSentinel, RoleSentinel, "RedisReplication")
+			sts := checkWorkloadShape(t, o, "repl-s", SetupSentinel, RoleSentinel, "RedisReplication")
 			wantEqual(t, "sentinel replicas", *sts.Spec.Replicas, int32(3))
 			wantEqual(t, "sentinel update strategy", sts.Spec.UpdateStrategy.Type, appsv1.OnDeleteStatefulSetStrategyType)
 			wantEqual(t, "sentinel minReadySeconds", sts.Spec.MinReadySeconds, int32(3))
@@ -85,23 +86,23 @@ func TestBuildRedisReplication(t *testing.T) {
 			sentinel := container(t, pod, sts.Name)
 			wantEqual(t, "sentinel args", sentinel.Args, []string{"redis-server", "/data/sentinel.conf", "--sentinel"})
 			wantEqual(t, "sentinel ports", containerPorts(sentinel), map[string]int32{sentinelPortName: 26379})
-			wantEqual(t, "sentinel mounts", mounts(sentinel), map[string]string{"/data": "repl-sentinel", "/tls": "tls-certs"})
-			wantEqual(t, "sentinel service ports", portsOf(o.Service("repl-sentinel")), map[string]int32{sentinelPortName: 26379})
-			if o.Service("repl-sentinel-additional") != nil {
+			wantEqual(t, "sentinel mounts", mounts(sentinel), map[string]string{"/data": "repl-s", "/tls": "tls-certs"})
+			wantEqual(t, "sentinel service ports", portsOf(o.Service("repl-s")), map[string]int32{sentinelPortName: 26379})
+			if o.Service("repl-s-additional") != nil {
 				t.Error("disabled sentinel additional Service built")
 			}
 
-			conf := confOf(t, o, "repl-sentinel-config", SentinelConfKey)
+			conf := confOf(t, o, "repl-s-config", SentinelConfKey)
 			wantLines(t, "sentinel.conf", conf,
 				"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes",
-				"sentinel monitor myMaster 10.1.2.3 6379 2", "sentinel down-after-milliseconds myMaster 3000",
-				"sentinel parallel-syncs myMaster 2", "sentinel failover-timeout myMaster 20000",
+				"sentinel monitor mymaster 10.1.2.3 6379 2", "sentinel down-after-milliseconds mymaster 3000",
+				"sentinel parallel-syncs mymaster 2", "sentinel failover-timeout mymaster 20000",
 				"tls-port 26379", "tls-replication yes")
 			if strings.Index(conf, "resolve-hostnames") > strings.Index(conf, "sentinel monitor") {
 				t.Error("resolve-hostnames must precede the monitor line that may use a hostname")
 			}
-			wantEqual(t, "sentinel auth", string(o.Secret("repl-sentinel-auth").Data[SentinelAuthKey]),
-				"requirepass \""+testSentinelPassword+"\"\nsentinel auth-pass myMaster \""+testPassword+"\"\n")
+			wantEqual(t, "sentinel auth", string(o.Secret("repl-s-auth").Data[SentinelAuthKey]),
+				"requirepass \""+testSentinelPassword+"\"\nsentinel auth-pass mymaster \""+testPassword+"\"\n")
 			script := container(t, pod, "sentinel-config").Command[2]
 			for _, want := range []string{"/etc/sentinel/sentinel.conf", "/etc/sentinel-additional/*.conf", "/etc/sentinel/secret/sentinel-auth.conf", "/data/sentinel.conf"} {
 				if !strings.Contains(script, want) {
@@ -267,5 +268,48 @@ func TestBuildRedisSentinel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check(t, mustBuild(t)(BuildRedisSentinel(tc.in)))
 		})
+	}
+}
+
+// TestEmbeddedSentinelQuorumIsAMajority: embedded sentinels that set no quorum need a majority
+// of themselves to agree that the master is down; an explicit quorum is kept.
+func TestEmbeddedSentinelQuorumIsAMajority(t *testing.T) {
+	for _, tc := range []struct {
+		size   int32
+		quorum string
+		want   string
+	}{{1, "", "1"}, {2, "", "2"}, {3, "", "2"}, {4, "", "3"}, {5, "", "3"}, {5, "2", "2"}} {
+		cr := fullReplication()
+		cr.Spec.Sentinel.Size = tc.size
+		cr.Spec.Sentinel.Quorum = tc.quorum
+		o := mustBuild(t)(BuildRedisReplication(RedisReplicationInput{CR: cr, Password: testPassword,
+			SentinelPassword: testSentinelPassword, MasterHost: testMasterHost}))
+		wantLines(t, fmt.Sprintf("size %d quorum %q", tc.size, tc.quorum), confOf(t, o, "repl-s-config", SentinelConfKey),
+			"sentinel monitor mymaster "+testMasterHost+" 6379 "+tc.want)
+	}
+}
+
+// TestLegacySentinelsRetainedWhileMigrating: while the controller retires the sentinels of an
+// earlier version, their objects are listed as retained (so not pruned), and only then.
+func TestLegacySentinelsRetainedWhileMigrating(t *testing.T) {
+	in := RedisReplicationInput{CR: fullReplication(), Password: testPassword, SentinelPassword: testSentinelPassword, MasterHost: testMasterHost}
+	if o := mustBuild(t)(BuildRedisReplication(in)); len(o.Retained) != 0 {
+		t.Errorf("retained %v without a migration", o.Retained)
+	}
+	in.RetainLegacySentinels = true
+	o := mustBuild(t)(BuildRedisReplication(in))
+	wantEqual(t, "retained", o.Retained, []string{"StatefulSet/repl-sentinel", "Service/repl-sentinel", "Service/repl-sentinel-headless",
+		"Service/repl-sentinel-additional", "ConfigMap/repl-sentinel-config", "Secret/repl-sentinel-auth"})
+	for _, built := range o.All() {
+		for _, kept := range o.Retained {
+			if strings.HasSuffix(kept, "/"+built.GetName()) {
+				t.Errorf("%s is both built and retained", kept)
+			}
+		}
+	}
+	in.CR.Spec.Sentinel = nil
+	in.SentinelPassword, in.MasterHost = "", ""
+	if _, err := BuildRedisReplication(in); err == nil {
+		t.Error("legacy sentinels retained for a replication without spec.sentinel")
 	}
 }

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestPasswordsAreQuoted(t *testing.T) {
 		// Sentinel rewrites auth-pass unquoted; only passwords that survive that are accepted:
 		// no whitespace, no quote (one starts a quoted string even mid-word), no control byte.
 		survives := map[string]bool{"plain": true, `back\slash`: true, "ünïcødé": true}[pw]
-		if err := checkSentinelMasterPassword(pw); (err == nil) != survives {
+		if err := CheckSentinelMasterPassword(pw); (err == nil) != survives {
 			t.Errorf("%q: accepted as a sentinel master password = %v, want %v", pw, err == nil, survives)
 		}
 	}
@@ -179,4 +180,85 @@ func splitConfigArgs(t *testing.T, line string) []string {
 	next:
 	}
 	return out
+}
+
+// TestPodsHoldNoTokenAndPrivateSecretFiles checks the blast radius of a Redis or sentinel pod:
+// no ServiceAccount token (they never call the API server), and every file with a secret in
+// it (password, ACL users, TLS key) readable by the owner and the fsGroup only, while the
+// non-secret config keeps the default mode.
+func TestPodsHoldNoTokenAndPrivateSecretFiles(t *testing.T) {
+	secretFiles := 0
+	for _, c := range allCases() {
+		t.Run(c.name, func(t *testing.T) {
+			o := mustBuild(t)(c.build())
+			for _, sts := range o.StatefulSets {
+				pod := sts.Spec.Template.Spec
+				if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+					t.Errorf("%s: automountServiceAccountToken = %v, want false", sts.Name, pod.AutomountServiceAccountToken)
+				}
+				if pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil {
+					t.Fatalf("%s: no fsGroup: the file modes below would lock the redis user out", sts.Name)
+				}
+				for _, v := range pod.Volumes {
+					switch {
+					case v.Projected != nil:
+						for _, src := range v.Projected.Sources {
+							if src.Secret == nil {
+								for _, it := range src.ConfigMap.Items {
+									if it.Mode != nil {
+										t.Errorf("%s: config %s has mode %o, want the default", sts.Name, it.Path, *it.Mode)
+									}
+								}
+								continue
+							}
+							for _, it := range src.Secret.Items {
+								secretFiles++
+								if it.Mode == nil || *it.Mode != 0o440 {
+									t.Errorf("%s: secret file %s mode %s, want 0440", sts.Name, it.Path, modeString(it.Mode))
+								}
+							}
+						}
+					case v.Secret != nil:
+						secretFiles++
+						// The user's mode (the full fixtures set 0400) wins over our 0440.
+						if m := v.Secret.DefaultMode; m == nil || *m&0o077 != *m&0o040 {
+							t.Errorf("%s: secret volume %s mode %s, want no more than owner and group read", sts.Name, v.Name, modeString(m))
+						}
+					}
+				}
+			}
+		})
+	}
+	if secretFiles == 0 {
+		t.Error("no build mounts a secret file: the mode check tested nothing")
+	}
+}
+
+// TestSecretFilesKeepDefaultModeWithoutFSGroup: a user's pod security context without an
+// fsGroup leaves the files root's, so a restrictive mode would keep Redis from reading them.
+func TestSecretFilesKeepDefaultModeWithoutFSGroup(t *testing.T) {
+	cr := fullReplication()
+	cr.Spec.PodSecurityContext = &corev1.PodSecurityContext{RunAsUser: ptrTo[int64](1000)}
+	o := mustBuild(t)(BuildRedisReplication(RedisReplicationInput{CR: cr, Password: testPassword, SentinelPassword: testSentinelPassword, MasterHost: testMasterHost}))
+	pod := o.StatefulSets[0].Spec.Template.Spec
+	for _, v := range pod.Volumes {
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					for _, it := range src.Secret.Items {
+						if it.Mode != nil {
+							t.Errorf("secret file %s mode %o without fsGroup", it.Path, *it.Mode)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func modeString(m *int32) string {
+	if m == nil {
+		return "unset"
+	}
+	return fmt.Sprintf("%#o", *m)
 }

@@ -91,7 +91,7 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 		w.extraVolumes = *s.VolumeMount
 	}
 	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
-	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, replicas)
+	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, redisSentinelQuorum(replicas))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 	// names one; the monitoring settings are still checked, to be refused now rather than then.
 	settings.unmonitored = !SentinelMonitors(cr)
 	out := &Objects{}
-	if err := finishSentinel(w, out, settings, in.MasterHost, in.Password, in.MasterPassword); err != nil {
+	if err := finishSentinel(w, out, settings, SentinelAuthSecretName(cr.Name), in.MasterHost, in.Password, in.MasterPassword); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -107,19 +107,19 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 
 // finishSentinel renders sentinel.conf and the auth Secret of a sentinel workload and adds
 // them and the workload's objects to out.
-func finishSentinel(w *workload, out *Objects, settings sentinelSettings, masterHost, password, masterPassword string) error {
+func finishSentinel(w *workload, out *Objects, settings sentinelSettings, authSecretName, masterHost, password, masterPassword string) error {
 	switch {
 	case settings.unmonitored && (masterHost != "" || masterPassword != ""):
 		return errors.New("a monitored master's address or password was given but the spec names no RedisReplication to monitor")
 	case !settings.unmonitored && !isConfigWord(masterHost):
 		return fmt.Errorf("the monitored master's address %q is missing or not one word", masterHost)
 	}
-	if err := checkSentinelMasterPassword(masterPassword); err != nil {
+	if err := CheckSentinelMasterPassword(masterPassword); err != nil {
 		return err
 	}
 	w.additionalConfigMap = settings.additionalConfigMap
 	if password != "" || masterPassword != "" {
-		w.authSecretName = SentinelAuthSecretName(w.instance)
+		w.authSecretName = authSecretName
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, w.instance, w.setupType,
 			w.authSecretName, SentinelAuthKey, sentinelAuthFile(settings.masterGroup, password, masterPassword)))
 	}
@@ -134,11 +134,11 @@ func finishSentinel(w *workload, out *Objects, settings sentinelSettings, master
 	return nil
 }
 
-// checkSentinelMasterPassword refuses a monitored master's password that a sentinel cannot
+// CheckSentinelMasterPassword refuses a monitored master's password that a sentinel cannot
 // keep: when it rewrites its config (at start and on every failover) Redis (7.0 at least)
 // writes "sentinel auth-pass" unquoted, and on its next start cannot parse a value with
 // whitespace or quotes, so the sentinel would crash-loop after its first restart.
-func checkSentinelMasterPassword(pw string) error {
+func CheckSentinelMasterPassword(pw string) error {
 	for i := 0; i < len(pw); i++ {
 		if c := pw[i]; c <= ' ' || c == 0x7f || c == '"' || c == '\'' {
 			return errors.New("the monitored Redis password contains whitespace, a quote or a control character, " +

@@ -27,6 +27,7 @@ const (
 	exporterContainerName = "redis-exporter"
 	userInitContainerName = "init"
 	sentinelInitName      = "sentinel-config"
+	aclInitName           = "acl-file"
 
 	redisPortName    = "redis-client"
 	busPortName      = "redis-bus"
@@ -53,10 +54,12 @@ type workload struct {
 	namespace string
 	instance  string // the CR's name
 	name      string // the StatefulSet's name, base of the Service names
-	setupType string
-	role      string
-	replicas  int32
-	server    serverKind
+	// headlessName overrides the governing Service's name, HeadlessServiceName(name).
+	headlessName string
+	setupType    string
+	role         string
+	replicas     int32
+	server       serverKind
 
 	image            string
 	pullPolicy       corev1.PullPolicy
@@ -111,6 +114,10 @@ type workload struct {
 	sentinelScript string
 
 	pdb *v1beta2.RedisPodDisruptionBudget
+
+	// handOverOnStop: a master of this workload hands its role to a replica before its
+	// process stops (handover.go).
+	handOverOnStop bool
 
 	// ignoreAnnotations are keys the operator never sets on the objects of this workload, so
 	// that whoever else manages them keeps them.
@@ -173,7 +180,7 @@ func (w *workload) statefulSet() *appsv1.StatefulSet {
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:                             ptrTo(w.replicas),
 			Selector:                             &metav1.LabelSelector{MatchLabels: w.selectorLabels()},
-			ServiceName:                          HeadlessServiceName(w.name),
+			ServiceName:                          w.headlessServiceName(),
 			Template:                             w.podTemplate(),
 			PodManagementPolicy:                  w.podManagementPolicy,
 			UpdateStrategy:                       w.updateStrategy,
@@ -214,15 +221,17 @@ func (w *workload) claimTemplate(name string, in *corev1.PersistentVolumeClaim) 
 
 func (w *workload) podTemplate() corev1.PodTemplateSpec {
 	spec := corev1.PodSpec{
-		InitContainers:                w.initContainers(),
-		Containers:                    w.containers(),
-		Volumes:                       w.volumes(),
-		ImagePullSecrets:              slices.Clone(w.imagePullSecrets),
-		NodeSelector:                  maps.Clone(w.nodeSelector),
-		Affinity:                      w.affinity.DeepCopy(),
-		Tolerations:                   deepCopySlice(w.tolerations, (*corev1.Toleration).DeepCopy),
-		TopologySpreadConstraints:     deepCopySlice(w.topologySpread, (*corev1.TopologySpreadConstraint).DeepCopy),
-		SecurityContext:               w.podSecurityContext(),
+		InitContainers:            w.initContainers(),
+		Containers:                w.containers(),
+		Volumes:                   w.volumes(),
+		ImagePullSecrets:          slices.Clone(w.imagePullSecrets),
+		NodeSelector:              maps.Clone(w.nodeSelector),
+		Affinity:                  w.affinity.DeepCopy(),
+		Tolerations:               deepCopySlice(w.tolerations, (*corev1.Toleration).DeepCopy),
+		TopologySpreadConstraints: deepCopySlice(w.topologySpread, (*corev1.TopologySpreadConstraint).DeepCopy),
+		SecurityContext:           w.podSecurityContext(),
+		// Redis and sentinels never call the API server: no token for whoever gets into a pod.
+		AutomountServiceAccountToken:  ptrTo(false),
 		PriorityClassName:             w.priorityClassName,
 		ServiceAccountName:            w.serviceAccountName,
 		TerminationGracePeriodSeconds: copyPtr(w.terminationGrace),
@@ -253,6 +262,17 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 func (w *workload) podSecurityContext() *corev1.PodSecurityContext {
 	sc, _ := podSecurity(w.userPodSecurityContext)
 	return sc
+}
+
+// secretFileMode is the mode of the files holding secrets (password, ACL users, TLS key):
+// readable by the owner and the pod's fsGroup only, which the kubelet makes the group of the
+// files (the default context's fsGroup is the redis user's own group). Without an fsGroup the
+// files stay root's, so they keep the default mode the Redis user can read.
+func (w *workload) secretFileMode() *int32 {
+	if sc := w.podSecurityContext(); sc == nil || sc.FSGroup == nil {
+		return nil
+	}
+	return ptrTo[int32](0o440)
 }
 
 // ownSecurityContext is the security context of the operator's own containers, given the
@@ -287,6 +307,9 @@ func (w *workload) serverContainer() corev1.Container {
 		LivenessProbe:   w.livenessProbe.DeepCopy(),
 		VolumeMounts:    w.serverMounts(),
 	}
+	if w.server == redisServer {
+		c.Lifecycle = w.handOverHook()
+	}
 	// Only args, no command: the stock image's entrypoint then drops root privileges for
 	// "redis-server" (and an image without an entrypoint runs the args as the command).
 	c.Name = w.serverContainerName()
@@ -315,6 +338,9 @@ func (w *workload) serverContainer() corev1.Container {
 	if w.maxMemoryBytes > 0 {
 		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
 		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
+	}
+	if w.server == redisServer && c.Lifecycle != nil {
+		env = append(env, w.redisCLIAuth()...)
 	}
 	c.Env = mergeEnv(env, w.env)
 	return c
@@ -365,7 +391,10 @@ func (w *workload) exporterContainer() corev1.Container {
 			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CA_CERT_FILE", Value: tlsDir + "/" + ca},
 			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_CERT_FILE", Value: tlsDir + "/" + cert},
 			corev1.EnvVar{Name: "REDIS_EXPORTER_TLS_CLIENT_KEY_FILE", Value: tlsDir + "/" + key},
-			// The exporter dials localhost, a name the server certificate rarely carries.
+			// It dials localhost inside the pod, a name server certificates rarely carry, and
+			// has no flag to check another: verifying by default would stop every scrape of a
+			// certificate made for the operator we replace. Loopback never leaves the pod; a
+			// certificate that names localhost can be verified with "false" in redisExporter.env.
 			corev1.EnvVar{Name: "REDIS_EXPORTER_SKIP_TLS_VERIFICATION", Value: "true"},
 		)
 		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true})
@@ -452,13 +481,29 @@ func (w *workload) initContainers() []corev1.Container {
 		}
 		out = append(out, c)
 	}
+	if w.server == redisServer && w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
+		// After the user's own init container (which may prepare the claim's permissions):
+		// Redis refuses to start when its aclfile is missing: a new, empty claim gets an
+		// empty file (the default user only), which ACL SAVE then fills. An existing file
+		// is never touched.
+		out = append(out, corev1.Container{
+			Name:            aclInitName,
+			Image:           w.image,
+			ImagePullPolicy: w.pullPolicy,
+			Command:         []string{"sh", "-c", "umask 077; test -e " + aclPVCDir + "/" + ACLFileKey + " || : > " + aclPVCDir + "/" + ACLFileKey},
+			Resources:       derefResources(w.resources),
+			SecurityContext: w.ownSecurityContext(w.securityContext),
+			VolumeMounts:    []corev1.VolumeMount{{Name: aclPVCVolume, MountPath: aclPVCDir}},
+		})
+	}
 	return out
 }
 
 // sentinelInitScript is the init container script; it depends on the spec only through
 // whether additional config and an auth file exist.
 func sentinelInitScript(additional, auth bool) string {
-	s := "set -eu\n" +
+	// umask: the assembled file holds the sentinels' auth-pass, for the sentinel's user only.
+	s := "set -eu\numask 077\n" +
 		"conf=" + sentinelConfPath + "\n" +
 		"if [ ! -s \"$conf\" ]; then\n" +
 		"  {\n" +
@@ -495,7 +540,11 @@ func (w *workload) volumes() []corev1.Volume {
 		}
 	}
 	if w.tls != nil {
-		out = append(out, corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: w.tls.Secret.DeepCopy()}})
+		src := w.tls.Secret.DeepCopy()
+		if src.DefaultMode == nil {
+			src.DefaultMode = w.secretFileMode()
+		}
+		out = append(out, corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: src}})
 	}
 	return append(out, deepCopySlice(w.extraVolumes.Volume, (*corev1.Volume).DeepCopy)...)
 }
@@ -512,18 +561,15 @@ func (w *workload) redisProjection() *corev1.ProjectedVolumeSource {
 	if w.authSecretName != "" {
 		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
-			Items:                []corev1.KeyToPath{{Key: RedisAuthKey, Path: authFileRelPath}},
+			Items:                []corev1.KeyToPath{{Key: RedisAuthKey, Path: authFileRelPath, Mode: w.secretFileMode()}},
 		}})
 	}
 	if w.acl != nil && w.acl.Secret != nil {
-		items := deepCopySlice(w.acl.Secret.Items, (*corev1.KeyToPath).DeepCopy)
-		if len(items) == 0 {
-			items = []corev1.KeyToPath{{Key: ACLFileKey, Path: ACLFileKey}}
-		}
+		// The operator's copy, not the user's Secret: an edit reaches the pods only once
+		// checked, so a pod that restarts meanwhile still starts with the last good users.
 		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: w.acl.Secret.SecretName},
-			Items:                items,
-			Optional:             copyPtr(w.acl.Secret.Optional),
+			LocalObjectReference: corev1.LocalObjectReference{Name: ACLSecretName(w.instance)},
+			Items:                []corev1.KeyToPath{{Key: ACLFileKey, Path: ACLFileKey, Mode: w.secretFileMode()}},
 		}})
 	}
 	if w.additionalConfigMap != "" {
@@ -545,7 +591,7 @@ func (w *workload) sentinelProjection() *corev1.ProjectedVolumeSource {
 	if w.authSecretName != "" {
 		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
-			Items:                []corev1.KeyToPath{{Key: SentinelAuthKey, Path: sentinelAuthRel}},
+			Items:                []corev1.KeyToPath{{Key: SentinelAuthKey, Path: sentinelAuthRel, Mode: w.secretFileMode()}},
 		}})
 	}
 	return p
@@ -627,4 +673,12 @@ func nonEmpty(m map[string]string) map[string]string {
 		return nil
 	}
 	return m
+}
+
+// headlessServiceName is the governing Service of the workload's StatefulSet.
+func (w *workload) headlessServiceName() string {
+	if w.headlessName != "" {
+		return w.headlessName
+	}
+	return HeadlessServiceName(w.name)
 }

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,10 +32,13 @@ type phase[S any] struct {
 }
 
 // runPhases runs the phases in order until one stops or fails.
-func runPhases[S any](ctx context.Context, phases []phase[S], s S) error {
+func runPhases[S any](ctx context.Context, kind string, phases []phase[S], s S) error {
 	for _, p := range phases {
+		// Made before it is needed, so that the series exists at 0 and rate() sees the first error.
+		phaseErrors := reconcileErrors.WithLabelValues(kind, p.name)
 		stop, err := p.run(ctx, s)
 		if err != nil {
+			phaseErrors.Inc()
 			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", p.name)
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -68,6 +70,7 @@ func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	warnedTroubles.forget(obj.GetUID())
+	waitClocks.forget(obj.GetUID())
 	return nil
 }
 
@@ -117,7 +120,7 @@ func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 			log.FromContext(ctx).Info("wrote object", "kind", kindOf(obj), "name", obj.GetName())
 		}
 	}
-	deleted, err := pruneOwned(ctx, c, owner, objects.All())
+	deleted, err := pruneOwned(ctx, c, owner, objects)
 	if err != nil {
 		return err
 	}
@@ -161,6 +164,10 @@ func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.
 type scopeBase struct {
 	conditions conditionSet
 	result     ctrl.Result
+	// clusterStage is which pods a RedisCluster on its way waits for (see stateFacts).
+	clusterStage string
+	// acl is what the acl phase found in spec.acl.secret.
+	acl aclState
 }
 
 func (b *scopeBase) base() *scopeBase { return b }
@@ -174,6 +181,11 @@ func (b *scopeBase) requeue(ctx context.Context, d time.Duration, reason string)
 	}
 }
 
+// requeuer is requeue for helpers that know nothing of the scope.
+func (b *scopeBase) requeuer(ctx context.Context) func(time.Duration, string) {
+	return func(d time.Duration, reason string) { b.requeue(ctx, d, reason) }
+}
+
 // kindShell is the Reconcile of every kind: load the resource, run its phases over a scope,
 // write the status once at the end, only when it changed, as a patch of the status alone.
 // Every kind's type has a Status field that embeds v1beta2.CommonStatus.
@@ -185,52 +197,39 @@ type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
 func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetResource(kindName(obj), req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := obj.DeepCopyObject().(T)
 	common := commonStatusOf(obj)
-	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration()}})
+	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(), uid: obj.GetUID()}})
 	defer func() {
+		s.base().acl.report(s.base().conditions)
 		settleObservedGeneration(common, obj.GetGeneration(), err == nil)
-		agreeStateWithReady(obj)
+		settleCompatibleState(obj, s.base().clusterStage)
 		changed := !equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(obj).Interface())
 		base := obj.DeepCopyObject().(T)
 		statusOf(base).Set(statusOf(before))
 		err = errors.Join(err, patchStatus(ctx, c, obj, base, changed))
+		observeReady(obj)
 	}()
-	if err := runPhases(ctx, k.phases, s); err != nil {
+	if err := runPhases(ctx, kindName(obj), k.phases, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return s.base().result, nil
 }
 
-// agreeStateWithReady keeps the compatible state from saying Ready while the Ready condition
-// does not (a phase that found a problem after the resource had been Ready sets the conditions
-// only): the state then says Failed when Degraded is True, else that the resource is on its way
-// (Bootstrap for a cluster, as its reference does, Initializing for the other kinds).
-func agreeStateWithReady(obj client.Object) {
+// settleCompatibleState derives the compatible status.state and status.reason from the
+// conditions the reconcile wrote (compatibleState), so that they always agree.
+func settleCompatibleState(obj client.Object, clusterStage string) {
 	status := statusOf(obj)
 	state, reason := status.FieldByName("State"), status.FieldByName("Reason")
-	conditions := commonStatusOf(obj).Conditions
-	if state.String() != "Ready" || meta.IsStatusConditionTrue(conditions, v1beta2.ConditionReady) {
-		return
-	}
-	ready := meta.FindStatusCondition(conditions, v1beta2.ConditionReady)
-	if ready == nil {
-		return
-	}
-	_, isCluster := obj.(*v1beta2.RedisCluster)
-	switch {
-	case meta.IsStatusConditionTrue(conditions, v1beta2.ConditionDegraded):
-		state.SetString("Failed")
-		reason.SetString(ready.Message)
-	case isCluster:
-		state.SetString(ClusterStateBootstrap)
-		reason.SetString(ClusterReasonBootstrapping)
-	default:
-		state.SetString("Initializing")
-		reason.SetString(ready.Message)
-	}
+	st, why := compatibleState(stateFacts{kind: kindName(obj), conditions: commonStatusOf(obj).Conditions,
+		clusterStage: clusterStage, state: state.String(), reason: reason.String()})
+	state.SetString(st)
+	reason.SetString(why)
 }
 
 // statusOf is the settable Status field of a resource.

@@ -73,7 +73,7 @@ func TestStateNeverSaysReadyWithoutTheReadyCondition(t *testing.T) {
 			state, reason := tc.status(tc.obj)
 			*state, *reason = "Ready", "was ready"
 			tc.set(conditionSet{conditions: &commonStatusOf(tc.obj).Conditions, generation: 1})
-			agreeStateWithReady(tc.obj)
+			settleCompatibleState(tc.obj, "")
 			if *state != tc.wantState {
 				t.Errorf("state %q, want %q", *state, tc.wantState)
 			}

@@ -41,11 +41,14 @@ type fakeKubelet struct {
 	// follow the config file on the command line (--sentinel).
 	confFor func(p *fakePod) string
 	args    []string
-	net     int
-	base    string // the pods' volumes
-	mu      sync.Mutex
-	nextIP  int
-	pods    map[string]*fakePod
+	// aclSecret, when set, is the operator's ACL Secret: pods read their aclfile from it, as
+	// its volume, written at start and again only by refreshSecretVolumes (kubelet's delay).
+	aclSecret string
+	net       int
+	base      string // the pods' volumes
+	mu        sync.Mutex
+	nextIP    int
+	pods      map[string]*fakePod
 }
 
 type fakePod struct {
@@ -110,6 +113,9 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	if k.confFor != nil {
 		conf = k.confFor
 	}
+	if k.aclSecret != "" {
+		k.writeACLFile(ctx, sts.Namespace, p)
+	}
 	p.start(k.t, k.port, conf(p))
 
 	pod := &corev1.Pod{
@@ -128,8 +134,9 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	if err := k.c.Create(ctx, pod); err != nil {
 		k.t.Fatalf("create pod %s: %v", name, err)
 	}
+	started := metav1.Now()
 	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &started,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 	}
 	if err := k.c.Status().Update(ctx, pod); err != nil {
@@ -205,7 +212,31 @@ func (k *fakeKubelet) config(p *fakePod) string {
 	if k.password != "" {
 		conf += fmt.Sprintf("requirepass %q\nmasterauth %q\n", k.password, k.password)
 	}
+	if k.aclSecret != "" {
+		conf += fmt.Sprintf("aclfile %s\n", filepath.Join(p.dataDir, "user.acl"))
+	}
 	return conf
+}
+
+// writeACLFile writes the pod's aclfile from the operator's ACL Secret, as kubelet projects it.
+func (k *fakeKubelet) writeACLFile(ctx context.Context, namespace string, p *fakePod) {
+	k.t.Helper()
+	var secret corev1.Secret
+	waitUntil(k.t, 30*time.Second, "ACL Secret "+k.aclSecret+" exists", func() error {
+		return k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.aclSecret}, &secret)
+	})
+	if err := os.WriteFile(filepath.Join(p.dataDir, "user.acl"), secret.Data["user.acl"], 0o600); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// refreshSecretVolumes brings the ACL Secret's content into every running pod's file, as
+// kubelet does a while after the Secret changed.
+func (k *fakeKubelet) refreshSecretVolumes(ctx context.Context, namespace string) {
+	k.t.Helper()
+	for _, name := range k.podNames() {
+		k.writeACLFile(ctx, namespace, k.pod(name))
+	}
 }
 
 func (p *fakePod) start(t *testing.T, port int, conf string) {

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,17 +26,47 @@ const ReasonPasswordRotation = "PasswordRotation"
 // effect is read back from the auth Secret the operator owns (the pods were started with it);
 // the objects phase writes the new one there only once every pod has it, so a rotation
 // stopped anywhere is finished by the next reconcile, which finds each pod on one password
-// or the other.
+// or the other (or, under sentinels, on both: see rotateWatched).
 type passwordRotation struct {
 	client   client.Client
 	pool     *redis.Pool
 	recorder recorder.EventRecorder
+	// tls dials the pods of a resource with TLS; nil without.
+	tls *tls.Config
 }
 
 // rotate returns stop when a pod is not running (it must not start, or go on, with the old
 // password unseen) and an error when a pod refuses both passwords.
 // listPods is called only when the password changes.
 func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error), port int, want string, conditions conditionSet, requeue func(string)) (bool, error) {
+	return p.rotateWatched(ctx, owner, listPods, nil, port, want, conditions, requeue)
+}
+
+// watchingSentinels is one set of sentinels that authenticates to the pods being rotated
+// (their auth-pass for masterGroup): their pods, and their own password and TLS to ask them.
+type watchingSentinels struct {
+	name, masterGroup string
+	pods              []corev1.Pod
+	password          string
+	tls               *tls.Config
+}
+
+// rotateWatched is rotate for pods that sentinels watch; listSentinels (nil for none) is
+// called only when the password changes. Sentinels authenticate to the master and replicas
+// anew whenever a link drops, so they must never hold a password the pods refuse. With
+// sentinels the order is:
+//
+//  1. every pod accepts the new password besides the old (ACL SETUSER default >new);
+//  2. every pod replicates with the new one (CONFIG SET masterauth), which all accept;
+//  3. every sentinel of every set authenticates with it (SENTINEL SET <group> auth-pass);
+//  4. every pod requires it alone (CONFIG SET requirepass).
+//
+// Each step is idempotent and the auth Secret keeps the old password until the objects phase
+// after the last one, so a rotation stopped anywhere is done again, whole, by the next
+// reconcile; a pod restarted meanwhile comes back with the old password and takes step 1 again.
+// A pod found requiring the new password alone has been through every step already.
+func (p passwordRotation) rotateWatched(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error),
+	listSentinels func() ([]watchingSentinels, error), port int, want string, conditions conditionSet, requeue func(string)) (bool, error) {
 	current, known, err := p.inEffect(ctx, owner)
 	if err != nil || !known || current == want {
 		return false, err
@@ -43,44 +75,193 @@ func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listP
 	if err != nil || len(pods) == 0 {
 		return false, err
 	}
-	for i := range pods {
-		if pods[i].Status.PodIP == "" || pods[i].Status.Phase != corev1.PodRunning {
-			message := fmt.Sprintf("the password changes once pod %s runs", pods[i].Name)
-			conditions.progressing(ReasonPasswordRotation, message)
-			requeue(message)
+	var sentinels []watchingSentinels
+	if listSentinels != nil {
+		if sentinels, err = listSentinels(); err != nil {
+			return false, err
+		}
+	}
+	if waitFor := notRunning(pods, sentinels); waitFor != "" {
+		message := fmt.Sprintf("the password changes once pod %s runs", waitFor)
+		conditions.progressing(ReasonPasswordRotation, message)
+		requeue(message)
+		return true, nil
+	}
+	if len(sentinels) > 0 {
+		if err := builder.CheckSentinelMasterPassword(want); err != nil {
+			message := "the password is not changed: " + err.Error()
+			conditions.degraded(ReasonPasswordRotation, message)
+			p.recorder.Eventf(owner, nil, corev1.EventTypeWarning, "PasswordRotationFailed", "Validate", "%s", message)
 			return true, nil
 		}
 	}
-	changed := 0
+	targets, err := p.examine(ctx, pods, port, want, current)
+	if err != nil {
+		return false, err
+	}
+	if len(sentinels) > 0 && want != "" {
+		err = p.switchTogether(ctx, owner, targets, sentinels, want)
+	} else {
+		// Without sentinels, or when the password is removed (the pods then accept any, the
+		// sentinels' old one included, until the sentinels drop it), pod by pod.
+		err = p.switchEach(ctx, owner, targets, want)
+		if err == nil {
+			err = p.tellSentinels(ctx, owner, sentinels, want)
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	p.rotated(ctx, owner, targets, sentinels)
+	return false, nil
+}
+
+// notRunning names a pod, of the resource or of its sentinels, that does not run, "" when all do.
+func notRunning(pods []corev1.Pod, sentinels []watchingSentinels) string {
+	all := slices.Clone(pods)
+	for _, g := range sentinels {
+		all = append(all, g.pods...)
+	}
+	for i := range all {
+		if all[i].Status.PodIP == "" || all[i].Status.Phase != corev1.PodRunning {
+			return all[i].Name
+		}
+	}
+	return ""
+}
+
+// rotationTarget is a pod being rotated, with a client it accepts; done when it requires the
+// new password alone and replicates with it.
+type rotationTarget struct {
+	pod    *corev1.Pod
+	client *redis.Client
+	done   bool
+}
+
+func (p passwordRotation) examine(ctx context.Context, pods []corev1.Pod, port int, want, current string) ([]rotationTarget, error) {
+	targets := make([]rotationTarget, len(pods))
 	for i := range pods {
-		c, err := p.connect(ctx, podEndpoint(&pods[i], port, redis.Auth{}), want, current)
+		c, err := p.connect(ctx, podEndpoint(&pods[i], port, redis.Auth{}).WithTLS(p.tls), want, current)
 		if err != nil {
-			return false, fmt.Errorf("pod %s: %w", pods[i].Name, err)
+			return nil, fmt.Errorf("pod %s: %w", pods[i].Name, err)
 		}
 		// What the pod requires, asked rather than inferred from a successful AUTH: a server
-		// without a password accepts any.
+		// without a password accepts any (and one with two reports the first).
 		set, err := c.ConfigGet(ctx, "*auth")
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		requirepass, err := c.ConfigGet(ctx, "requirepass")
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if set["masterauth"] == want && requirepass["requirepass"] == want {
+		targets[i] = rotationTarget{&pods[i], c, set["masterauth"] == want && requirepass["requirepass"] == want}
+	}
+	return targets, nil
+}
+
+// switchEach changes masterauth, then requirepass, pod by pod.
+func (p passwordRotation) switchEach(ctx context.Context, owner client.Object, targets []rotationTarget, want string) error {
+	for _, t := range targets {
+		if t.done {
 			continue
 		}
+		if err := p.restartExporter(ctx, owner, t.pod); err != nil {
+			return err
+		}
 		for _, parameter := range []string{"masterauth", "requirepass"} {
-			if err := c.ConfigSet(ctx, parameter, want); err != nil {
-				p.recorder.Eventf(owner, &pods[i], corev1.EventTypeWarning, "PasswordRotationFailed", "ConfigSet", "pod %s: %v", pods[i].Name, err)
-				return false, fmt.Errorf("pod %s: CONFIG SET %s: %w", pods[i].Name, parameter, err)
+			if err := t.client.ConfigSet(ctx, parameter, want); err != nil {
+				return p.failed(owner, t.pod, "ConfigSet", err)
 			}
 		}
-		log.FromContext(ctx).Info("changed the password in place", "pod", pods[i].Name)
-		changed++
 	}
-	p.recorder.Eventf(owner, nil, corev1.EventTypeNormal, "PasswordRotated", "ConfigSet", "%d pod(s) changed to the password of the Secret in place, %d already had it", changed, len(pods)-changed)
-	return false, nil
+	return nil
+}
+
+// switchTogether runs the four steps of a rotation under sentinels (see rotateWatched).
+func (p passwordRotation) switchTogether(ctx context.Context, owner client.Object, targets []rotationTarget, sentinels []watchingSentinels, want string) error {
+	each := func(action string, do func(*redis.Client) error) error {
+		for _, t := range targets {
+			if t.done {
+				continue
+			}
+			if err := do(t.client); err != nil {
+				return p.failed(owner, t.pod, action, err)
+			}
+		}
+		return nil
+	}
+	if err := each("AclSetUser", func(c *redis.Client) error { return c.AddDefaultUserPassword(ctx, want) }); err != nil {
+		return err
+	}
+	if err := each("ConfigSet", func(c *redis.Client) error { return c.ConfigSet(ctx, "masterauth", want) }); err != nil {
+		return err
+	}
+	if err := p.tellSentinels(ctx, owner, sentinels, want); err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if !t.done {
+			if err := p.restartExporter(ctx, owner, t.pod); err != nil {
+				return err
+			}
+		}
+	}
+	return each("ConfigSet", func(c *redis.Client) error { return c.ConfigSet(ctx, "requirepass", want) })
+}
+
+// restartExporter restarts a pod's exporter sidecar just before the pod requires the new
+// password: it comes back with it and uses it from its next scrape on. Restarted after, an
+// interruption in between would leave it on the old one with nothing left to tell.
+func (p passwordRotation) restartExporter(ctx context.Context, owner client.Object, pod *corev1.Pod) error {
+	_, err := exporterRestart{p.client, p.recorder}.restart(ctx, owner, pod)
+	return err
+}
+
+func (p passwordRotation) failed(owner client.Object, pod *corev1.Pod, action string, err error) error {
+	p.recorder.Eventf(owner, pod, corev1.EventTypeWarning, "PasswordRotationFailed", action, "pod %s: %v", pod.Name, err)
+	return fmt.Errorf("pod %s: %w", pod.Name, err)
+}
+
+// rotated logs each pod changed and says in an event how many pods and sentinels took the password.
+func (p passwordRotation) rotated(ctx context.Context, owner client.Object, targets []rotationTarget, sentinels []watchingSentinels) {
+	changed := 0
+	for _, t := range targets {
+		if !t.done {
+			log.FromContext(ctx).Info("changed the password in place", "pod", t.pod.Name)
+			changed++
+		}
+	}
+	note := "%d pod(s) changed to the password of the Secret in place, %d already had it"
+	args := []any{changed, len(targets) - changed}
+	if len(sentinels) > 0 {
+		n := 0
+		for _, g := range sentinels {
+			n += len(g.pods)
+		}
+		note += "; %d sentinel(s) authenticate with it"
+		args = append(args, n)
+	}
+	p.recorder.Eventf(owner, nil, corev1.EventTypeNormal, "PasswordRotated", "ConfigSet", note, args...)
+}
+
+// tellSentinels gives every sentinel of every set the password of the pods they watch.
+func (p passwordRotation) tellSentinels(ctx context.Context, owner client.Object, sentinels []watchingSentinels, want string) error {
+	for _, g := range sentinels {
+		for i := range g.pods {
+			pod := &g.pods[i]
+			c, err := p.pool.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: g.password}).WithTLS(g.tls))
+			if err != nil {
+				return fmt.Errorf("sentinel %s: %w", pod.Name, err)
+			}
+			if err := c.SentinelSetAuthPass(ctx, g.masterGroup, want); err != nil {
+				p.recorder.Eventf(owner, pod, corev1.EventTypeWarning, "PasswordRotationFailed", "SentinelSet", "sentinel %s (%s): %v", pod.Name, g.name, err)
+				return fmt.Errorf("sentinel %s (%s): %w", pod.Name, g.name, err)
+			}
+			log.FromContext(ctx).Info("gave a sentinel the new password", "pod", pod.Name, "group", g.masterGroup)
+		}
+	}
+	return nil
 }
 
 // inEffect is the password the pods were started with, from the auth Secret the operator

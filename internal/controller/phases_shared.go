@@ -15,11 +15,8 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
-// The bodies of phases that every kind runs the same way. Each kind's phase wraps one of these
-// with its own status strings (failState), so that the rules live in one place.
-
-// failState writes a kind's compatible state/reason for a failure the user must fix.
-type failState func(message string)
+// The bodies of phases that every kind runs the same way, so that the rules live in one place.
+// They write conditions only: the compatible state follows from them (compatibleState).
 
 // finalizeDeleted runs when the resource is being deleted: it removes the PVCs of its
 // StatefulSets unless storage.keepAfterDelete, and lets the resource go. It reads nothing of
@@ -44,11 +41,10 @@ func skipWhileAnnotated(obj client.Object, annotation, what string, conditions c
 // resolvePasswordOf reads the password Secret; a missing Secret or key is the user's to fix and
 // stops the reconcile with a condition and an event (the Secret watch brings it back).
 func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object,
-	ref *v1beta2.ExistingPasswordSecret, conditions conditionSet, fail failState) (password string, stop bool, err error) {
+	ref *v1beta2.ExistingPasswordSecret, conditions conditionSet) (password string, stop bool, err error) {
 	password, err = readPassword(ctx, c, obj.GetNamespace(), ref)
 	var missing *SecretKeyError
 	if errors.As(err, &missing) {
-		fail(missing.Error())
 		conditions.degraded(ReasonSecretMissing, missing.Error())
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonSecretMissing, "ReadPassword", "%s", missing.Error())
 		return "", true, nil
@@ -60,9 +56,8 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 // do not own, or an immutable change without permission stops the reconcile with a condition
 // (and an event): each waits for the user.
 func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object,
-	objects *builder.Objects, buildErr error, conditions conditionSet, fail failState) (bool, error) {
+	objects *builder.Objects, buildErr error, conditions conditionSet) (bool, error) {
 	if buildErr != nil {
-		fail(buildErr.Error())
 		conditions.degraded(ReasonInvalidSpec, buildErr.Error())
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", buildErr.Error())
 		return true, nil
@@ -72,7 +67,6 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 	var immutable *ImmutableError
 	switch {
 	case errors.As(err, &notOwned):
-		fail(notOwned.Error())
 		conditions.degraded(ReasonNotOwned, notOwned.Error())
 		return true, nil
 	case errors.As(err, &immutable):

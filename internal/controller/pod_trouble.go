@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
+
+// unschedulableGrace is how long a pod may be unschedulable before it is reported: the
+// scheduler waits for a new claim to be bound, which takes a moment.
+const unschedulableGrace = 20 * time.Second
 
 // stuckWaitingReasons are the reasons a container waits that do not pass by themselves: the
 // image, the command or the configuration has to change.
@@ -37,7 +42,9 @@ func (t podTrouble) String() string {
 // troubleOf finds the first pod (by name) that no node will take (an unbound claim, a request
 // no node has, a selector no node matches) or whose container waits for something that will
 // not come by itself.
-func troubleOf(pods []corev1.Pod) *podTrouble {
+// A pod is briefly unschedulable while its claim is being provisioned: only one that stays so
+// for unschedulableGrace is trouble; recheck says when to look again at one that is younger.
+func troubleOf(pods []corev1.Pod, now time.Time) (trouble *podTrouble, recheck time.Duration) {
 	sorted := slices.Clone(pods)
 	slices.SortFunc(sorted, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for i := range sorted {
@@ -47,24 +54,34 @@ func troubleOf(pods []corev1.Pod) *podTrouble {
 		}
 		for _, cond := range pod.Status.Conditions {
 			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-				return &podTrouble{pod: pod.Name, reason: corev1.PodReasonUnschedulable, message: cond.Message}
+				if left := unschedulableGrace - now.Sub(cond.LastTransitionTime.Time); left > 0 {
+					if recheck == 0 || left < recheck {
+						recheck = left
+					}
+					continue
+				}
+				return &podTrouble{pod: pod.Name, reason: corev1.PodReasonUnschedulable, message: cond.Message}, 0
 			}
 		}
 		statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
 		for _, cs := range statuses {
 			if w := cs.State.Waiting; w != nil && stuckWaitingReasons[w.Reason] {
-				return &podTrouble{pod: pod.Name, reason: w.Reason, message: fmt.Sprintf("container %s: %s", cs.Name, w.Message)}
+				return &podTrouble{pod: pod.Name, reason: w.Reason, message: fmt.Sprintf("container %s: %s", cs.Name, w.Message)}, 0
 			}
 		}
 	}
-	return nil
+	return nil, recheck
 }
 
 // reportPodTrouble puts the first stuck pod's own reason on the resource (Degraded, with the
 // pod and its message) and reports whether there was one. The Warning event is sent when the
 // trouble is new, not on every reconcile while it lasts.
-func reportPodTrouble(rec recorder.EventRecorder, obj client.Object, conditions conditionSet, pods []corev1.Pod) bool {
-	trouble := troubleOf(pods)
+func reportPodTrouble(rec recorder.EventRecorder, obj client.Object, conditions conditionSet, pods []corev1.Pod,
+	requeue func(time.Duration, string)) bool {
+	trouble, recheck := troubleOf(pods, time.Now())
+	if recheck > 0 {
+		requeue(recheck, "a pod is unschedulable: trouble if it stays so")
+	}
 	if trouble == nil {
 		warnedTroubles.cleared(obj.GetUID(), "pod")
 		return false

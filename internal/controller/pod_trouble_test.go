@@ -26,9 +26,13 @@ func waitingPod(reason string) corev1.Pod {
 }
 
 func TestTroubleOfNamesTheStuckPod(t *testing.T) {
-	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: "0/3 nodes are available: 3 Insufficient cpu."}}}}
+	now := time.Now()
+	unschedulableSince := func(since time.Time) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-1"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/3 nodes are available: 3 Insufficient cpu.", LastTransitionTime: metav1.NewTime(since)}}}}
+	}
+	unschedulable := unschedulableSince(now.Add(-time.Minute))
 	for _, tc := range []struct {
 		name string
 		pods []corev1.Pod
@@ -41,16 +45,21 @@ func TestTroubleOfNamesTheStuckPod(t *testing.T) {
 		{"config", []corev1.Pod{waitingPod("CreateContainerConfigError")}, "pod x-0: CreateContainerConfigError: container redis: why CreateContainerConfigError"},
 		{"unschedulable", []corev1.Pod{unschedulable}, "pod x-1: Unschedulable: 0/3 nodes are available: 3 Insufficient cpu."},
 		{"first by name", []corev1.Pod{unschedulable, waitingPod("ErrImagePull")}, "pod x-0: ErrImagePull: container redis: why ErrImagePull"},
+		// A claim being provisioned keeps a new pod unschedulable for a moment: no trouble yet.
+		{"unschedulable a moment", []corev1.Pod{unschedulableSince(now.Add(-5 * time.Second))}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if trouble := troubleOf(tc.pods); trouble != nil {
+			if trouble, _ := troubleOf(tc.pods, now); trouble != nil {
 				got = trouble.String()
 			}
 			if got != tc.want {
 				t.Errorf("troubleOf = %q, want %q", got, tc.want)
 			}
 		})
+	}
+	if _, recheck := troubleOf([]corev1.Pod{unschedulableSince(now.Add(-5 * time.Second))}, now); recheck != unschedulableGrace-5*time.Second {
+		t.Errorf("recheck in %v, want when the grace ends", recheck)
 	}
 }
 

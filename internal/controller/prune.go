@@ -17,11 +17,15 @@ import (
 
 // pruneOwned deletes the objects of the kinds we build that the owner controls but the spec no
 // longer wants (the metrics Service once the exporter is off, the follower StatefulSet of a
-// cluster scaled to zero followers...). It returns the names it deleted.
-func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desired []builder.Object) ([]string, error) {
+// cluster scaled to zero followers...), keeping those it lists as retained. It returns the
+// names it deleted.
+func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desired *builder.Objects) ([]string, error) {
 	wanted := map[string]bool{}
-	for _, obj := range desired {
+	for _, obj := range desired.All() {
 		wanted[kindOf(obj)+"/"+obj.GetName()] = true
+	}
+	for _, kindName := range desired.Retained {
+		wanted[kindName] = true
 	}
 	lists := []struct {
 		kind string

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,12 +31,16 @@ type RedisReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Redis    *redis.Pool
+	// SecretWatch reports changes of the Secrets the resources name; nil watches them
+	// through the manager's cache (which must then hold them).
+	SecretWatch *SecretWatch
 }
 
 type redisScope struct {
 	scopeBase
 	cr       *v1beta2.Redis
 	password string
+	tls      *tlsSettings
 	objects  *builder.Objects
 	buildErr error
 	storage  storageOutcome
@@ -52,12 +55,16 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
 		{"password", r.resolvePassword},
+		{"tls", r.resolveTLS},
+		{"acl", r.resolveACL},
 		{"password-rotation", r.rotatePassword},
 		{"build", r.buildObjects},
 		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
 		{"storage-wait", r.waitForStorage},
 		{"pod", r.observePod},
+		{"tls-reload", r.reloadTLS},
+		{"acl-reload", r.reloadACL},
 		{"dynamic-config", r.applyDynamicConfig},
 		{"health", r.checkHealth},
 	}
@@ -79,25 +86,43 @@ func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool,
 	return skipWhileAnnotated(s.cr, SkipReconcileAnnotation, "Redis", s.conditions), nil
 }
 
-// failed is the compatible status of a standalone Redis the user must fix.
-func (s *redisScope) failed(message string) {
-	s.cr.Status.State, s.cr.Status.Reason = StandaloneStateFailed, message
-}
-
 func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
 	return stop, err
 }
 
 // rotatePassword changes a running pod's password in place when the Secret's changed.
 func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig()}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
+func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop bool, err error) {
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	return stop, err
+}
+
+// reloadTLS brings a renewed TLS Secret into the running pod, without a restart.
+func (r *RedisReconciler) reloadTLS(ctx context.Context, s *redisScope) (bool, error) {
+	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
+		builder.DefaultRedisPort, redis.Auth{Password: s.password}, s.requeuer(ctx))
+}
+
+func (r *RedisReconciler) resolveACL(ctx context.Context, s *redisScope) (stop bool, err error) {
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.conditions)
+	return stop, err
+}
+
+// reloadACL brings an edit of the ACL Secret into the running pod, without a restart.
+func (r *RedisReconciler) reloadACL(ctx context.Context, s *redisScope) (bool, error) {
+	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
+		builder.DefaultRedisPort, s.password, s.tls.clientConfig(), s.requeuer(ctx))
+}
+
 func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, error) {
-	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password})
+	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password, ACL: s.acl.content})
+	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
 
@@ -109,12 +134,12 @@ func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool,
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions, s.failed)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {
 	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
-		func(d time.Duration, why string) { s.requeue(ctx, d, why) }), nil
+		s.requeuer(ctx)), nil
 }
 
 func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, error) {
@@ -126,13 +151,12 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
 		switch {
-		case reportPodTrouble(r.Recorder, s.cr, s.conditions, pods):
-		case s.cr.Status.State == StandaloneStateReady:
+		case reportPodTrouble(r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx)):
+		case s.conditions.hasServed():
 			s.conditions.degraded(ReasonPodsNotReady, message)
 		default:
 			s.conditions.progressing(ReasonPodsNotReady, message)
 		}
-		s.cr.Status.State, s.cr.Status.Reason = StandaloneStateInitializing, message
 		return true, nil // the pod watch brings us back
 	}
 	for i := range pods {
@@ -144,7 +168,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 }
 
 func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
-	return r.Redis.Client(podEndpoint(s.pod, builder.DefaultRedisPort, redis.Auth{Password: s.password}))
+	return r.Redis.Client(podEndpoint(s.pod, builder.DefaultRedisPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig()))
 }
 
 func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope) (bool, error) {
@@ -175,14 +199,13 @@ func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool,
 	if err != nil {
 		message := fmt.Sprintf("pod %s does not answer PING: %v", s.pod.Name, err)
 		s.conditions.progressing(ReasonRedisUnreachable, message)
-		s.result.RequeueAfter = whileConverging
+		s.requeue(ctx, whileConverging, "Redis does not answer PING")
 		return true, nil
 	}
-	if s.cr.Status.State != StandaloneStateReady {
+	if s.cr.Status.State != StandaloneStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "RedisReady", "Observe", "pod %s answers", s.pod.Name)
 	}
-	s.cr.Status.State, s.cr.Status.Reason = StandaloneStateReady, "Redis is ready"
 	s.conditions.ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
-	s.result.RequeueAfter = healthCheckInterval
+	s.requeue(ctx, healthCheckInterval, "periodic health check")
 	return false, nil
 }

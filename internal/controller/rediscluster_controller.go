@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,9 @@ type RedisClusterReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Redis    *redis.Pool
+	// SecretWatch reports changes of the Secrets the resources name; nil watches them
+	// through the manager's cache (which must then hold them).
+	SecretWatch *SecretWatch
 	// failovers are the CLUSTER FAILOVERs asked recently, not to be asked again meanwhile.
 	failovers failoverLog
 }
@@ -49,12 +53,17 @@ type clusterScope struct {
 	scopeBase
 	cr        *v1beta2.RedisCluster
 	password  string
+	tls       *tlsSettings
 	objects   *builder.Objects
 	buildErr  error
 	storage   storageOutcome
 	leaders   []corev1.Pod
 	followers []corev1.Pod
 	members   []clusterplan.Member
+	// outages is what the cluster does not serve as it should (clusterplan.Outages).
+	outages []string
+	// infos are the pods' CLUSTER INFO read with their views, by pod name.
+	infos map[string]redis.ClusterInfo
 	// pods are the pod counts the StatefulSets get: the spec's, or more while a scale-in drains.
 	pods builder.ClusterPods
 	// podsReady: every pod passed its readiness probe, which Ready also requires.
@@ -71,6 +80,9 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"skip-reconcile", r.skipReconcile},
 		{"finalizer", r.ensureFinalizer},
 		{"password", r.resolvePassword},
+		{"tls", r.resolveTLS},
+		{"acl", r.resolveACL},
+		{"hand-over-terminating", r.handOverTerminating},
 		{"password-rotation", r.rotatePassword},
 		{"scale-in", r.holdScaleIn},
 		{"build", r.buildObjects},
@@ -78,10 +90,13 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"objects", r.applyObjects},
 		{"storage-wait", r.waitForStorage},
 		{"pods", r.observePods},
+		{"tls-reload", r.reloadTLS},
+		{"acl-reload", r.reloadACL},
 		{"topology", r.reconcileTopology},
 		{"pod-roles", r.labelPodRoles},
 		{"dynamic-config", r.applyDynamicConfig},
 		{"health", r.checkHealth},
+		{"requested-failover", r.failoverOnRequest},
 		{"rolling-update", r.rollPods},
 	}
 }
@@ -111,13 +126,8 @@ func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *cluster
 	return false, addFinalizer(ctx, r.Client, s.cr)
 }
 
-// failed is the compatible status of a cluster the user must fix.
-func (s *clusterScope) failed(message string) {
-	s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, message
-}
-
 func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
 	return stop, err
 }
 
@@ -129,12 +139,13 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterS
 		}
 		return append(append([]corev1.Pod{}, s.leaders...), s.followers...), nil
 	}
-	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig()}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
-	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, Pods: &s.pods})
+	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, Pods: &s.pods})
+	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
 
@@ -146,12 +157,12 @@ func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScop
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions, s.failed)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {
 	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
-		func(d time.Duration, why string) { s.requeue(ctx, d, why) }), nil
+		s.requeuer(ctx)), nil
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
@@ -171,10 +182,10 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	runningLeaders, runningFollowers := countRunning(s.leaders), countRunning(s.followers)
 	switch {
 	case runningLeaders < wantLeaders:
-		r.podsNotRunning(s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
+		r.podsNotRunning(ctx, s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
 		return true, r.assignSlotsEarly(ctx, s) // pod events bring us back
 	case runningFollowers < wantFollowers:
-		r.podsNotRunning(s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
+		r.podsNotRunning(ctx, s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
 		return true, r.assignSlotsEarly(ctx, s)
 	}
 	s.podsReady = readyLeaders >= wantLeaders && readyFollowers >= wantFollowers
@@ -185,7 +196,7 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 // slots while the other pods start (see clusterplan.EarlySlots for why).
 func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *clusterScope) error {
 	if s.cr.Status.State != "" && s.cr.Status.State != ClusterStateInitializing {
-		return nil
+		return r.meetEarly(ctx, s)
 	}
 	var running []corev1.Pod
 	for _, p := range s.leaders {
@@ -219,22 +230,76 @@ func (r *RedisClusterReconciler) listPods(ctx context.Context, s *clusterScope) 
 	return err
 }
 
-// notReady reports pods that are not ready: a new cluster is initializing, an established one
-// is degraded while Redis fails over by itself.
-func (r *RedisClusterReconciler) notReady(s *clusterScope, reason, message string) {
-	if s.cr.Status.State == "" || s.cr.Status.State == ClusterStateInitializing {
-		s.cr.Status.State, s.cr.Status.Reason = ClusterStateInitializing, reason
-		s.conditions.progressing(ReasonPodsNotReady, message)
-		return
+// podsNotRunning reports pods that do not run yet, in the reference's stage (leaders, then
+// followers). Pods that are not yet members (a new cluster, a scale-out) are progress; a
+// member the cluster misses is an outage (Degraded, never Failed: its pod comes back or Redis
+// fails over). A pod stuck for a reason of its own says so (reportPodTrouble).
+func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterScope, stage, message string) {
+	s.clusterStage = stage
+	var running []corev1.Pod
+	for _, p := range append(slices.Clone(s.leaders), s.followers...) {
+		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
+			running = append(running, p)
+		}
 	}
-	s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
-	s.conditions.degraded(ReasonPodsNotReady, message)
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	view := &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, leaders: running}
+	var outages []string
+	if s.conditions.hasServed() { // a cluster still being created has no outage to report
+		outages = clusterplan.Outages(design, r.observeMembers(ctx, view))
+		if len(running) == 0 {
+			outages = append(outages, "no pod of the cluster runs")
+		}
+	}
+	if len(outages) > 0 {
+		s.clusterStage = ""
+		r.outage(s, message+"; "+clusterplan.OutageSummary(outages))
+	} else {
+		reason := ReasonPodsNotReady
+		if s.cr.Status.State != "" && s.cr.Status.State != ClusterStateInitializing {
+			reason = ReasonScalingOut
+		}
+		s.conditions.progressing(reason, message)
+	}
+	reportPodTrouble(r.Recorder, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
 }
 
-// podsNotRunning reports the pods that do not run: with the pods' own reason when one is stuck.
-func (r *RedisClusterReconciler) podsNotRunning(s *clusterScope, reason, message string) {
-	r.notReady(s, reason, message)
-	reportPodTrouble(r.Recorder, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...))
+// outage reports that an established cluster does not serve as it should, with one Warning
+// event when the outage starts (its details change as Redis fails over; the condition follows
+// them, the events would only repeat).
+func (r *RedisClusterReconciler) outage(s *clusterScope, message string) {
+	previous := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionDegraded)
+	if previous == nil || previous.Status != metav1.ConditionTrue || previous.Reason != ReasonOutage {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonOutage, "Observe", "%s", message)
+	}
+	s.conditions.degraded(ReasonOutage, message)
+}
+
+func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope) (stop bool, err error) {
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	return stop, err
+}
+
+func (r *RedisClusterReconciler) resolveACL(ctx context.Context, s *clusterScope) (stop bool, err error) {
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.conditions)
+	return stop, err
+}
+
+// reloadACL brings an edit of the ACL Secret into the running pods, without restarts.
+func (r *RedisClusterReconciler) reloadACL(ctx context.Context, s *clusterScope) (bool, error) {
+	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
+		int(builder.ClusterPort(s.cr)), s.password, s.tls.clientConfig(), s.requeuer(ctx))
+}
+
+// reloadTLS brings a renewed TLS Secret into the running pods, without restarts.
+func (r *RedisClusterReconciler) reloadTLS(ctx context.Context, s *clusterScope) (bool, error) {
+	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
+		int(builder.ClusterPort(s.cr)), redis.Auth{Password: s.password}, s.requeuer(ctx))
+}
+
+// endpoint is how to reach the Redis at ip:port of this cluster: its password, its TLS.
+func (s *clusterScope) endpoint(ip string, port int) redis.Endpoint {
+	return redis.NewEndpoint(ip, port, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig())
 }
 
 // podEndpoint is how to reach the process listening on port in the pod.

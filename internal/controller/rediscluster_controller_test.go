@@ -308,6 +308,7 @@ func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
 	}
 	f.assertDesignedShape(3, 1)
 	f.assertEvents("ClusterMeet", "ClusterAddSlots", "ClusterReplicate", "ClusterReady")
+	assertTimeline(t, f.c, f.ns)
 	// One event per pod acted on: the events API must not fold them into one.
 	var events eventsv1.EventList
 	if err := f.c.List(f.ctx, &events, client.InNamespace(f.ns)); err != nil {

@@ -90,7 +90,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		return true, nil // its pod events bring us back
 	case action.Failover != "":
 		member := memberByPod(s.members, action.Failover)
-		c, err := r.Redis.Client(redis.NewEndpoint(member.IP, member.Port, redis.Auth{Password: s.password}))
+		c, err := r.Redis.Client(s.endpoint(member.IP, member.Port))
 		if err != nil {
 			return false, err
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +21,11 @@ import (
 )
 
 // ReasonScalingIn: a scale-in keeps pods until their slots have moved to the others.
-const ReasonScalingIn = "ScalingIn"
+// ReasonScalingOut: new pods of a scale-out start; they join once they run.
+const (
+	ReasonScalingIn  = "ScalingIn"
+	ReasonScalingOut = "ScalingOut"
+)
 
 // holdScaleIn decides how many pods the StatefulSets keep. A scale-in that shrank them at once
 // would delete masters with their slots; instead the pods beyond the spec stay until they
@@ -50,6 +56,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 		for ordinal := set.want; ordinal < set.have; ordinal++ {
 			if !hasOrdinal(set.pods, int(ordinal)) {
 				*set.keep = set.have
+				s.clusterStage = ClusterReasonInitializingLeaders
 				s.conditions.progressing(ReasonScalingIn, fmt.Sprintf("scale-in waits for pod ordinal %d to run again: what it holds is unknown", ordinal))
 				return false, nil
 			}
@@ -58,6 +65,14 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 	design := clusterplan.Design{Leaders: int(want.Leaders), Followers: int(want.Followers)}
 	leaders, followers, reason := clusterplan.Keep(design, r.observeMembers(ctx, s))
 	s.pods = builder.ClusterPods{Leaders: keptReplicas(leaders, have.Leaders), Followers: keptReplicas(followers, have.Followers)}
+	// The reference shows a scale-in as initializing leaders, then followers, until the
+	// departing pods are gone.
+	switch {
+	case s.pods.Leaders > want.Leaders:
+		s.clusterStage = ClusterReasonInitializingLeaders
+	case s.pods.Followers > want.Followers:
+		s.clusterStage = ClusterReasonInitializingFollowers
+	}
 	if reason != "" {
 		log.FromContext(ctx).Info("scale-in holds pods", "leaders", s.pods.Leaders, "followers", s.pods.Followers, "reason", reason)
 	}
@@ -67,6 +82,33 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 // keptReplicas is the count the plan keeps, capped at the StatefulSet's current one: holding a
 // scale-in never grows a StatefulSet. A count int32 cannot hold (a negative one would be a
 // bug) keeps every pod, the safe side.
+// meetEarly introduces the new pods of an established cluster as each starts to run, while
+// others are still to come (see clusterplan.EarlyMeets for why it saves seconds).
+func (r *RedisClusterReconciler) meetEarly(ctx context.Context, s *clusterScope) error {
+	running := func(pods []corev1.Pod) []corev1.Pod {
+		var out []corev1.Pod
+		for _, p := range pods {
+			if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	members := r.observeMembers(ctx, &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password,
+		leaders: running(s.leaders), followers: running(s.followers)})
+	steps := clusterplan.EarlyMeets(members)
+	if len(steps) == 0 {
+		return nil
+	}
+	s.members = members
+	for _, step := range steps {
+		if err := r.runStep(ctx, s, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func keptReplicas(keep int, have int32) int32 {
 	if keep < 0 || keep > math.MaxInt32 {
 		return have
@@ -97,28 +139,100 @@ func hasOrdinal(pods []corev1.Pod, ordinal int) bool {
 	return false
 }
 
-// migrateSlots moves each slot of the step, with its keys, from the pod step.On to step.To:
-// the destination imports it, the source migrates it, the keys go over in batches (clients
-// are redirected with ASK meanwhile, so no write is refused or lost), and the slot is given to
-// the destination, on it first, then on the source, then on every other master so that their
-// MOVED answers agree at once. Each command may be repeated, so the next plan finishes a move
-// interrupted anywhere. It returns the number of keys moved.
-func (r *RedisClusterReconciler) migrateSlots(ctx context.Context, s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (int, error) {
+// Slot moves are pipelined: slotsPerBatch slots go through each command together, and one
+// reconcile spends at most migrationSlice on moves before it looks at the cluster again (pod
+// events and progress are seen between slices; every command may be repeated, so whatever a
+// slice leaves is finished by the next plan).
+const (
+	slotsPerBatch  = 128
+	keysPerMigrate = 1000
+	migrationSlice = 15 * time.Second
+	clusterOKPoll  = 100 * time.Millisecond
+)
+
+// migrateSlots moves the slots of the step, with their keys, from the pod step.On to step.To,
+// slotsPerBatch at a time: the destination imports them, the source migrates them, the keys go
+// over (clients are redirected with ASK meanwhile, so no write is refused or lost), and the
+// slots are given to the destination, on it first, then on the source, then on every other
+// master so that their MOVED answers agree at once. Each command may be repeated, so the next
+// plan finishes a move interrupted anywhere. It stops between batches once the deadline has
+// passed, and returns the number of slots and keys moved.
+func (r *RedisClusterReconciler) migrateSlots(ctx context.Context, s *clusterScope, from *clusterplan.Member, step clusterplan.Step, deadline time.Time) (slots, keys int, err error) {
+	// A move whose ends are not in cluster_state:ok yet (a new master within Redis's rejoin
+	// delay) waits for them here while the other moves of the plan run.
+	for r.notClusterOK(ctx, s, step.On, step.To) != "" {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, 0, nil
+		}
+		time.Sleep(clusterOKPoll)
+	}
 	move, err := r.newSlotMove(s, from, step)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	moved := 0
-	for _, slots := range step.Slots {
-		for slot := slots.Start; slot <= slots.End; slot++ {
-			n, err := move.moveSlot(ctx, slot)
-			moved += n
-			if err != nil {
-				return moved, err
-			}
+	if err := r.keepDepartingMasterAlone(ctx, s, from); err != nil {
+		return 0, 0, err
+	}
+	all := slotsOf(step.Slots)
+	for len(all) > 0 && time.Now().Before(deadline) {
+		batch := all[:min(slotsPerBatch, len(all))]
+		all = all[len(batch):]
+		n, err := move.moveSlots(ctx, batch)
+		keys += n
+		if err != nil {
+			return slots, keys, err
+		}
+		slots += len(batch)
+	}
+	return slots, keys, nil
+}
+
+func slotsOf(ranges []redis.SlotRange) []int {
+	var out []int
+	for _, r := range ranges {
+		for slot := r.Start; slot <= r.End; slot++ {
+			out = append(out, slot)
 		}
 	}
-	return moved, nil
+	return out
+}
+
+// keepDepartingMasterAlone turns replica migration off on a departing master and on its
+// replicas before its slots leave. With it on, Redis makes a master that gave its last slot
+// away a replica of the receiver, and its replicas follow: each would then copy the receiver's
+// whole data set (a full sync) just before its pod is deleted, and the operator's last SETSLOT
+// on it would be refused. The setting is not written to the config file: a pod that stays
+// (a scale-in undone) gets Redis's default back when it restarts.
+func (r *RedisClusterReconciler) keepDepartingMasterAlone(ctx context.Context, s *clusterScope, from *clusterplan.Member) error {
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	if !clusterplan.Departing(design, from) {
+		return nil
+	}
+	me, ok := myselfOf(from)
+	if !ok {
+		return fmt.Errorf("pod %s reported no node ID", from.Pod)
+	}
+	for i := range s.members {
+		m := &s.members[i]
+		node, ok := myselfOf(m)
+		if !ok || (m.Pod != from.Pod && (!node.IsReplica() || node.MasterID != me.ID)) {
+			continue
+		}
+		c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+		if err != nil {
+			return err
+		}
+		if err := c.ConfigSet(ctx, "cluster-allow-replica-migration", "no"); err != nil {
+			if redis.IsServerError(err) {
+				// A Redis before 6.2 has no such setting; the SETSLOT refusals it causes are
+				// expected (see giveSlots).
+				log.FromContext(ctx).V(1).Info("cannot turn replica migration off", "pod", m.Pod, "error", err.Error())
+				continue
+			}
+			return fmt.Errorf("pod %s: %w", m.Pod, err)
+		}
+	}
+	return nil
 }
 
 // slotMove holds what moving the slots of one Migrate step needs: clients for its source, its
@@ -139,10 +253,10 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 	}
 	move.sourceID = me.ID
 	var err error
-	if move.source, err = r.Redis.Client(redis.NewEndpoint(from.IP, from.Port, move.auth)); err != nil {
+	if move.source, err = r.Redis.Client(redis.NewEndpoint(from.IP, from.Port, move.auth).WithTLS(s.tls.clientConfig())); err != nil {
 		return nil, err
 	}
-	if move.target, err = r.Redis.Client(redis.NewEndpoint(step.IP, step.Port, move.auth)); err != nil {
+	if move.target, err = r.Redis.Client(redis.NewEndpoint(step.IP, step.Port, move.auth).WithTLS(s.tls.clientConfig())); err != nil {
 		return nil, err
 	}
 	for i := range s.members {
@@ -150,7 +264,7 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 		if node, ok := myselfOf(m); !ok || !node.IsMaster() || m.Pod == from.Pod || m.Pod == step.To {
 			continue
 		}
-		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, move.auth))
+		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, move.auth).WithTLS(s.tls.clientConfig()))
 		if err != nil {
 			return nil, err
 		}
@@ -159,46 +273,66 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 	return move, nil
 }
 
-// moveSlot moves one slot with its keys and returns the number of keys moved. Each command
-// may be repeated, so it also finishes a move of the slot that was interrupted.
-func (mv *slotMove) moveSlot(ctx context.Context, slot int) (int, error) {
-	if err := mv.target.ClusterSetSlot(ctx, slot, redis.SlotImporting, mv.sourceID); err != nil && !serverSays(err, "already the owner") {
-		return 0, err
+// moveSlots moves a batch of slots with their keys and returns the number of keys moved. Each
+// command may be repeated, so it also finishes moves of these slots that were interrupted.
+// The destination imports every slot before the source migrates any: a slot is never
+// MIGRATING towards a node that would refuse its keys.
+func (mv *slotMove) moveSlots(ctx context.Context, slots []int) (int, error) {
+	for _, err := range mv.target.ClusterSetSlotEach(ctx, slots, redis.SlotImporting, mv.sourceID) {
+		if err != nil && !serverSays(err, "already the owner") {
+			return 0, err
+		}
 	}
-	moved, err := mv.migrateKeys(ctx, slot)
+	var withKeys []int
+	for i, err := range mv.source.ClusterSetSlotEach(ctx, slots, redis.SlotMigrating, mv.step.NodeID) {
+		switch {
+		case err == nil:
+			withKeys = append(withKeys, slots[i])
+		case serverSays(err, "not the owner"):
+			// the source gave it up already: its keys have moved
+		default:
+			return 0, err
+		}
+	}
+	moved, err := mv.source.MigrateSlots(ctx, withKeys, mv.step.IP, mv.step.Port,
+		redis.MigrateOptions{BatchSize: keysPerMigrate, Replace: true, Auth: mv.auth})
 	if err != nil {
 		return moved, err
 	}
-	return moved, mv.giveSlot(ctx, slot)
+	return moved, mv.giveSlots(ctx, slots)
 }
 
-// migrateKeys marks the slot migrating on the source and sends its keys to the destination.
-func (mv *slotMove) migrateKeys(ctx context.Context, slot int) (int, error) {
-	if err := mv.source.ClusterSetSlot(ctx, slot, redis.SlotMigrating, mv.step.NodeID); err != nil {
-		if serverSays(err, "not the owner") {
-			return 0, nil // the source gave it up already: its keys have moved
-		}
-		return 0, err
-	}
-	return mv.source.MigrateKeys(ctx, slot, mv.step.IP, mv.step.Port, redis.MigrateOptions{Replace: true, Auth: mv.auth})
-}
-
-// giveSlot makes the destination the slot's owner: on the destination first, then on the
+// giveSlots makes the destination the slots' owner: on the destination first, then on the
 // source, then on every other master so that their MOVED answers agree at once.
-func (mv *slotMove) giveSlot(ctx context.Context, slot int) error {
-	if err := mv.target.ClusterSetSlot(ctx, slot, redis.SlotNode, mv.step.NodeID); err != nil {
-		return err
-	}
-	if err := mv.source.ClusterSetSlot(ctx, slot, redis.SlotNode, mv.step.NodeID); err != nil {
-		return err
-	}
-	for _, c := range mv.others {
-		// Gossip carries the new owner to a master that missed this; a failure here
-		// only delays its MOVED answers.
-		if err := c.ClusterSetSlot(ctx, slot, redis.SlotNode, mv.step.NodeID); err != nil {
-			log.FromContext(ctx).V(1).Info("SETSLOT NODE on another master failed", "addr", c.Addr(), "slot", slot, "error", err.Error())
+func (mv *slotMove) giveSlots(ctx context.Context, slots []int) error {
+	for _, err := range mv.target.ClusterSetSlotEach(ctx, slots, redis.SlotNode, mv.step.NodeID) {
+		if err != nil {
+			return err
 		}
 	}
+	// A source that gave its last slot away may have turned into a replica of the destination
+	// by itself (a Redis without cluster-allow-replica-migration): it knows the new owner.
+	for _, err := range mv.source.ClusterSetSlotEach(ctx, slots, redis.SlotNode, mv.step.NodeID) {
+		if err != nil && !serverSays(err, "only with masters") {
+			return err
+		}
+	}
+	// The other masters are told side by side. Gossip carries the new owner to a master that
+	// missed this; a failure here only delays its MOVED answers.
+	var wg sync.WaitGroup
+	for _, c := range mv.others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, err := range c.ClusterSetSlotEach(ctx, slots, redis.SlotNode, mv.step.NodeID) {
+				if err != nil {
+					log.FromContext(ctx).V(1).Info("SETSLOT NODE on another master failed", "addr", c.Addr(), "error", err.Error())
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	return nil
 }
 

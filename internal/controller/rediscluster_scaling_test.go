@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/writecheck"
 )
 
@@ -45,7 +46,17 @@ func (f *clusterFixture) followStatefulSets() {
 // waitReadyFollowing waits for Ready while acting as the StatefulSet controller.
 func (f *clusterFixture) waitReadyFollowing(timeout time.Duration) {
 	f.t.Helper()
+	f.waitReadyFollowingChecking(timeout, nil)
+}
+
+// waitReadyFollowingChecking is waitReadyFollowing that also runs check on every round, before
+// the pods beyond the StatefulSets' sizes are deleted.
+func (f *clusterFixture) waitReadyFollowingChecking(timeout time.Duration, check func()) {
+	f.t.Helper()
 	waitUntil(f.t, timeout, "RedisCluster Ready after the resize", func() error {
+		if check != nil {
+			check()
+		}
 		f.followStatefulSets()
 		cr := f.get()
 		if cr.Status.State != ClusterStateReady || !conditionTrue(cr.Status.Conditions, "Ready", cr.Generation) {
@@ -108,9 +119,40 @@ func TestScaleOutAndInMoveSlotsWithTheirKeys(t *testing.T) {
 		t.Errorf("the new leader holds no keys: the slots moved without them")
 	}
 
+	// The scale-in: the departing leader-3 stays a master until its pod goes (it never
+	// becomes a replica of a receiver, so no receiver serves it a full sync), and it keeps
+	// its replica while it serves slots.
+	fullSyncs := f.fullSyncs(3)
+	departing := f.name + "-leader-3"
+	departingReplica := f.name + "-follower-3"
 	f.resize(3, 3)
-	f.waitReadyFollowing(120 * time.Second)
+	f.waitReadyFollowingChecking(120*time.Second, func() {
+		if f.kubelet.pod(departing) == nil {
+			return
+		}
+		topo, err := f.tryTopology(departing)
+		if err != nil {
+			return // stopping
+		}
+		me, _ := topo.Myself()
+		if !me.IsMaster() {
+			t.Errorf("the departing %s turned into a replica: %s", departing, me)
+		}
+		if me.SlotCount() == 0 {
+			return
+		}
+		if f.kubelet.pod(departingReplica) == nil {
+			t.Errorf("%s is gone while %s still serves %d slots", departingReplica, departing, me.SlotCount())
+		} else if replica, err := f.tryTopology(departingReplica); err == nil {
+			if r, _ := replica.Myself(); r.MasterID != me.ID {
+				t.Errorf("%s left %s while it serves %d slots: %s", departingReplica, departing, me.SlotCount(), r)
+			}
+		}
+	})
 	f.assertDesignedShape(3, 1)
+	if after := f.fullSyncs(3); fmt.Sprint(after) != fmt.Sprint(fullSyncs) {
+		t.Errorf("full syncs served by the remaining leaders went from %v to %v during the scale-in", fullSyncs, after)
+	}
 	got := f.slotsPerLeader()
 	counts := []int{}
 	for _, n := range got {
@@ -124,6 +166,52 @@ func TestScaleOutAndInMoveSlotsWithTheirKeys(t *testing.T) {
 	checker.StopAndRequire(f.ctx, t, f.clusterClient(), "while scaling")
 	f.readKeys(2000)
 	f.assertMigrateEvents()
+	f.assertNoWarnings()
+}
+
+// fullSyncs is INFO stats sync_full of leader-0 to leader-(n-1).
+func (f *clusterFixture) fullSyncs(n int) []string {
+	f.t.Helper()
+	var out []string
+	for i := 0; i < n; i++ {
+		c := f.nodeClient(fmt.Sprintf("%s-leader-%d", f.name, i))
+		info, err := c.Info(f.ctx, "stats").Result()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, redis.ParseInfo(info)["sync_full"])
+	}
+	return out
+}
+
+// tryTopology is topology for a pod that may be stopping.
+func (f *clusterFixture) tryTopology(pod string) (redis.Topology, error) {
+	p := f.kubelet.pod(pod)
+	if p == nil {
+		return redis.Topology{}, fmt.Errorf("no pod %s", pod)
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: p.addr(f.port), MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	text, err := c.ClusterNodes(f.ctx).Result()
+	if err != nil {
+		return redis.Topology{}, err
+	}
+	return redis.ParseClusterNodes(text)
+}
+
+// assertNoWarnings: the operator raised no Warning event on the cluster (the API server's own
+// repair loops may warn of other things).
+func (f *clusterFixture) assertNoWarnings() {
+	f.t.Helper()
+	var events eventsv1.EventList
+	if err := f.c.List(f.ctx, &events, client.InNamespace(f.ns)); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Type == "Warning" && e.Regarding.Kind == "RedisCluster" {
+			f.t.Errorf("Warning event %s: %s", e.Reason, e.Note)
+		}
+	}
 }
 
 func (f *clusterFixture) dbSize(pod string) int64 {

@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,32 +35,46 @@ const (
 // plan: meet, forget, assign slots, replicate, fail back.
 func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clusterScope) (bool, error) {
 	s.members = r.observeMembers(ctx, s)
-	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr)),
+		KeepMasters: requestedMasters(s.cr)}
+	// A leader of a new cluster that started last, with the other pods, gets its slots before
+	// it is met, as those that ran earlier did (see clusterplan.EarlySlots for why); also when
+	// it answers only after the others were met, in a later reconcile.
+	if s.newCluster() {
+		if steps := clusterplan.EarlySlots(design, s.members); len(steps) > 0 {
+			for _, step := range steps {
+				if err := r.runStep(ctx, s, step); err != nil {
+					return false, err
+				}
+			}
+			s.members = r.observeMembers(ctx, s)
+		}
+	}
+	observeClusterMembers(s.cr, s.members)
 	plan := clusterplan.Compute(design, s.members)
 
 	if wait := r.migrationBlocked(ctx, s, plan.Steps); wait != "" {
 		plan = clusterplan.Plan{Wait: wait}
 	}
+	// What the cluster does not serve is said as an outage, whatever the plan does about it;
+	// steps and waits of a cluster that serves everything are progress.
+	if s.conditions.hasServed() { // a cluster still being created has no outage to report
+		s.outages = clusterplan.Outages(design, s.members)
+	}
 	switch {
 	case len(plan.Steps) > 0:
-		s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
 		reason := ReasonBootstrapping
 		if plan.Steps[0].Kind == clusterplan.StepMigrate {
 			reason = ReasonResharding
 		}
-		s.conditions.progressing(reason, summarizeSteps(plan.Steps))
-		for _, step := range plan.Steps {
-			if err := r.runStep(ctx, s, step); err != nil {
-				return false, err
-			}
+		s.progressUnlessOutage(r, reason, summarizeSteps(plan.Steps))
+		if err := r.runSteps(ctx, s, plan.Steps); err != nil {
+			return false, err
 		}
 		s.requeue(ctx, afterRedisCommands, "waiting for Redis to act on "+string(plan.Steps[0].Kind))
 		return true, nil
 	case plan.Wait != "":
-		if s.cr.Status.State != ClusterStateReady {
-			s.cr.Status.State, s.cr.Status.Reason = ClusterStateBootstrap, ClusterReasonBootstrapping
-		}
-		s.conditions.progressing(ReasonConverging, plan.Wait)
+		s.progressUnlessOutage(r, ReasonConverging, plan.Wait)
 		s.requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	case len(plan.Problems) > 0:
@@ -65,7 +82,6 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 		if !degradedWith(s, message) {
 			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonTopologyProblem, "Observe", "%s", message)
 		}
-		s.cr.Status.State, s.cr.Status.Reason = ClusterStateFailed, message
 		s.conditions.degraded(ReasonTopologyProblem, message)
 		s.requeue(ctx, whileBroken, "a topology problem may clear once pods come back")
 		return true, nil
@@ -73,75 +89,142 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	return false, nil
 }
 
+// newCluster: the cluster has never served (it is being created), judged by the state the
+// operator wrote and by its conditions: never Ready nor in an outage since.
+func (s *clusterScope) newCluster() bool {
+	switch s.cr.Status.State {
+	case "", ClusterStateInitializing:
+		return true
+	case ClusterStateBootstrap:
+		return !s.conditions.hasServed()
+	}
+	return false
+}
+
 // migrationBlocked returns why slots cannot move yet: both ends of a move must be in
 // cluster_state:ok, or the destination refuses the keys (CLUSTERDOWN). A master that has just
-// joined may take a few seconds more than gossip to get there.
+// joined may take a few seconds more than gossip to get there. The plan goes ahead as soon as
+// one move can start; each move waits for its own ends (see migrateSlots).
 func (r *RedisClusterReconciler) migrationBlocked(ctx context.Context, s *clusterScope, steps []clusterplan.Step) string {
-	checked := map[string]bool{}
+	wait := ""
 	for _, step := range steps {
 		if step.Kind != clusterplan.StepMigrate {
 			continue
 		}
-		for _, pod := range []string{step.On, step.To} {
-			if checked[pod] {
-				continue
-			}
-			checked[pod] = true
-			m := memberByPod(s.members, pod)
-			if m == nil {
-				return "waiting for pod " + pod
-			}
-			c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
-			if err != nil {
-				return fmt.Sprintf("pod %s: %v", pod, err)
-			}
-			info, err := c.ClusterInfo(ctx)
-			if err != nil {
-				return fmt.Sprintf("pod %s: %v", pod, err)
-			}
-			if info.State != "ok" {
-				return fmt.Sprintf("waiting for %s to report cluster_state:ok before slots move", pod)
-			}
+		why := r.notClusterOK(ctx, s, step.On, step.To)
+		if why == "" {
+			return ""
+		}
+		if wait == "" {
+			wait = why
+		}
+	}
+	return wait
+}
+
+// notClusterOK says which of the pods does not report cluster_state:ok, "" when all do.
+func (r *RedisClusterReconciler) notClusterOK(ctx context.Context, s *clusterScope, pods ...string) string {
+	for _, pod := range pods {
+		m := memberByPod(s.members, pod)
+		if m == nil {
+			return "waiting for pod " + pod
+		}
+		c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+		if err != nil {
+			return fmt.Sprintf("pod %s: %v", pod, err)
+		}
+		info, err := c.ClusterInfo(ctx)
+		if err != nil {
+			return fmt.Sprintf("pod %s: %v", pod, err)
+		}
+		if info.State != "ok" {
+			return fmt.Sprintf("waiting for %s to report cluster_state:ok before slots move", pod)
 		}
 	}
 	return ""
 }
 
-// observeMembers asks every pod for CLUSTER NODES and ROLE; a pod that does not answer is a
-// member without a view, which the plan waits for.
+// observeMembers asks every pod, side by side, for CLUSTER NODES, ROLE and CLUSTER INFO in one
+// round trip each; a pod that does not answer is a member without a view, which the plan waits
+// for. The CLUSTER INFO answers are kept for the health check of the same reconcile.
 func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterScope) []clusterplan.Member {
 	port, busPort := int(builder.ClusterPort(s.cr)), int(builder.ClusterBusPort(s.cr))
 	var members []clusterplan.Member
 	add := func(pods []corev1.Pod, role clusterplan.PodRole) {
 		for i := range pods {
 			pod := &pods[i]
-			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
-				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)}
-			r.observeMember(ctx, s, &m)
-			members = append(members, m)
+			members = append(members, clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
+				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)})
 		}
 	}
 	add(s.leaders, clusterplan.Leader)
 	add(s.followers, clusterplan.Follower)
+	infos := make([]*redis.ClusterInfo, len(members))
+	var wg sync.WaitGroup
+	for i := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			infos[i] = r.observeMember(ctx, s, &members[i])
+		}()
+	}
+	wg.Wait()
+	s.infos = map[string]redis.ClusterInfo{}
+	for i, info := range infos {
+		if info != nil {
+			s.infos[members[i].Pod] = *info
+		}
+	}
 	return members
 }
 
-// observeMember fills in the member's CLUSTER NODES and ROLE; when the pod does not answer
-// CLUSTER NODES its view stays nil.
-func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterScope, m *clusterplan.Member) {
-	c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
+// observeMember fills in the member's CLUSTER NODES and ROLE and returns its CLUSTER INFO (nil
+// when it failed); when the pod does not answer CLUSTER NODES its view stays nil.
+func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterScope, m *clusterplan.Member) *redis.ClusterInfo {
+	c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
 	if err != nil {
-		return // no view: the plan waits for this pod
+		return nil // no view: the plan waits for this pod
 	}
-	view, err := c.ClusterNodes(ctx)
-	if err != nil {
-		log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", m.Pod, "error", err.Error())
-		return
+	seen := c.ObserveCluster(ctx)
+	if seen.NodesErr != nil {
+		log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", m.Pod, "error", seen.NodesErr.Error())
+		return nil
 	}
-	m.View = &view
-	if role, err := c.Role(ctx); err == nil {
-		m.Replication = role
+	m.View = &seen.Nodes
+	if seen.RoleErr == nil {
+		m.Replication = seen.Role
 	}
+	if seen.InfoErr != nil {
+		return nil
+	}
+	return &seen.Info
+}
+
+// runSteps runs the steps of a plan in order, except slot moves, which run side by side: each
+// moves its own slots between its own source and destination, and Redis serves many slots in
+// flight at once. All are waited for; the first error is returned.
+func (r *RedisClusterReconciler) runSteps(ctx context.Context, s *clusterScope, steps []clusterplan.Step) error {
+	var moves []clusterplan.Step
+	for _, step := range steps {
+		if step.Kind == clusterplan.StepMigrate {
+			moves = append(moves, step)
+			continue
+		}
+		if err := r.runStep(ctx, s, step); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(moves))
+	var wg sync.WaitGroup
+	for i := range moves {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.runStep(ctx, s, moves[i])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, step clusterplan.Step) error {
@@ -149,10 +232,11 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if member == nil {
 		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
 	}
-	c, err := r.Redis.Client(redis.NewEndpoint(member.IP, member.Port, redis.Auth{Password: s.password}))
+	c, err := r.Redis.Client(s.endpoint(member.IP, member.Port))
 	if err != nil {
 		return err
 	}
+	slots := 0 // slots moved by a Migrate step
 	switch step.Kind {
 	case clusterplan.StepMeet:
 		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
@@ -173,8 +257,13 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 		err = c.ClusterFailover(ctx, redis.FailoverDefault)
 	case clusterplan.StepMigrate:
 		var keys int
-		keys, err = r.migrateSlots(ctx, s, member, step)
-		step.Reason += fmt.Sprintf(" (%d keys)", keys)
+		slots, keys, err = r.migrateSlots(ctx, s, member, step, time.Now().Add(migrationSlice))
+		if all := redis.CountSlots(step.Slots); slots < all && err == nil {
+			step.Reason += fmt.Sprintf(" (%d of the slots so far, %d keys)", slots, keys)
+		} else {
+			step.Reason += fmt.Sprintf(" (%d keys)", keys)
+		}
+		keysMoved.With(resourceLabelValues(s.cr)).Add(float64(keys))
 	default:
 		return fmt.Errorf("unknown step %s", step.Kind)
 	}
@@ -184,12 +273,32 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if step.Kind == clusterplan.StepMeet {
 		pod = s.pod(func(p *corev1.Pod) bool { return p.Status.PodIP == step.IP })
 	}
+	if err == nil && step.Kind == clusterplan.StepMigrate && slots == 0 {
+		log.FromContext(ctx).Info("slot move waits", "pod", step.On, "reason", step.Reason)
+		return nil
+	}
 	if err != nil {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "Cluster"+string(step.Kind)+"Failed", string(step.Kind), "%s on %s failed: %v", step.Kind, step.On, err)
 		return fmt.Errorf("%s: %w", step, err)
 	}
+	switch step.Kind {
+	case clusterplan.StepFailover:
+		failovers.With(resourceLabelValues(s.cr)).Inc()
+	case clusterplan.StepMigrate:
+		slotsMoved.With(resourceLabelValues(s.cr)).Add(float64(slots))
+	}
 	log.FromContext(ctx).Info("ran cluster step", "step", step.Kind, "pod", step.On, "reason", step.Reason)
-	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s on %s: %s", step.Kind, step.On, step.Reason)
+	// The events API folds the events of one reason about one related pod into a series: the
+	// MEETs that introduce a node (several pods may, and a plan repeats one while the
+	// handshake's gossip spreads) are one entry of the timeline, told by the first; the others
+	// are in the log.
+	action := step.String()
+	if step.Kind == clusterplan.StepMeet {
+		action = fmt.Sprintf("%s -> %s", step.Kind, net.JoinHostPort(step.IP, strconv.Itoa(step.Port)))
+	}
+	if toldActions.firstTelling(s.cr.UID, action, time.Now()) {
+		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
+	}
 	return nil
 }
 
@@ -266,7 +375,7 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 		if len(dynamic) == 0 {
 			continue
 		}
-		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
+		c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
 		if err != nil {
 			return false, err
 		}
@@ -285,14 +394,15 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 // checkHealth reports Ready only when every pod says cluster_state:ok with all slots served;
 // the plan has already checked that every pod sees every other, linked, in its current role.
 func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScope) (bool, error) {
+	if len(s.outages) > 0 {
+		r.outage(s, clusterplan.OutageSummary(s.outages))
+		s.requeue(ctx, whileBroken, "an outage may clear once pods answer again")
+		return true, nil
+	}
 	for _, m := range s.members {
-		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, redis.Auth{Password: s.password}))
+		info, err := r.clusterInfo(ctx, s, m)
 		if err != nil {
-			return false, err
-		}
-		info, err := c.ClusterInfo(ctx)
-		if err != nil {
-			s.conditions.progressing(ReasonRedisUnreachable, fmt.Sprintf("pod %s: %v", m.Pod, err))
+			s.progressUnlessOutage(r, ReasonRedisUnreachable, fmt.Sprintf("pod %s: %v", m.Pod, err))
 			s.requeue(ctx, whileConverging, "CLUSTER INFO failed")
 			return true, nil
 		}
@@ -310,13 +420,34 @@ func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScop
 			s.cr.Status.ReadyLeaderReplicas, leaders, s.cr.Status.ReadyFollowerReplicas, followers))
 		return true, nil
 	}
-	if s.cr.Status.State != ClusterStateReady {
+	if s.cr.Status.State != ClusterStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
 	}
-	s.cr.Status.State, s.cr.Status.Reason = ClusterStateReady, ClusterReasonReady
 	s.conditions.ready(fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers))
 	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	return false, nil
+}
+
+// progressUnlessOutage reports the work under way as progress, or, when the cluster does not
+// serve everything it served (s.outages), as the outage it is.
+func (s *clusterScope) progressUnlessOutage(r *RedisClusterReconciler, reason, message string) {
+	if len(s.outages) > 0 {
+		r.outage(s, clusterplan.OutageSummary(s.outages))
+		return
+	}
+	s.conditions.progressing(reason, message)
+}
+
+// clusterInfo is the pod's CLUSTER INFO as observed earlier in this reconcile, or asked now.
+func (r *RedisClusterReconciler) clusterInfo(ctx context.Context, s *clusterScope, m clusterplan.Member) (redis.ClusterInfo, error) {
+	if info, ok := s.infos[m.Pod]; ok {
+		return info, nil
+	}
+	c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+	if err != nil {
+		return redis.ClusterInfo{}, err
+	}
+	return c.ClusterInfo(ctx)
 }
 
 func degradedWith(s *clusterScope, message string) bool {

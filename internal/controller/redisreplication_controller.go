@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 	"time"
@@ -43,18 +45,30 @@ type RedisReplicationReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Redis    *redis.Pool
+	// SecretWatch reports changes of the Secrets the resources name; nil watches them
+	// through the manager's cache (which must then hold them).
+	SecretWatch *SecretWatch
 	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
 	MasterPromotionGrace time.Duration
+	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
+	// shorten them); StuckAfter also bounds how long a replica's link may stay down.
+	OutageAfter, StuckAfter time.Duration
 
 	// masterDownSince remembers, per resource, when its master stopped answering. It is memory
 	// only: an operator restart restarts the clock, which delays a promotion and never hastens it.
 	masterDownSince sync.Map // types.UID -> time.Time
+	// served remembers the resources that have been Ready while this operator runs: a master
+	// lost past the outage bound is an outage of a replication that served, although the
+	// status meanwhile says Progressing (a clean fail-over is no outage), which the conditions
+	// alone could not tell from a replication being created.
+	served sync.Map // types.UID -> struct{}
 }
 
 type replicationScope struct {
 	scopeBase
 	cr       *v1beta2.RedisReplication
 	password string
+	tls      *tlsSettings
 	objects  *builder.Objects
 	buildErr error
 	storage  storageOutcome
@@ -65,21 +79,20 @@ type replicationScope struct {
 	// address more than half of their answering pods report.
 	sentinels bool
 	monitored string
+	// embeddedReports are the master hosts the embedded sentinels' pods report, one per pod
+	// asked ("" for none); legacySentinels is set while the embedded sentinels an earlier
+	// version ran (StatefulSet <name>-sentinel) still exist and must be retired.
+	embeddedReports []string
+	legacySentinels bool
 }
 
-// rotatePassword changes the running pods' password in place when the Secret's changed. Not
-// while sentinels watch the replication: they authenticate with the old password until they
-// are given the new one, which is still to come (the pods take it when they restart).
+// rotatePassword changes the running pods' password in place when the Secret's changed, and
+// that of every sentinel watching the replication (embedded or RedisSentinels) in step with it.
 func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
-	if s.cr.Spec.Sentinel != nil {
-		return false, nil
-	}
-	if watching, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name); err != nil || len(watching) > 0 {
-		return false, err
-	}
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
-		func(why string) { s.requeue(ctx, whileBroken, why) })
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig()}.rotateWatched(ctx, s.cr, pods,
+		func() ([]watchingSentinels, error) { return r.watchingSentinels(ctx, s) },
+		builder.DefaultRedisPort, s.password, s.conditions, func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
 func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
@@ -90,18 +103,26 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
 		{"password", r.resolvePassword},
+		{"tls", r.resolveTLS},
+		{"acl", r.resolveACL},
 		{"password-rotation", r.rotatePassword},
+		{"hand-over-terminating", r.handOverTerminating},
 		{"hand-over-before-scale-in", r.handOverBeforeScaleIn},
 		{"build", r.buildObjects},
 		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
 		{"storage-wait", r.waitForStorage},
 		{"pods", r.observePods},
+		{"tls-reload", r.reloadTLS},
+		{"acl-reload", r.reloadACL},
 		{"sentinels", r.observeSentinels},
+		{"sentinel-tls-roll", r.rollSentinelsForTLS},
 		{"replication", r.reconcileReplication},
 		{"pod-roles", r.labelPodRoles},
 		{"dynamic-config", r.applyDynamicConfig},
+		{"requested-failover", r.failoverOnRequest},
 		{"rolling-update", r.rollPods},
+		{"sentinel-migration", r.retireLegacySentinels},
 		{"health", r.checkHealth},
 	}
 }
@@ -119,6 +140,7 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *replicationScope) (bool, error) {
 	if s.cr.DeletionTimestamp != nil {
 		r.masterDownSince.Delete(s.cr.UID)
+		r.served.Delete(s.cr.UID)
 	}
 	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisReplication", s.cr.Spec.Storage)
 }
@@ -127,29 +149,29 @@ func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replica
 	return skipWhileAnnotated(s.cr, SkipReconcileReplicationAnnotation, "RedisReplication", s.conditions), nil
 }
 
-// failed is the compatible status of a replication the user must fix.
-func (s *replicationScope) failed(message string) {
-	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateFailed, message
-}
-
 func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
 	return stop, err
 }
 
 func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password}
+	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
-		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions, s.failed)
+		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions)
 		if stop || err != nil {
 			return stop, err
 		}
 		in.SentinelPassword = password
+		if s.legacySentinels, err = r.hasLegacySentinels(ctx, s); err != nil {
+			return false, err
+		}
+		in.RetainLegacySentinels = s.legacySentinels
 		if in.MasterHost, err = r.sentinelSeed(ctx, s); err != nil {
 			return false, err
 		}
 	}
 	s.objects, s.buildErr = builder.BuildRedisReplication(in)
+	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
 
@@ -161,34 +183,62 @@ func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replica
 }
 
 func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions, s.failed)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {
 	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
-		func(d time.Duration, why string) { s.requeue(ctx, d, why) }), nil
+		s.requeuer(ctx)), nil
+}
+
+// boundedWait reports a wait (report) until it has lasted StuckAfter, then as stuck, and
+// comes back at the bound to say so: nothing else may.
+func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replicationScope, key, message string, report func(string)) {
+	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
+	boundedWait(r.Recorder, s.cr, s.conditions, key, bound, message, report)
+	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
 // client returns the pooled connection to a pod's Redis.
 func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
-	return r.dial(ip, builder.DefaultRedisPort, s.password)
+	return r.dial(ip, builder.DefaultRedisPort, s.password, s.tls.clientConfig())
 }
 
 // dial returns the pooled connection to a port of a pod: every connection this controller
 // makes goes through here.
-func (r *RedisReplicationReconciler) dial(ip string, port int, password string) (*redis.Client, error) {
-	return r.Redis.Client(redis.NewEndpoint(ip, port, redis.Auth{Password: password}))
+func (r *RedisReplicationReconciler) dial(ip string, port int, password string, tlsConfig *tls.Config) (*redis.Client, error) {
+	return r.Redis.Client(redis.NewEndpoint(ip, port, redis.Auth{Password: password}).WithTLS(tlsConfig))
+}
+
+func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	return stop, err
+}
+
+func (r *RedisReplicationReconciler) resolveACL(ctx context.Context, s *replicationScope) (stop bool, err error) {
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.conditions)
+	return stop, err
+}
+
+// reloadACL brings an edit of the ACL Secret into the running Redis pods, without restarts.
+func (r *RedisReplicationReconciler) reloadACL(ctx context.Context, s *replicationScope) (bool, error) {
+	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
+		builder.DefaultRedisPort, s.password, s.tls.clientConfig(), s.requeuer(ctx))
+}
+
+// reloadTLS brings a renewed TLS Secret into the running Redis pods, without restarts.
+func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicationScope) (bool, error) {
+	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
+		builder.DefaultRedisPort, redis.Auth{Password: s.password}, s.requeuer(ctx))
 }
 
 // notReady reports what is missing: a replication that was never Ready is initializing, one
 // that was is degraded.
 func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, message string) {
-	if s.cr.Status.State == ReplicationStateReady || s.cr.Status.State == ReplicationStateFailed {
-		s.cr.Status.State, s.cr.Status.Reason = ReplicationStateFailed, message
+	if s.conditions.hasServed() {
 		s.conditions.degraded(reason, message)
 		return
 	}
-	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateInitializing, message
 	s.conditions.progressing(reason, message)
 }
 
@@ -247,33 +297,34 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	}
 	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
 		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
-		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods)
+		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
 	master, ok := s.podNamed(s.plan.Master).(*corev1.Pod)
 	if !ok {
-		r.notReady(s, ReasonConverging, "no master chosen yet")
+		r.boundedWait(ctx, s, "master", "no master chosen yet", func(m string) { r.notReady(s, ReasonConverging, m) })
 		return true, nil
 	}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		// Embedded sentinels are part of the replication: Ready needs them to monitor this master.
-		sentinelPods, err := podsOf(ctx, r.Client, s.cr.Namespace, builder.SentinelStatefulSetName(s.cr.Name))
+		sentinelPods, err := podsOf(ctx, r.Client, s.cr.Namespace, builder.EmbeddedSentinelStatefulSetName(s.cr.Name))
 		if err != nil {
 			return false, err
 		}
 		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
 			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
-			r.notReady(s, ReasonConverging, wait)
+			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, ReasonConverging, m) })
 			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
 			return true, nil
 		}
 	}
-	s.cr.Status.ConnectionInfo = &v1beta2.ConnectionInfo{Host: master.Status.PodIP, Port: builder.DefaultRedisPort}
-	if s.cr.Status.State != ReplicationStateReady {
+	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, master.Status.PodIP)
+	if s.cr.Status.State != ReplicationStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
 	}
-	s.cr.Status.State, s.cr.Status.Reason = ReplicationStateReady, "RedisReplication is ready"
 	s.conditions.ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
+	waitsOver(s.cr.UID)
+	r.served.Store(s.cr.UID, struct{}{})
 	if s.sentinels {
 		// Sentinels move the master without any Kubernetes event (a hung master, a partition):
 		// the -master Service label must follow within seconds, not at the next health check.

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +33,9 @@ type replicationFixture struct {
 	password string
 }
 
-func newReplicationFixture(t *testing.T) *replicationFixture {
+// newReplicationFixture starts a replication of three; options change the fixture (its CR,
+// its kubelet) before anything is created.
+func newReplicationFixture(t *testing.T, options ...func(*replicationFixture)) *replicationFixture {
 	size := int32(3)
 	t.Helper()
 	ns := testNamespace(t)
@@ -55,6 +58,9 @@ func newReplicationFixture(t *testing.T) *replicationFixture {
 			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15",
 				ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}},
 		},
+	}
+	for _, o := range options {
+		o(f)
 	}
 	if err := f.c.Create(f.ctx, f.cr); err != nil {
 		t.Fatal(err)
@@ -211,6 +217,11 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 	if d := f.op.redisWrites.Load() - redisBefore; d != 0 {
 		t.Errorf("steady-state reconciles sent %d Redis commands that write, want 0", d)
 	}
+	// The bootstrap told as a timeline, and a Ready replication idle through a periodic health
+	// check (every 30 s) tells nothing more.
+	assertTimeline(t, f.c, f.cr.Namespace)
+	assertIdleIsQuiet(t, f.c, f.cr.Namespace, healthCheckInterval+5*time.Second)
+	assertTimeline(t, f.c, f.cr.Namespace)
 }
 
 // The master's process crashes and its pod comes back at a new IP: its replicas hold the
@@ -317,4 +328,59 @@ func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
 	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-2", syscall.SIGTERM)
 	f.waitReady(handedTo)
 	f.checkTopology(handedTo, map[string]string{"written": "before-scale-in"})
+}
+
+// Every replica gone: the master still answers, but the data has a single copy. Past the
+// outage bound that is an outage (Degraded, Outage, naming the master; never Failed), said by
+// one Warning event however many reconciles it lasts, and cleared once the replicas are back.
+func TestReplicationWithoutALinkedReplicaIsAnOutage(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	f.writeAcknowledged("single", "copy")
+	dirs := map[int]string{}
+	for _, ordinal := range []int{1, 2} {
+		dirs[ordinal] = f.kubelet.deletePod(f.ctx, f.cr.Namespace, builder.PodName("rr", int32(ordinal)), syscall.SIGKILL).dataDir
+	}
+	waitUntil(t, 30*time.Second, "the outage on the resource", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		d := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionDegraded)
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonOutage && strings.Contains(d.Message, "rr-0") {
+			return nil
+		}
+		return fmt.Errorf("state %q, conditions %s", f.cr.Status.State, describeConditions(f.cr.Status.Conditions))
+	})
+	if f.cr.Status.State == ReplicationStateFailed {
+		t.Errorf("an outage that heals by itself reads Failed: %s", f.cr.Status.Reason)
+	}
+	time.Sleep(2 * time.Second) // reconciles go on during the outage; none may warn again
+	sts := f.statefulSet()
+	for ordinal, dir := range dirs {
+		f.kubelet.startPod(f.ctx, sts, ordinal, dir)
+	}
+	f.waitReady("rr-0")
+	f.checkTopology("rr-0", map[string]string{"single": "copy"})
+	if n := warnings(t, f.c, f.cr.Namespace, ReasonOutage); n != 1 {
+		t.Errorf("%d Outage Warning events, want 1 for the one outage", n)
+	}
+}
+
+// warnings counts the Warning events of a reason in a namespace, each repetition included.
+func warnings(t *testing.T, c client.Client, namespace, reason string) int {
+	t.Helper()
+	var events eventsv1.EventList
+	if err := c.List(context.Background(), &events, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events.Items {
+		if e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			n++
+			if e.Series != nil {
+				n += int(e.Series.Count) - 1
+			}
+		}
+	}
+	return n
 }

@@ -37,7 +37,7 @@ func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, 
 	case plan.To != "":
 		return true, r.handOver(ctx, s, master, plan.To, ReasonConverging, fmt.Sprintf("before scaling in to %d pods", size))
 	case plan.Wait != "":
-		r.notReady(s, ReasonConverging, plan.Wait)
+		r.boundedWait(ctx, s, "hand-over", plan.Wait, func(m string) { r.notReady(s, ReasonConverging, m) })
 		s.requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	}
@@ -65,6 +65,7 @@ func (r *RedisReplicationReconciler) handOver(ctx context.Context, s *replicatio
 	message := fmt.Sprintf("handing the master role from %s to %s %s", master, target, why)
 	if err == nil {
 		r.Recorder.Eventf(s.cr, s.podNamed(master), corev1.EventTypeNormal, "HandOver", "Failover", "%s", message)
+		failovers.With(resourceLabelValues(s.cr)).Inc()
 	}
 	r.notReady(s, reason, message)
 	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")

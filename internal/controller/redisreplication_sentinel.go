@@ -2,40 +2,66 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 )
 
-// observeSentinels asks the pods of every RedisSentinel monitoring this replication where the
-// master is: with sentinels, they fail over and the operator follows the address more than
-// half of the answers report (replicationplan.AgreedMaster). Sentinels that do not answer
-// leave monitored empty, which the plan treats as "do not assume a master".
+// ReasonSentinelMigration: the embedded sentinels of an earlier version are being replaced by
+// the ones this version names (<name>-s, group mymaster).
+const ReasonSentinelMigration = "SentinelMigration"
+
+// sentinelGroup is one set of sentinels that watches a replication: its StatefulSet, its own
+// password Secret and the master group it monitors.
+type sentinelGroup struct {
+	name, statefulSet, masterGroup string
+	secret                         *v1beta2.ExistingPasswordSecret
+	tls                            *v1beta2.TLSConfig
+	embedded                       bool
+}
+
+// sentinelGroupsOf lists every set of sentinels watching the replication: the embedded ones,
+// those of an earlier version being retired, and each RedisSentinel naming it.
+func sentinelGroupsOf(cr *v1beta2.RedisReplication, legacy bool, sentinels []v1beta2.RedisSentinel) []sentinelGroup {
+	var groups []sentinelGroup
+	if sn := cr.Spec.Sentinel; sn != nil {
+		groups = append(groups, sentinelGroup{"embedded", builder.EmbeddedSentinelStatefulSetName(cr.Name),
+			builder.EmbeddedMasterGroupName, sn.ExistingPasswordSecret, cr.Spec.TLS, true})
+		if legacy {
+			groups = append(groups, sentinelGroup{"embedded (earlier version)", builder.LegacyEmbeddedSentinelStatefulSetName(cr.Name),
+				builder.LegacyEmbeddedMasterGroupName, sn.ExistingPasswordSecret, cr.Spec.TLS, false})
+		}
+	}
+	for i := range sentinels {
+		sn := &sentinels[i]
+		groups = append(groups, sentinelGroup{sn.Name, builder.SentinelStatefulSetName(sn.Name), builder.MasterGroupName(sn),
+			sn.Spec.KubernetesConfig.ExistingPasswordSecret, sn.Spec.TLS, false})
+	}
+	return groups
+}
+
+// observeSentinels asks the pods of every set of sentinels monitoring this replication where
+// the master is: with sentinels, they fail over and the operator follows the address more
+// than half of the answers report (replicationplan.AgreedMaster). Sentinels that do not
+// answer leave monitored empty, which the plan treats as "do not assume a master".
 func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *replicationScope) (bool, error) {
 	sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
 	if err != nil {
 		return false, err
 	}
-	// Each group of sentinels: its StatefulSet, its own password Secret and its master group.
-	type group struct {
-		name, statefulSet, masterGroup string
-		secret                         *v1beta2.ExistingPasswordSecret
-	}
-	var groups []group
-	if sn := s.cr.Spec.Sentinel; sn != nil {
-		groups = append(groups, group{"embedded", builder.SentinelStatefulSetName(s.cr.Name), builder.DefaultMasterGroupName, sn.ExistingPasswordSecret})
-	}
-	for i := range sentinels {
-		sn := &sentinels[i]
-		groups = append(groups, group{sn.Name, builder.SentinelStatefulSetName(sn.Name), builder.MasterGroupName(sn), sn.Spec.KubernetesConfig.ExistingPasswordSecret})
-	}
+	groups := sentinelGroupsOf(s.cr, s.legacySentinels, sentinels)
 	if len(groups) == 0 {
 		return false, nil
 	}
@@ -47,27 +73,191 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 			log.FromContext(ctx).Info("cannot ask sentinels without their password", "sentinels", g.name, "error", err.Error())
 			continue
 		}
-		pods, err := podsOf(ctx, r.Client, s.cr.Namespace, g.statefulSet)
+		tlsSettings, err := readTLS(ctx, r.Client, r.Redis, s.cr.Namespace, g.tls)
+		if err != nil {
+			log.FromContext(ctx).Info("cannot ask sentinels without their TLS settings", "sentinels", g.name, "error", err.Error())
+			continue
+		}
+		asked, err := r.askSentinels(ctx, s.cr.Namespace, g, password, tlsSettings.clientConfig())
 		if err != nil {
 			return false, err
 		}
-		for j := range pods {
-			if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
-				continue
-			}
-			c, err := r.dial(pods[j].Status.PodIP, builder.DefaultSentinelPort, password)
-			if err != nil {
-				return false, err
-			}
-			host, _, known, err := c.SentinelMasterAddr(ctx, g.masterGroup)
-			if err != nil || !known {
-				host = ""
-			}
-			reports = append(reports, host)
+		reports = append(reports, asked...)
+		if g.embedded {
+			s.embeddedReports = asked
 		}
 	}
 	s.monitored = replicationplan.AgreedMaster(reports)
 	return false, nil
+}
+
+// rollSentinelsForTLS restarts, one at a time and keeping quorum, the embedded sentinel pods that
+// do not run with the TLS Secret's current content: sentinels cannot reload TLS files in place.
+// (A RedisSentinel's own controller rolls its pods.)
+func (r *RedisReplicationReconciler) rollSentinelsForTLS(ctx context.Context, s *replicationScope) (bool, error) {
+	sn := s.cr.Spec.Sentinel
+	if sn == nil || s.tls == nil {
+		return false, nil
+	}
+	password, err := readPassword(ctx, r.Client, s.cr.Namespace, sn.ExistingPasswordSecret)
+	if err != nil {
+		// As when asking them where the master is: the replication goes on without them.
+		log.FromContext(ctx).Info("cannot restart sentinels for TLS without their password", "error", err.Error())
+		return false, nil
+	}
+	sts := builder.EmbeddedSentinelStatefulSetName(s.cr.Name)
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, sts)
+	if err != nil {
+		return false, err
+	}
+	set := sentinelSet{statefulSet: sts, pods: pods, replicas: sn.Size, group: builder.EmbeddedMasterGroupName, auth: redis.Auth{Password: password}}
+	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.requeuer(ctx))
+}
+
+// watchingSentinels lists, for a password rotation, every set of sentinels watching the
+// replication with their pods and what it takes to ask them.
+func (r *RedisReplicationReconciler) watchingSentinels(ctx context.Context, s *replicationScope) ([]watchingSentinels, error) {
+	sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return nil, err
+	}
+	legacy := false
+	if s.cr.Spec.Sentinel != nil {
+		if legacy, err = r.hasLegacySentinels(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	var out []watchingSentinels
+	for _, g := range sentinelGroupsOf(s.cr, legacy, sentinels) {
+		password, err := readPassword(ctx, r.Client, s.cr.Namespace, g.secret)
+		if err != nil {
+			return nil, fmt.Errorf("the password of sentinels %s: %w", g.name, err)
+		}
+		tlsSettings, err := readTLS(ctx, r.Client, r.Redis, s.cr.Namespace, g.tls)
+		if err != nil {
+			return nil, fmt.Errorf("the TLS settings of sentinels %s: %w", g.name, err)
+		}
+		pods, err := podsOf(ctx, r.Client, s.cr.Namespace, g.statefulSet)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, watchingSentinels{name: g.name, masterGroup: g.masterGroup, pods: pods, password: password, tls: tlsSettings.clientConfig()})
+	}
+	return out, nil
+}
+
+// askSentinels returns the master host each running pod of one set of sentinels reports.
+func (r *RedisReplicationReconciler) askSentinels(ctx context.Context, namespace string, g sentinelGroup, password string, tlsConfig *tls.Config) ([]string, error) {
+	pods, err := podsOf(ctx, r.Client, namespace, g.statefulSet)
+	if err != nil {
+		return nil, err
+	}
+	var reports []string
+	for j := range pods {
+		if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
+			continue
+		}
+		c, err := r.dial(pods[j].Status.PodIP, builder.DefaultSentinelPort, password, tlsConfig)
+		if err != nil {
+			return nil, err
+		}
+		host, _, known, err := c.SentinelMasterAddr(ctx, g.masterGroup)
+		if err != nil || !known {
+			host = ""
+		}
+		reports = append(reports, host)
+	}
+	return reports, nil
+}
+
+// hasLegacySentinels tells whether the embedded sentinels of an earlier version still run: a
+// StatefulSet <name>-sentinel this replication controls, not being deleted.
+func (r *RedisReplicationReconciler) hasLegacySentinels(ctx context.Context, s *replicationScope) (bool, error) {
+	sts, err := r.legacySentinelStatefulSet(ctx, s)
+	return sts != nil, err
+}
+
+func (r *RedisReplicationReconciler) legacySentinelStatefulSet(ctx context.Context, s *replicationScope) (*appsv1.StatefulSet, error) {
+	var sts appsv1.StatefulSet
+	key := client.ObjectKey{Namespace: s.cr.Namespace, Name: builder.LegacyEmbeddedSentinelStatefulSetName(s.cr.Name)}
+	if err := r.Client.Get(ctx, key, &sts); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(&sts, s.cr) || sts.DeletionTimestamp != nil || sts.Labels[builder.LabelSetupType] != builder.SetupSentinel {
+		return nil, nil
+	}
+	return &sts, nil
+}
+
+// retireLegacySentinels replaces the embedded sentinels of an earlier version: their
+// StatefulSet is deleted only once every sentinel of this version is ready and reports the
+// master the replication has, so the master is watched throughout and no failover is left
+// to a group about to disappear. Their other objects are pruned after it.
+func (r *RedisReplicationReconciler) retireLegacySentinels(ctx context.Context, s *replicationScope) (bool, error) {
+	if !s.legacySentinels {
+		return false, nil
+	}
+	newName := builder.EmbeddedSentinelStatefulSetName(s.cr.Name)
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, newName)
+	if err != nil {
+		return false, err
+	}
+	master, _ := s.podNamed(s.plan.Master).(*corev1.Pod)
+	masterIP := ""
+	if master != nil {
+		masterIP = master.Status.PodIP
+	}
+	size := s.cr.Spec.Sentinel.Size
+	if why := sentinelsNotYetWatching(countReady(pods), size, s.embeddedReports, masterIP); why != "" {
+		msg := fmt.Sprintf("replacing the sentinels %s of an earlier version by %s: %s", builder.LegacyEmbeddedSentinelStatefulSetName(s.cr.Name), newName, why)
+		s.conditions.progressing(ReasonSentinelMigration, msg)
+		s.requeue(ctx, 2*time.Second, msg) // sentinel pods are not watched by this controller
+		return true, nil
+	}
+	legacy, err := r.legacySentinelStatefulSet(ctx, s)
+	if err != nil || legacy == nil {
+		return false, err
+	}
+	if err := r.Client.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("delete the sentinels of an earlier version %s: %w", legacy.Name, err)
+	}
+	r.Recorder.Eventf(s.cr, legacy, corev1.EventTypeNormal, "SentinelsReplaced", "Delete",
+		"%d sentinels %s (group %s) monitor master %s at %s; deleted %s, the sentinels of an earlier version",
+		size, newName, builder.EmbeddedMasterGroupName, s.plan.Master, masterIP, legacy.Name)
+	s.legacySentinels = false
+	return false, nil
+}
+
+// sentinelsNotYetWatching says why the new sentinels cannot take over yet, "" when they can:
+// all of them ready, and every one asked reporting the master at masterIP.
+func sentinelsNotYetWatching(ready, size int32, reports []string, masterIP string) string {
+	agreeing := 0
+	for _, host := range reports {
+		if host != "" && host == masterIP {
+			agreeing++
+		}
+	}
+	switch {
+	case masterIP == "":
+		return "no master known yet"
+	case ready < size || int32(agreeing) < size:
+		return fmt.Sprintf("%d of %d ready, %d report the master at %s", ready, size, agreeing, masterIP)
+	}
+	return ""
+}
+
+// connectionInfo tells clients where to connect: with embedded sentinels, to the sentinels'
+// headless Service and master group (clients follow failovers through them); otherwise to the
+// master's address.
+func connectionInfo(cr *v1beta2.RedisReplication, masterIP string) *v1beta2.ConnectionInfo {
+	if cr.Spec.Sentinel != nil {
+		return &v1beta2.ConnectionInfo{
+			Host:       builder.EmbeddedSentinelHeadlessServiceName(cr.Name) + "." + cr.Namespace + ".svc.cluster.local",
+			Port:       builder.DefaultSentinelPort,
+			MasterName: builder.EmbeddedMasterGroupName,
+		}
+	}
+	return &v1beta2.ConnectionInfo{Host: masterIP, Port: builder.DefaultRedisPort}
 }
 
 // sentinelSeed is the master address new embedded sentinel pods start monitoring: the current
@@ -85,12 +275,19 @@ func (r *RedisReplicationReconciler) sentinelSeed(ctx context.Context, s *replic
 			return pod.Status.PodIP, nil
 		}
 	}
-	var cm corev1.ConfigMap
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: builder.ConfigMapName(builder.SentinelStatefulSetName(s.cr.Name))}, &cm)
-	if err != nil {
-		return "", client.IgnoreNotFound(err)
+	// The seed of this version's sentinels, else that of an earlier version's.
+	for _, sts := range []string{builder.EmbeddedSentinelStatefulSetName(s.cr.Name), builder.LegacyEmbeddedSentinelStatefulSetName(s.cr.Name)} {
+		var cm corev1.ConfigMap
+		name := builder.ConfigMapName(sts)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: name}, &cm)
+		if client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("read the sentinel seed %s: %w", name, err)
+		}
+		if seed := seededMaster(cm.Data[builder.SentinelConfKey]); seed != "" {
+			return seed, nil
+		}
 	}
-	return seededMaster(cm.Data[builder.SentinelConfKey]), nil
+	return "", nil
 }
 
 // seededMaster reads the master address of the "sentinel monitor <group> <host> <port>

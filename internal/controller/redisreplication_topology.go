@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,13 +21,67 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	if err := r.observeMembers(ctx, s); err != nil {
 		return false, err
 	}
+	observeReplicationMembers(s.cr, s.members)
+	r.observeLagSeconds(ctx, s)
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
 		r.notReady(s, ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
-		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods)
+		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		return true, nil // the pod watch brings us back
 	}
 	return false, nil
+}
+
+// observeLagSeconds records redis_operator_replication_lag_seconds: the master's INFO
+// replication gives each linked replica's lag, and a replica it does not list tells how long
+// its link has been down. Without a master there is no lag to tell and the series is dropped.
+// A failure to read is logged, never an error: it only costs a sample.
+func (r *RedisReplicationReconciler) observeLagSeconds(ctx context.Context, s *replicationScope) {
+	labels := resourceLabelValues(s.cr)
+	var master *replicationplan.Member
+	for i := range s.members {
+		m := &s.members[i]
+		if m.Role != nil && m.Role.Kind == redis.RoleMaster && (master == nil || len(m.Role.Replicas) > len(master.Role.Replicas)) {
+			master = m
+		}
+	}
+	if master == nil {
+		replicationLagSeconds.Delete(labels)
+		return
+	}
+	info, err := r.info(ctx, s, master.IP)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("no replication lag in seconds", "pod", master.Pod, "error", err.Error())
+		return
+	}
+	lags := acknowledgmentLags(info)
+	var worst int64
+	for _, m := range s.members {
+		if m.Role == nil || m.Role.Kind != redis.RoleSlave {
+			continue
+		}
+		if lag, ok := lags[redis.NewEndpoint(m.IP, m.Port, redis.Auth{}).Address()]; ok {
+			worst = max(worst, lag)
+			continue
+		}
+		replicaInfo, err := r.info(ctx, s, m.IP)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("no replication lag in seconds", "pod", m.Pod, "error", err.Error())
+			continue
+		}
+		if down, err := strconv.ParseInt(replicaInfo["master_link_down_since_seconds"], 10, 64); err == nil {
+			worst = max(worst, down)
+		}
+	}
+	replicationLagSeconds.With(labels).Set(float64(worst))
+}
+
+func (r *RedisReplicationReconciler) info(ctx context.Context, s *replicationScope, ip string) (map[string]string, error) {
+	c, err := r.client(s, ip)
+	if err != nil {
+		return nil, err
+	}
+	return c.Info(ctx, "replication")
 }
 
 // observeMembers lists the pods and asks each running one for ROLE; a pod that does not
@@ -35,17 +91,23 @@ func (r *RedisReplicationReconciler) observeMembers(ctx context.Context, s *repl
 	if err != nil {
 		return err
 	}
+	return r.observePodMembers(ctx, s, pods)
+}
+
+// observePodMembers asks each of the pods for its ROLE into s.members (and s.pods).
+func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *replicationScope, pods []corev1.Pod) error {
 	s.pods, s.members = pods, nil
 	for i := range pods {
 		pod := &pods[i]
-		m := replicationplan.Member{Pod: pod.Name, Ordinal: podOrdinal(pod.Name), IP: pod.Status.PodIP, Port: builder.DefaultRedisPort, Ready: podReady(pod)}
+		m := replicationplan.Member{Pod: pod.Name, Ordinal: podOrdinal(pod.Name), IP: pod.Status.PodIP, Port: builder.DefaultRedisPort, Ready: podReady(pod),
+			Terminating: pod.DeletionTimestamp != nil}
 		if pod.Status.PodIP != "" && pod.Status.Phase == corev1.PodRunning {
 			c, err := r.client(s, m.IP)
 			if err != nil {
 				return err
 			}
-			if role, err := observeRole(ctx, c); err == nil {
-				m.Role = &role
+			if role, linkDown, err := observeRole(ctx, c); err == nil {
+				m.Role, m.LinkDown = &role, linkDown
 			} else {
 				log.FromContext(ctx).Info("ROLE failed", "pod", pod.Name, "error", err.Error())
 			}
@@ -58,27 +120,37 @@ func (r *RedisReplicationReconciler) observeMembers(ctx context.Context, s *repl
 // observeRole is ROLE with the offset of the stream the node holds. ROLE reports -1 for a
 // replica whose link is down, exactly when the planner compares what replicas hold, so the
 // offset comes from INFO replication (master_repl_offset), which a replica keeps while
-// disconnected.
-func observeRole(ctx context.Context, c *redis.Client) (redis.Role, error) {
+// disconnected. It also returns how long a replica's link has been down
+// (master_link_down_since_seconds; 0 when up, or -1 as Redis says of a link never up since
+// the replica started).
+func observeRole(ctx context.Context, c *redis.Client) (redis.Role, time.Duration, error) {
 	role, err := c.Role(ctx)
 	if err != nil {
-		return role, err
+		return role, 0, err
 	}
 	info, err := c.Info(ctx, "replication")
 	if err != nil {
-		return role, err
+		return role, 0, err
 	}
 	offset, err := strconv.ParseInt(info["master_repl_offset"], 10, 64)
 	if err != nil {
-		return role, fmt.Errorf("INFO replication: master_repl_offset %q: %w", info["master_repl_offset"], err)
+		return role, 0, fmt.Errorf("INFO replication: master_repl_offset %q: %w", info["master_repl_offset"], err)
 	}
 	role.ReplicationOffset = offset
-	return role, nil
+	var linkDown time.Duration
+	if seconds, err := strconv.ParseInt(info["master_link_down_since_seconds"], 10, 64); err == nil && seconds > 0 {
+		linkDown = time.Duration(seconds) * time.Second
+	}
+	return role, linkDown, nil
 }
 
-// reconcileReplication chooses the master and points every other pod at it.
+// reconcileReplication chooses the master and points every other pod at it. An established
+// replication whose master stays silent, or whose replicas stay unlinked, past OutageAfter is
+// in an outage; a replica whose link to the master's current address stays down past
+// StuckAfter is stuck. Both are Degraded with one Warning event each.
 func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s *replicationScope) (bool, error) {
-	design := replicationplan.Design{Current: s.cr.Status.MasterNode, Sentinels: s.sentinels, Monitored: s.monitored}
+	design := replicationplan.Design{Current: s.cr.Status.MasterNode, Sentinels: s.sentinels, Monitored: s.monitored,
+		LinkDownBound: cmp.Or(r.StuckAfter, DefaultStuckAfter)}
 	since, down := r.masterDownSince.Load(s.cr.UID)
 	grace := r.MasterPromotionGrace
 	if grace == 0 {
@@ -87,6 +159,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 	if down {
 		design.MayPromote = time.Since(since.(time.Time)) >= grace
 	}
+	r.clockLinks(s)
 	s.plan = replicationplan.Compute(design, s.members)
 	switch {
 	case !s.plan.MasterDown:
@@ -105,26 +178,80 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 			return false, err
 		}
 	}
+	outageAfter := cmp.Or(r.OutageAfter, DefaultOutageAfter)
+	if outages := r.outages(ctx, s, outageAfter); len(outages) > 0 {
+		r.outage(s, strings.Join(outages, "; "))
+		s.requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
+		return true, nil
+	}
+	warnedTroubles.cleared(s.cr.UID, ReasonOutage)
 	switch {
 	case len(s.plan.Steps) > 0:
-		s.cr.Status.State, s.cr.Status.Reason = ReplicationStateInitializing, "configuring replication"
 		s.conditions.progressing(ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
 		s.requeue(ctx, afterRedisCommands, "waiting for replicas to connect")
 		return true, nil
+	case s.plan.Stuck != "":
+		boundedWait(r.Recorder, s.cr, s.conditions, "replica-link", 0, s.plan.Stuck, nil)
+		s.requeue(ctx, whileConverging, s.plan.Stuck)
+		return true, nil
 	case s.plan.MasterDown:
-		r.notReady(s, ReasonTopologyProblem, s.plan.Wait)
-		wait := whileConverging
+		// Within the promotion grace (or while sentinels fail over) and the outage bound: a
+		// master restarting is progress; past the bound it is an outage (above).
+		s.conditions.progressing(ReasonConverging, s.plan.Wait)
+		wait := min(whileConverging, outageAfter)
 		if !down {
-			wait = grace // the promotion clock starts now
+			wait = min(grace, outageAfter) // the promotion clock starts now
 		}
 		s.requeue(ctx, wait, s.plan.Wait)
 		return true, nil
 	case s.plan.Wait != "":
-		r.notReady(s, ReasonConverging, s.plan.Wait)
+		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, ReasonConverging, m) })
 		s.requeue(ctx, whileConverging, s.plan.Wait)
 		return true, nil
 	}
 	return false, nil
+}
+
+// clockLinks sets how long each replica's link has been down: what the replica says
+// (master_link_down_since_seconds, which survives an operator restart) or, when it cannot say
+// (a replica never linked since it started reports -1), how long the operator has seen it down.
+func (r *RedisReplicationReconciler) clockLinks(s *replicationScope) {
+	now := time.Now()
+	for i := range s.members {
+		m := &s.members[i]
+		down := m.Role != nil && m.Role.Kind == redis.RoleSlave && !m.Role.LinkUp()
+		m.LinkDown = max(m.LinkDown, waitClocks.lasted(s.cr.UID, "link/"+m.Pod, down, now))
+	}
+}
+
+// outages is what an established replication (one that was Ready) has not served for at least
+// the bound: its master silent, or no replica linked to it. A replication being created has
+// none.
+// While one is shorter than the bound, it comes back when the bound is reached: no pod event
+// need come by then.
+func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replicationScope, bound time.Duration) []string {
+	health := replicationplan.Assess(s.plan, s.cr.Status.MasterNode, s.members, int(*s.cr.Spec.Size))
+	now := time.Now()
+	silent := waitClocks.lasted(s.cr.UID, "master-silent", health.MasterSilent != "", now)
+	unlinked := waitClocks.lasted(s.cr.UID, "unlinked", health.Unlinked != "", now)
+	if _, served := r.served.Load(s.cr.UID); !served && !s.conditions.hasServed() {
+		return nil
+	}
+	outages := health.Outages(silent, unlinked, bound)
+	if len(outages) == 0 && (health.MasterSilent != "" || health.Unlinked != "") {
+		s.requeue(ctx, bound-max(silent, unlinked), "a silent master or unlinked replicas become an outage at the bound")
+	}
+	return outages
+}
+
+// outage reports that an established replication does not serve as it should, with one
+// Warning event when the outage starts (its details change while it lasts; the condition
+// follows them, the events would only repeat).
+func (r *RedisReplicationReconciler) outage(s *replicationScope, message string) {
+	if warnedTroubles.firstWarning(s.cr.UID, ReasonOutage, ReasonOutage) {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonOutage, "Observe", "%s", message)
+	}
+	s.conditions.degraded(ReasonOutage, message)
 }
 
 func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replicationScope, step replicationplan.Step) error {
@@ -148,6 +275,9 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 	if err != nil {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, string(step.Kind)+"Failed", string(step.Kind), "%s failed: %v", step, err)
 		return fmt.Errorf("%s: %w", step, err)
+	}
+	if step.Kind == replicationplan.StepPromote {
+		failovers.With(resourceLabelValues(s.cr)).Inc()
 	}
 	log.FromContext(ctx).Info("ran replication step", "step", step.String(), "reason", step.Reason)
 	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, string(step.Kind), string(step.Kind), "%s: %s", step, step.Reason)

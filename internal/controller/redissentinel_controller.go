@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,12 +45,26 @@ type RedisSentinelReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Redis    *redis.Pool
+	// SecretWatch reports changes of the Secrets the resources name; nil watches them
+	// through the manager's cache (which must then hold them).
+	SecretWatch *SecretWatch
+	// StuckAfter overrides DefaultStuckAfter, the bound of every wait (tests shorten it).
+	StuckAfter time.Duration
+}
+
+// boundedWait reports a wait as not ready until it has lasted StuckAfter, then as stuck, and
+// comes back at the bound to say so: nothing else may.
+func (r *RedisSentinelReconciler) boundedWait(ctx context.Context, s *sentinelScope, key, reason, message string) {
+	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
+	boundedWait(r.Recorder, s.cr, s.conditions, key, bound, message, func(m string) { s.notReady(reason, m) })
+	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
 type sentinelScope struct {
 	scopeBase
 	cr             *v1beta2.RedisSentinel
 	password       string
+	tls            *tlsSettings
 	masterPassword string
 	masterHost     string
 	pods           []corev1.Pod
@@ -61,9 +78,11 @@ func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
 		{"password", r.resolvePassword},
+		{"tls", r.resolveTLS},
 		{"monitored-master", r.resolveMaster},
 		{"objects", r.applyObjects},
 		{"pods", r.observePods},
+		{"tls-roll", r.rollForTLS},
 		{"health", r.checkHealth},
 	}
 }
@@ -86,24 +105,23 @@ func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelSc
 	return skipWhileAnnotated(s.cr, SkipReconcileSentinelAnnotation, "RedisSentinel", s.conditions), nil
 }
 
-func (s *sentinelScope) failed(message string) {
-	s.cr.Status.State, s.cr.Status.Reason = SentinelStateFailed, message
-}
-
 // notReady reports what is missing: sentinels that were never Ready are initializing, ones
 // that were are degraded.
 func (s *sentinelScope) notReady(reason, message string) {
-	if s.cr.Status.State == SentinelStateReady || s.cr.Status.State == SentinelStateFailed {
-		s.cr.Status.State, s.cr.Status.Reason = SentinelStateFailed, message
+	if s.conditions.hasServed() {
 		s.conditions.degraded(reason, message)
 		return
 	}
-	s.cr.Status.State, s.cr.Status.Reason = SentinelStateInitializing, message
 	s.conditions.progressing(reason, message)
 }
 
 func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions, s.failed)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
+	return stop, err
+}
+
+func (r *RedisSentinelReconciler) resolveTLS(ctx context.Context, s *sentinelScope) (stop bool, err error) {
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
 	return stop, err
 }
 
@@ -121,7 +139,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 			return true, nil
 		}
 		name, key := ref.SecretKeyRef.Name, ref.SecretKeyRef.Key
-		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, &v1beta2.ExistingPasswordSecret{Name: &name, Key: &key}, s.conditions, s.failed)
+		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, &v1beta2.ExistingPasswordSecret{Name: &name, Key: &key}, s.conditions)
 		if stop || err != nil {
 			return stop, err
 		}
@@ -130,7 +148,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 	var replication v1beta2.RedisReplication
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: cfg.RedisReplicationName}, &replication)
 	if apierrors.IsNotFound(err) {
-		s.notReady(ReasonMasterUnknown, fmt.Sprintf("RedisReplication %s does not exist", cfg.RedisReplicationName))
+		r.boundedWait(ctx, s, "replication", ReasonMasterUnknown, fmt.Sprintf("RedisReplication %s does not exist", cfg.RedisReplicationName))
 		return true, nil
 	}
 	if err != nil {
@@ -145,7 +163,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 		s.masterHost = pod.Status.PodIP
 	}
 	if s.masterHost == "" {
-		s.notReady(ReasonMasterUnknown, fmt.Sprintf("waiting for RedisReplication %s to have a master with an address", cfg.RedisReplicationName))
+		r.boundedWait(ctx, s, "master", ReasonMasterUnknown, fmt.Sprintf("waiting for RedisReplication %s to have a master with an address", cfg.RedisReplicationName))
 		return true, nil
 	}
 	return false, nil
@@ -153,7 +171,6 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 
 // invalidSpec reports a spec the user must change, in the status and as an event.
 func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) {
-	s.failed(message)
 	s.conditions.degraded(ReasonInvalidSpec, message)
 	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Validate", "%s", message)
 }
@@ -161,7 +178,7 @@ func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) 
 func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelScope) (bool, error) {
 	objects, err := builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
 		MasterPassword: s.masterPassword, MasterHost: s.masterHost})
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions, s.failed)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions)
 }
 
 func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {
@@ -173,10 +190,21 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
-		reportPodTrouble(r.Recorder, s.cr, s.conditions, pods)
+		reportPodTrouble(r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
 	return false, nil
+}
+
+// rollForTLS restarts, one at a time and keeping quorum, the sentinel pods that do not run with
+// the TLS Secret's current content: sentinels cannot reload TLS files in place.
+func (r *RedisSentinelReconciler) rollForTLS(ctx context.Context, s *sentinelScope) (bool, error) {
+	group := ""
+	if builder.SentinelMonitors(s.cr) {
+		group = builder.MasterGroupName(s.cr)
+	}
+	set := sentinelSet{statefulSet: builder.SentinelStatefulSetName(s.cr.Name), pods: s.pods, replicas: builder.SentinelReplicas(s.cr), group: group, auth: redis.Auth{Password: s.password}}
+	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.requeuer(ctx))
 }
 
 // checkHealth is Ready when every sentinel monitors the replication's current master and the
@@ -189,18 +217,18 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	var quorumErr error
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}))
+		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig()))
 		if err != nil {
 			return false, err
 		}
 		host, _, known, err := c.SentinelMasterAddr(ctx, group)
 		switch {
 		case err != nil:
-			s.notReady(ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		case !known || host != s.masterHost:
-			s.notReady(ReasonConverging, fmt.Sprintf("sentinel %s monitors %q, the master is at %s", pod.Name, host, s.masterHost))
+			r.boundedWait(ctx, s, "monitor", ReasonConverging, fmt.Sprintf("sentinel %s monitors %q, the master is at %s", pod.Name, host, s.masterHost))
 			s.requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
 			return true, nil
 		}
@@ -213,15 +241,15 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 			return false, quorumErr
 		}
 		// Sentinels find each other through the master within seconds of starting.
-		s.notReady(ReasonConverging, fmt.Sprintf("sentinels cannot authorize a failover yet: %v", quorumErr))
+		r.boundedWait(ctx, s, "quorum", ReasonConverging, fmt.Sprintf("sentinels cannot authorize a failover yet: %v", quorumErr))
 		s.requeue(ctx, whileBroken, "waiting for the sentinels to discover each other")
 		return true, nil
 	}
-	if s.cr.Status.State != SentinelStateReady {
+	if s.cr.Status.State != SentinelStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "SentinelsReady", "Observe", "%d sentinels monitor %s at %s with quorum", len(s.pods), group, s.masterHost)
 	}
-	s.cr.Status.State, s.cr.Status.Reason = SentinelStateReady, "RedisSentinel is ready"
 	s.conditions.ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
+	waitsOver(s.cr.UID)
 	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
 	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
 	return false, nil
@@ -233,12 +261,12 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScope) (bool, error) {
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}))
+		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig()))
 		if err != nil {
 			return false, err
 		}
 		if err := c.Ping(ctx); err != nil {
-			s.notReady(ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
@@ -249,7 +277,6 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 	if ready := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionReady); ready == nil || ready.Reason != ReasonNoMasterToMonitor {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, ReasonNoMasterToMonitor, "Observe", "%s", message)
 	}
-	s.cr.Status.State, s.cr.Status.Reason = SentinelStateInitializing, message
 	s.conditions.idle(ReasonNoMasterToMonitor, message)
 	s.requeue(ctx, healthCheckInterval, "periodic health check of sentinels that monitor nothing")
 	return false, nil
@@ -258,9 +285,17 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 // SetupWithManager registers the RedisSentinel controller; a change of the monitored
 // RedisReplication (its master) reaches the sentinels that monitor it.
 func (r *RedisSentinelReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,
-		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
-			return obj.(*v1beta2.RedisSentinel).Spec.KubernetesConfig.ExistingPasswordSecret
+	b, err := watchKind(mgr, r.SecretWatch, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,
+		func(obj client.Object) []string {
+			spec := obj.(*v1beta2.RedisSentinel).Spec
+			names := secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, nil)
+			// The monitored Redis' password: a rotation reaches the auth Secret new sentinel pods start from.
+			if cfg := spec.RedisSentinelConfig; cfg != nil && cfg.RedisReplicationPassword != nil {
+				if ref := cfg.RedisReplicationPassword.SecretKeyRef; ref != nil && ref.Name != "" && !slices.Contains(names, ref.Name) {
+					names = append(names, ref.Name)
+				}
+			}
+			return names
 		})
 	if err != nil {
 		return err

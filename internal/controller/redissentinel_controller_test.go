@@ -22,41 +22,10 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
-// sentinelKubelet runs the pods of a RedisSentinel as real sentinels: each takes the monitoring
-// lines the operator rendered into the ConfigMap (the master's address among them, if any) and
-// adds what pods sharing the loopback interface need (their own address to bind and announce).
-func (f *replicationFixture) sentinelKubelet(name string) *fakeKubelet {
-	k := newFakeKubelet(f.t, f.c, builder.DefaultSentinelPort)
-	k.args = []string{"--sentinel"}
-	k.confFor = func(p *fakePod) string {
-		var cm corev1.ConfigMap
-		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: builder.ConfigMapName(builder.SentinelStatefulSetName(name))}, &cm); err != nil {
-			f.t.Fatalf("sentinel ConfigMap: %v", err)
-		}
-		conf := fmt.Sprintf("bind %s\nport %d\ndir %s\nsentinel announce-ip %s\n", p.ip, builder.DefaultSentinelPort, p.dataDir, p.ip)
-		monitors := false
-		for _, line := range strings.Split(cm.Data[builder.SentinelConfKey], "\n") {
-			if strings.HasPrefix(line, "sentinel ") {
-				conf += line + "\n"
-			}
-			monitors = monitors || strings.HasPrefix(line, "sentinel monitor ")
-		}
-		if !monitors {
-			return conf // an auth-pass for a group that is not monitored stops the sentinel
-		}
-		return conf + fmt.Sprintf("sentinel auth-pass %s %s\n", builder.DefaultMasterGroupName, replicationPassword)
-	}
-	return k
-}
-
-// With a RedisSentinel monitoring it, a RedisReplication's failover is the sentinels' to make:
-// the operator does not promote, follows the master they choose (status, labels, the returning
-// old master made its replica) and the sentinels report Ready on the new master.
-func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
-	f := newReplicationFixture(t)
-	f.waitReady("rr-0")
-	f.writeAcknowledged("before", "sentinel-failover")
-
+// createRedisSentinel creates the RedisSentinel "sn" of 3 sentinels watching the fixture's
+// replication "rr" (its password from the fixture's Secret), quick to fail over.
+func (f *replicationFixture) createRedisSentinel() *v1beta2.RedisSentinel {
+	f.t.Helper()
 	size := int32(3)
 	sn := &v1beta2.RedisSentinel{
 		ObjectMeta: metav1.ObjectMeta{Name: "sn", Namespace: f.cr.Namespace},
@@ -72,9 +41,79 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 		},
 	}
 	if err := f.c.Create(f.ctx, sn); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	sentinels := f.sentinelKubelet("sn")
+	return sn
+}
+
+// sentinelKubelet runs the pods of the sentinel StatefulSet stsName as real sentinels: each
+// takes the monitoring lines the operator rendered into the ConfigMap (the master's address
+// among them, if any) and adds what pods sharing the loopback interface need (their own address
+// to bind and announce) and the password lines of the auth Secret the StatefulSet mounts, as
+// it stands when the pod starts (for a StatefulSet that mounts none, the auth-pass of the
+// master group it monitors).
+func (f *replicationFixture) sentinelKubelet(stsName, group string) *fakeKubelet {
+	k := newFakeKubelet(f.t, f.c, builder.DefaultSentinelPort)
+	k.args = []string{"--sentinel"}
+	k.confFor = func(p *fakePod) string {
+		var cm corev1.ConfigMap
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: builder.ConfigMapName(stsName)}, &cm); err != nil {
+			f.t.Fatalf("sentinel ConfigMap: %v", err)
+		}
+		conf := fmt.Sprintf("bind %s\nport %d\ndir %s\nsentinel announce-ip %s\n", p.ip, builder.DefaultSentinelPort, p.dataDir, p.ip)
+		monitors := false
+		for _, line := range strings.Split(cm.Data[builder.SentinelConfKey], "\n") {
+			if strings.HasPrefix(line, "sentinel ") {
+				conf += line + "\n"
+			}
+			monitors = monitors || strings.HasPrefix(line, "sentinel monitor ")
+		}
+		if !monitors {
+			return conf // an auth-pass for a group that is not monitored stops the sentinel
+		}
+		if auth, ok := f.sentinelAuthFile(stsName); ok {
+			return conf + auth
+		}
+		return conf + fmt.Sprintf("sentinel auth-pass %s %s\n", group, replicationPassword)
+	}
+	return k
+}
+
+// sentinelAuthFile is the content of the auth Secret the sentinel StatefulSet stsName mounts;
+// ok is false when it mounts none.
+func (f *replicationFixture) sentinelAuthFile(stsName string) (string, bool) {
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: stsName}, &sts); err != nil {
+		f.t.Fatalf("sentinel StatefulSet: %v", err)
+	}
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, source := range v.Projected.Sources {
+			if source.Secret == nil || !slices.ContainsFunc(source.Secret.Items, func(i corev1.KeyToPath) bool { return i.Key == builder.SentinelAuthKey }) {
+				continue
+			}
+			var secret corev1.Secret
+			if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: source.Secret.Name}, &secret); err != nil {
+				f.t.Fatalf("sentinel auth Secret: %v", err)
+			}
+			return string(secret.Data[builder.SentinelAuthKey]), true
+		}
+	}
+	return "", false
+}
+
+// With a RedisSentinel monitoring it, a RedisReplication's failover is the sentinels' to make:
+// the operator does not promote, follows the master they choose (status, labels, the returning
+// old master made its replica) and the sentinels report Ready on the new master.
+func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	f.writeAcknowledged("before", "sentinel-failover")
+
+	sn := f.createRedisSentinel()
+	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
 	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
 	waitSentinelReady := func(masterIP string) {
 		t.Helper()
@@ -92,7 +131,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	}
 	waitSentinelReady(f.kubelet.pod("rr-0").ip)
 
-	promoted := f.sentinelsFailOver(sentinels.pod("sn-sentinel-0"))
+	promoted := f.sentinelsFailOver(sentinels.pod("sn-sentinel-0"), builder.DefaultMasterGroupName)
 	waitSentinelReady(f.kubelet.pod(promoted).ip)
 
 	// A failover without any pod event (asked of the sentinels directly): the replication
@@ -136,19 +175,23 @@ func TestEmbeddedSentinelsFailOver(t *testing.T) {
 	if err := f.c.Update(f.ctx, f.cr); err != nil {
 		t.Fatal(err)
 	}
-	sentinels := f.sentinelKubelet("rr")
-	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "rr-sentinel")
+	sentinels := f.sentinelKubelet("rr-s", builder.EmbeddedMasterGroupName)
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "rr-s")
 	f.waitReady("rr-0")
 	if ready := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionReady); ready.ObservedGeneration != f.cr.Generation {
 		t.Errorf("Ready describes generation %d, the spec with sentinels is %d", ready.ObservedGeneration, f.cr.Generation)
 	}
-	f.sentinelsFailOver(sentinels.pod("rr-sentinel-0"))
+	if info := f.cr.Status.ConnectionInfo; info == nil || *info != (v1beta2.ConnectionInfo{
+		Host: "rr-s-hl." + f.cr.Namespace + ".svc.cluster.local", Port: 26379, MasterName: "mymaster"}) {
+		t.Errorf("connectionInfo %+v, want the embedded sentinels' headless Service and group mymaster", info)
+	}
+	f.sentinelsFailOver(sentinels.pod("rr-s-0"), builder.EmbeddedMasterGroupName)
 }
 
 // sentinelsFailOver kills the master rr-0 for good, waits for the sentinels to promote a
 // replica and for the operator to follow, brings rr-0 back (with its volume) as a replica, checks
 // every key and that the operator promoted nobody, and returns the promoted pod.
-func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
+func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod, group string) string {
 	t := f.t
 	t.Helper()
 	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
@@ -178,7 +221,7 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod) string {
 	// (A sentinel finishes the failover once it reconfigured every replica it knows or its
 	// failover timeout passed: the dead old master is one it cannot reach.)
 	waitUntil(t, time.Minute, "the sentinels' failover recorded", func() error {
-		state, err := c.SentinelMaster(f.ctx, builder.DefaultMasterGroupName)
+		state, err := c.SentinelMaster(f.ctx, group)
 		if err != nil {
 			return err
 		}
@@ -257,7 +300,7 @@ func TestSentinelWithoutConfigRunsIdleUntilToldWhatToMonitor(t *testing.T) {
 	if err := f.c.Create(f.ctx, sn); err != nil {
 		t.Fatal(err)
 	}
-	sentinels := f.sentinelKubelet("idle")
+	sentinels := f.sentinelKubelet("idle-sentinel", builder.DefaultMasterGroupName)
 	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "idle-sentinel")
 	for _, svc := range []string{"idle-sentinel", "idle-sentinel-headless", "idle-sentinel-additional"} {
 		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: svc}, &corev1.Service{}); err != nil {
@@ -387,4 +430,44 @@ func TestSentinelWithoutConfigIsDeleted(t *testing.T) {
 		}
 		return fmt.Errorf("still there (finalizers %v): %w", sn.Finalizers, err)
 	})
+}
+
+// A RedisSentinel waiting for a RedisReplication that never comes: progress until the bound,
+// then Degraded (Stuck) saying what it waits for and since when, not Failed (the replication may
+// still be created), with one Warning event however many reconciles follow.
+func TestSentinelWaitingPastItsBoundSaysItIsStuck(t *testing.T) {
+	ns := testNamespace(t)
+	c := newClient(t)
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	startOperator(t, ns, stuckAfter(2*time.Second))
+	size := int32(3)
+	cr := &v1beta2.RedisSentinel{
+		ObjectMeta: metav1.ObjectMeta{Name: "waits", Namespace: ns},
+		Spec: v1beta2.RedisSentinelSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			RedisSentinelConfig: &v1beta2.RedisSentinelConfig{RedisReplicationName: "never"}},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the wait reported as stuck", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonStuck &&
+			strings.Contains(d.Message, "RedisReplication never does not exist") && strings.Contains(d.Message, "unchanged since") {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(cr.Status.Conditions))
+	})
+	if cr.Status.State == "Failed" {
+		t.Errorf("a wait that may still end reads Failed: %s", cr.Status.Reason)
+	}
+	time.Sleep(3 * time.Second) // more reconciles: the bound's requeue and any other
+	if n := warnings(t, c, ns, ReasonStuck); n != 1 {
+		t.Errorf("%d Stuck Warning events, want 1", n)
+	}
 }

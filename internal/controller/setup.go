@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,15 +19,16 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
-// passwordSecretIndex indexes custom resources by the name of their password Secret, so that
-// a change to a Secret reaches the resources that use it.
-const passwordSecretIndex = "spec.kubernetesConfig.redisSecret.name" //nolint:gosec // G101: a field index name, no credential
+// secretsIndex indexes custom resources by the names of the Secrets they read (password and
+// TLS), so that a change to a Secret reaches the resources that use it.
+const secretsIndex = "spec.secrets"
 
 // SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
-		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
-			return obj.(*v1beta2.RedisCluster).Spec.KubernetesConfig.ExistingPasswordSecret
+	b, err := watchKind(mgr, r.SecretWatch, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
+		func(obj client.Object) []string {
+			spec := obj.(*v1beta2.RedisCluster).Spec
+			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
 		})
 	if err != nil {
 		return err
@@ -36,9 +38,10 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the Redis controller.
 func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
-		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
-			return obj.(*v1beta2.Redis).Spec.KubernetesConfig.ExistingPasswordSecret
+	b, err := watchKind(mgr, r.SecretWatch, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
+		func(obj client.Object) []string {
+			spec := obj.(*v1beta2.Redis).Spec
+			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
 		})
 	if err != nil {
 		return err
@@ -48,9 +51,10 @@ func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the RedisReplication controller.
 func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
-		func(obj client.Object) *v1beta2.ExistingPasswordSecret {
-			return obj.(*v1beta2.RedisReplication).Spec.KubernetesConfig.ExistingPasswordSecret
+	b, err := watchKind(mgr, r.SecretWatch, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
+		func(obj client.Object) []string {
+			spec := obj.(*v1beta2.RedisReplication).Spec
+			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
 		})
 	if err != nil {
 		return err
@@ -67,24 +71,29 @@ func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // watchKind registers a kind's controller: it watches the resources and what they own, their
-// pods (owned by StatefulSets, mapped back by their instance label) and the password Secrets
-// they read (through a field index on the Secret's name).
-func watchKind(mgr ctrl.Manager, name string, obj client.Object, list client.ObjectList, setupType string,
-	passwordSecret func(client.Object) *v1beta2.ExistingPasswordSecret) (*ctrlbuilder.Builder, error) {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, passwordSecretIndex,
-		func(o client.Object) []string { return secretNames(passwordSecret(o)) }); err != nil {
-		return nil, fmt.Errorf("index %s by password Secret: %w", name, err)
+// pods (owned by StatefulSets, mapped back by their instance label) and the password, TLS and
+// ACL Secrets they read (through a field index on the Secrets' names), by their metadata only
+// when secrets is set.
+func watchKind(mgr ctrl.Manager, secrets *SecretWatch, name string, obj client.Object, list client.ObjectList, setupType string,
+	secretsOf func(client.Object) []string) (*ctrlbuilder.Builder, error) {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, secretsIndex,
+		secretsOf); err != nil {
+		return nil, fmt.Errorf("index %s by the Secrets it reads: %w", name, err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(setupType))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), list))).
-		Named(name), nil
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(setupType)))
+	if secrets != nil {
+		b = b.WatchesRawSource(secrets.source(secretToUsers(mgr.GetClient(), list)))
+	} else {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToUsers(mgr.GetClient(), list)))
+	}
+	return b.Named(name), nil
 }
 
 // podToInstance maps a pod to the custom resource named by its instance label, for pods of the
@@ -104,7 +113,7 @@ func podToInstance(setupType string) handler.MapFunc {
 func secretToUsers(c client.Client, list client.ObjectList) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		l := list.DeepCopyObject().(client.ObjectList)
-		if err := c.List(ctx, l, client.InNamespace(obj.GetNamespace()), client.MatchingFields{passwordSecretIndex: obj.GetName()}); err != nil {
+		if err := c.List(ctx, l, client.InNamespace(obj.GetNamespace()), client.MatchingFields{secretsIndex: obj.GetName()}); err != nil {
 			return nil
 		}
 		items, _ := objectsOf(l)
@@ -116,9 +125,17 @@ func secretToUsers(c client.Client, list client.ObjectList) handler.MapFunc {
 	}
 }
 
-func secretNames(ref *v1beta2.ExistingPasswordSecret) []string {
-	if ref == nil || ref.Name == nil || *ref.Name == "" {
-		return nil
+// secretNames are the names of the password, TLS and ACL Secrets a spec reads.
+func secretNames(password *v1beta2.ExistingPasswordSecret, tls *v1beta2.TLSConfig, acl *v1beta2.ACLConfig) []string {
+	var out []string
+	if password != nil && password.Name != nil && *password.Name != "" {
+		out = append(out, *password.Name)
 	}
-	return []string{*ref.Name}
+	if tls != nil && tls.Secret.SecretName != "" && !slices.Contains(out, tls.Secret.SecretName) {
+		out = append(out, tls.Secret.SecretName)
+	}
+	if acl != nil && acl.Secret != nil && acl.Secret.SecretName != "" && !slices.Contains(out, acl.Secret.SecretName) {
+		out = append(out, acl.Secret.SecretName)
+	}
+	return out
 }

@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -85,11 +85,18 @@ type operator struct {
 var readOnlyCommands = map[string]bool{
 	"ping": true, "cluster nodes": true, "cluster info": true, "cluster shards": true, "cluster myid": true,
 	"role": true, "info": true, "config get": true, "hello": true, "client setinfo": true, "client": true,
-	"sentinel": true,
+	"sentinel": true, "acl users": true,
 }
 
-func startOperator(t *testing.T, namespace string) *operator {
+// stuckAfter shortens the bound of the waits (DefaultStuckAfter) of the operator it is given to.
+type stuckAfter time.Duration
+
+func startOperator(t *testing.T, namespace string, options ...stuckAfter) *operator {
 	t.Helper()
+	var bound time.Duration // 0: the default
+	for _, o := range options {
+		bound = time.Duration(o)
+	}
 	op := &operator{done: make(chan error, 1)}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -119,26 +126,40 @@ func startOperator(t *testing.T, namespace string) *operator {
 		Controller: config.Controller{SkipNameValidation: &skip},
 		// Each test's operator sees only its own namespace: objects of earlier tests stay in
 		// the API server (envtest runs no namespace controller).
-		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		// Secrets as in main: only the operator's own cached, the others read by name and
+		// watched by their metadata.
+		Cache:  CacheOptions([]string{namespace}),
 		Client: ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisClusterReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool}).SetupWithManager(mgr); err != nil {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool}).SetupWithManager(mgr); err != nil {
+	events, stopEvents := NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
+	t.Cleanup(stopEvents)
+	secretWatch, err := NewSecretWatch(mgr, []string{namespace})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisReplicationReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool, MasterPromotionGrace: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+	kubeClient := ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader())
+	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
+		Recorder: events, Redis: op.pool}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisSentinelReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("redis-operator"), Redis: op.pool}).SetupWithManager(mgr); err != nil {
+	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
+		Recorder: events, Redis: op.pool}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&RedisReplicationReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
+		Recorder: events, Redis: op.pool, MasterPromotionGrace: 2 * time.Second,
+		OutageAfter: 3 * time.Second, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&RedisSentinelReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
+		Recorder: events, Redis: op.pool, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -39,6 +40,9 @@ func (m *troubleMemory) forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.warned, uid)
+	toldActions.mu.Lock()
+	defer toldActions.mu.Unlock()
+	delete(toldActions.told, uid)
 }
 
 // cleared forgets the topic's trouble, so that its return is warned of again.
@@ -49,4 +53,39 @@ func (m *troubleMemory) cleared(uid types.UID, topic string) {
 	if len(m.warned[uid]) == 0 {
 		delete(m.warned, uid)
 	}
+}
+
+// repeatWindow is how long an identical action's event is not told again: an action a plan
+// repeats while Redis catches up (a MEET whose handshake gossip has not finished) is one
+// entry of the timeline, not one per reconcile.
+const repeatWindow = time.Minute
+
+// toldActions remembers, per resource, when each action's event was last told.
+var toldActions = &actionMemory{told: map[types.UID]map[string]time.Time{}}
+
+type actionMemory struct {
+	mu   sync.Mutex
+	told map[types.UID]map[string]time.Time
+}
+
+// firstTelling reports whether the action (its whole event text) was not told for the
+// resource within repeatWindow, and notes that it is told now.
+func (m *actionMemory) firstTelling(uid types.UID, action string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	actions := m.told[uid]
+	if actions == nil {
+		actions = map[string]time.Time{}
+		m.told[uid] = actions
+	}
+	for a, at := range actions { // keep the memory to the window
+		if now.Sub(at) >= repeatWindow {
+			delete(actions, a)
+		}
+	}
+	if _, told := actions[action]; told {
+		return false
+	}
+	actions[action] = now
+	return true
 }

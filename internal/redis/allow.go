@@ -27,12 +27,52 @@ var allowedCommands = map[string][]string{
 	"failover":  nil,
 	"migrate":   nil,
 	"config":    {"get", "set"},
+	// ACL LOAD re-reads the aclfile the operator rendered; ACL USERS (names only, no password
+	// hashes) confirms which file was read; ACL SETUSER only in the shapes narrowArguments
+	// allows: a password (or its hash) added to the default user.
+	"acl": {"load", "users", "setuser"},
 	"cluster": {
 		"nodes", "shards", "info", "myid", "meet", "addslotsrange", "replicate", "failover",
 		"forget", "countkeysinslot", "getkeysinslot", "setslot",
 	},
-	// Read-only: failover decisions stay with the sentinels.
-	"sentinel": {"get-master-addr-by-name", "master", "ckquorum", "replicas", "sentinels"},
+	// Read-only, but for the monitored master's password (set only in the shape
+	// narrowArguments allows) and RESET of one group by its exact name, which makes a
+	// sentinel forget departed sentinels: failover decisions stay with the sentinels.
+	"sentinel": {"get-master-addr-by-name", "master", "ckquorum", "replicas", "sentinels", "set", sentinelResetSubcommand},
+}
+
+// sentinelResetSubcommand is the one place the word may be spelt, for SENTINEL RESET of one
+// group by exact name (narrowArguments): the sources test refuses it anywhere else, so that
+// no code can build a cluster reset from it.
+const sentinelResetSubcommand = "reset"
+
+// narrowArguments holds the subcommands allowed in one shape only, checked argument by
+// argument: SENTINEL SET may change a group's auth-pass and nothing else (not its quorum, nor
+// what it monitors), ACL SETUSER may add a password (or its SHA-256 hash) to the default user
+// and nothing else.
+var narrowArguments = map[string]func(args []any) bool{
+	"sentinel set": func(args []any) bool {
+		return len(args) == 5 && argEquals(args[3], "auth-pass")
+	},
+	"sentinel " + sentinelResetSubcommand: func(args []any) bool {
+		if len(args) != 3 {
+			return false
+		}
+		group, ok := args[2].(string)
+		return ok && group != "" && !strings.ContainsAny(group, "*?[]\\")
+	},
+	"acl setuser": func(args []any) bool {
+		if len(args) != 4 || !argEquals(args[2], "default") {
+			return false
+		}
+		password, ok := args[3].(string)
+		return ok && len(password) > 1 && (password[0] == '>' || password[0] == '#' && isPasswordHash(password[1:]))
+	},
+}
+
+func argEquals(arg any, want string) bool {
+	s, ok := arg.(string)
+	return ok && strings.EqualFold(s, want)
 }
 
 func commandName(args []any) (name, sub string) {
@@ -59,9 +99,13 @@ func checkAllowed(args []any) error {
 		return nil
 	}
 	for _, s := range subs {
-		if s == sub {
-			return nil
+		if s != sub {
+			continue
 		}
+		if narrow, ok := narrowArguments[name+" "+sub]; ok && !narrow(args) {
+			return fmt.Errorf("%w: %q in this form", ErrCommandNotAllowed, name+" "+sub)
+		}
+		return nil
 	}
 	return fmt.Errorf("%w: %q", ErrCommandNotAllowed, name+" "+sub)
 }

@@ -367,20 +367,7 @@ func (c *Client) MigrateKeys(ctx context.Context, slot int, host string, port in
 		if len(keys) == 0 {
 			return moved, nil
 		}
-		args := []any{"migrate", host, port, "", 0, opts.Timeout.Milliseconds()}
-		if opts.Replace {
-			args = append(args, "replace")
-		}
-		switch {
-		case opts.Auth.Username != "":
-			args = append(args, "auth2", opts.Auth.Username, opts.Auth.Password)
-		case opts.Auth.Password != "":
-			args = append(args, "auth", opts.Auth.Password)
-		}
-		args = append(args, "keys")
-		for _, k := range keys {
-			args = append(args, k)
-		}
+		args := migrateArgs(host, port, keys, opts)
 		// MIGRATE blocks while it copies the batch, longer than a read timeout for big keys.
 		// A "NOKEY" reply means the keys expired meanwhile: nothing left to move of them.
 		slow, err := c.slowClient()
@@ -422,6 +409,18 @@ func (c *Client) ConfigSet(ctx context.Context, parameter, value string) error {
 	return c.wrap("CONFIG SET "+parameter, c.rdb.ConfigSet(ctx, parameter, value).Err())
 }
 
+// AddDefaultUserPassword lets the default user authenticate with password too, besides the
+// password(s) it has (ACL SETUSER default >password): a password rotation has the server accept
+// both until CONFIG SET requirepass leaves the new one alone. The password is in no error this
+// returns.
+func (c *Client) AddDefaultUserPassword(ctx context.Context, password string) error {
+	const command = "ACL SETUSER default"
+	if password == "" {
+		return c.wrap(command, errors.New("empty password"))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "acl", "setuser", "default", ">"+password).Err())
+}
+
 // Role returns the node's replication role with offsets.
 func (c *Client) Role(ctx context.Context) (Role, error) {
 	reply, err := c.rdb.Do(ctx, "role").Result()
@@ -456,4 +455,25 @@ func (c *Client) FailoverTo(ctx context.Context, host string, port int, timeout 
 		return c.wrap(command, fmt.Errorf("invalid target %q port %d timeout %s", host, port, timeout))
 	}
 	return c.wrap(command, c.rdb.Do(ctx, "failover", "to", host, strconv.Itoa(port), "timeout", strconv.FormatInt(timeout.Milliseconds(), 10)).Err())
+}
+
+// ACLLoad makes the node re-read its aclfile. Redis applies the whole file or, when it
+// refuses a line, nothing, and says which line.
+func (c *Client) ACLLoad(ctx context.Context) error {
+	return c.wrap("ACL LOAD", c.rdb.Do(ctx, "acl", "load").Err())
+}
+
+// ACLUsers returns the names of the node's ACL users.
+func (c *Client) ACLUsers(ctx context.Context) ([]string, error) {
+	users, err := c.rdb.Do(ctx, "acl", "users").StringSlice()
+	return users, c.wrap("ACL USERS", err)
+}
+
+// ACLAddPasswordHash adds a password, given as its SHA-256 in hex, to a user, keeping its
+// other passwords and rules.
+func (c *Client) ACLAddPasswordHash(ctx context.Context, user, sha256Hex string) error {
+	if !isPasswordHash(sha256Hex) {
+		return errors.New("ACL SETUSER: not a SHA-256 hex digest")
+	}
+	return c.wrap("ACL SETUSER", c.rdb.Do(ctx, "acl", "setuser", user, "#"+sha256Hex).Err())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,14 @@ func TestClusterFormationReshardAndKeys(t *testing.T) {
 	if !info.OK() || info.SlotsAssigned != redis.SlotCount || info.SlotsOK != redis.SlotCount ||
 		info.KnownNodes != 6 || info.Size != 3 || info.SlotsFail != 0 || info.SlotsPFail != 0 {
 		t.Errorf("CLUSTER INFO = %+v", info)
+	}
+	// One pipelined look gives the same three answers.
+	seen := first.ObserveCluster(ctx)
+	if seen.NodesErr != nil || seen.RoleErr != nil || seen.InfoErr != nil {
+		t.Fatalf("ObserveCluster: %v, %v, %v", seen.NodesErr, seen.RoleErr, seen.InfoErr)
+	}
+	if me, ok := seen.Nodes.Myself(); !ok || len(seen.Nodes.Nodes) != 6 || seen.Role.Kind != redis.RoleMaster || !me.IsMaster() || seen.Info.State != info.State || seen.Info.KnownNodes != info.KnownNodes {
+		t.Errorf("ObserveCluster = %+v", seen)
 	}
 
 	shards, err := first.ClusterShards(ctx)
@@ -224,6 +233,77 @@ func TestClusterFormationReshardAndKeys(t *testing.T) {
 		for i := 0; i < moving; i++ {
 			if got, err := cc.Get(ctx, fmt.Sprintf("%s:%d", tag, i)).Int(); err != nil || got != i {
 				t.Fatalf("GET after reshard = %d, %v", got, err)
+			}
+		}
+		c.WaitHealthy(t)
+	})
+
+	t.Run("reshard many slots together, pipelined", func(t *testing.T) {
+		topo, _ := first.ClusterNodes(ctx)
+		owner, _ := topo.SlotOwner(0)
+		var source, target *redistest.Server
+		for _, m := range c.Masters {
+			if c.IDs[m.Addr()] == owner.ID {
+				source = m
+			} else if target == nil {
+				target = m
+			}
+		}
+		src, dst := c.Client(t, source), c.Client(t, target)
+		srcID, dstID := c.IDs[source.Addr()], c.IDs[target.Addr()]
+		var slots []int
+		for slot := 0; slot < 1000; slot++ {
+			slots = append(slots, slot)
+		}
+		want := 0
+		for i := 0; i < keys; i++ {
+			if cc.ClusterKeySlot(ctx, fmt.Sprintf("key:%d", i)).Val() < 1000 {
+				want++
+			}
+		}
+		for _, err := range dst.ClusterSetSlotEach(ctx, slots, redis.SlotImporting, srcID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, err := range src.ClusterSetSlotEach(ctx, slots, redis.SlotMigrating, dstID) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		moved, err := src.MigrateSlots(ctx, slots, target.Host, target.Port, redis.MigrateOptions{BatchSize: 2})
+		if err != nil || moved != want {
+			t.Fatalf("MigrateSlots moved %d keys, %v; want %d", moved, err, want)
+		}
+		for _, m := range c.Masters {
+			for _, err := range c.Client(t, m).ClusterSetSlotEach(ctx, slots, redis.SlotNode, dstID) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// A slot this node does not own is refused per slot, the others pass.
+		errs := src.ClusterSetSlotEach(ctx, []int{0, 1}, redis.SlotMigrating, dstID)
+		if len(errs) != 2 || errs[0] == nil || !strings.Contains(errs[0].Error(), "not the owner") {
+			t.Errorf("SETSLOT MIGRATING of a slot given away: %v", errs)
+		}
+		redistest.WaitFor(t, redistest.FormTimeout, "every node to see slots 0-999 on the target", func() error {
+			for _, s := range c.Servers {
+				topo, err := c.Client(t, s).ClusterNodes(ctx)
+				if err != nil {
+					return err
+				}
+				for _, slot := range []int{0, 500, 999} {
+					if owner, _ := topo.SlotOwner(slot); owner.ID != dstID {
+						return fmt.Errorf("%s sees slot %d on %s", s.Addr(), slot, owner.ID)
+					}
+				}
+			}
+			return nil
+		})
+		for i := 0; i < keys; i++ {
+			if got, err := cc.Get(ctx, fmt.Sprintf("key:%d", i)).Int(); err != nil || got != i {
+				t.Fatalf("GET key:%d after the reshard = %d, %v", i, got, err)
 			}
 		}
 		c.WaitHealthy(t)

@@ -25,6 +25,12 @@ func NewEndpoint(host string, port int, auth Auth) Endpoint {
 	return Endpoint{Host: host, Port: port, Auth: auth}
 }
 
+// WithTLS is the same endpoint dialled with TLS settings cfg (nil: the pool's).
+func (e Endpoint) WithTLS(cfg *tls.Config) Endpoint {
+	e.TLS = cfg
+	return e
+}
+
 // Address is "host:port", with an IPv6 host in brackets.
 func (e Endpoint) Address() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
 

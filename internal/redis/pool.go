@@ -139,6 +139,26 @@ func (p *Pool) Evict(ep Endpoint) int {
 	return len(gone)
 }
 
+// EvictTLS closes and forgets every client dialled with the TLS settings cfg: call it when a
+// resource's certificates changed and cfg was replaced, so that no connection lingers on
+// material no longer trusted. It returns how many clients were closed.
+func (p *Pool) EvictTLS(cfg *tls.Config) int {
+	if cfg == nil {
+		return 0
+	}
+	p.mu.Lock()
+	var gone []*Client
+	for k, c := range p.clients {
+		if k.tls == cfg {
+			gone = append(gone, c)
+			delete(p.clients, k)
+		}
+	}
+	p.mu.Unlock()
+	closeAll(gone)
+	return len(gone)
+}
+
 // EvictIdle closes and forgets the clients not used for idleFor, and returns how many.
 func (p *Pool) EvictIdle(idleFor time.Duration) int {
 	p.mu.Lock()

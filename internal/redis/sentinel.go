@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -98,4 +99,28 @@ func parseFieldMap(reply any) (map[string]string, error) {
 		fields[p.key] = value
 	}
 	return fields, nil
+}
+
+// SentinelSetAuthPass gives a sentinel the password of group's master and replicas (SENTINEL
+// SET <group> auth-pass): it drops its links to them and authenticates anew with it, and writes
+// it to its config file. The password is in no error this returns.
+func (c *Client) SentinelSetAuthPass(ctx context.Context, group, password string) error {
+	command := "SENTINEL SET " + group + " auth-pass"
+	if group == "" {
+		return c.wrap(command, errors.New("empty group name"))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "sentinel", "set", group, "auth-pass", password).Err())
+}
+
+// SentinelReset makes a sentinel forget what it learnt of group: its replicas and the other
+// sentinels, which it finds again within seconds (from the master's INFO and the hello
+// messages of the sentinels that run). The operator resets a sentinel only when it counts
+// sentinels that are gone, which would otherwise weigh as voters forever. group is one exact
+// name: the command takes a glob pattern, and a name with pattern characters is refused.
+func (c *Client) SentinelReset(ctx context.Context, group string) error {
+	command := "SENTINEL RESET " + group
+	if group == "" || strings.ContainsAny(group, "*?[]\\") {
+		return c.wrap(command, errors.New("a group name without pattern characters is required"))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "sentinel", sentinelResetSubcommand, group).Err())
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
@@ -174,5 +176,135 @@ func TestSentinelArgumentChecks(t *testing.T) {
 	}
 	if c.CommandCount() != 0 {
 		t.Errorf("invalid calls sent %d commands", c.CommandCount())
+	}
+}
+
+// A password rotation as the operator runs it under a sentinel: the server accepts old and new
+// while the sentinel switches, then the new one alone; the sentinel, its links to the master
+// cut afterwards, authenticates anew and keeps seeing the master up. No error carries a password.
+func TestSentinelFollowsAPasswordRotation(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const (
+		group       = "mymaster"
+		oldPassword = "old-s3cret"
+		newPassword = "new-s3cret"
+	)
+	pool := newPool(t, redis.Options{})
+	master := redistest.StartServer(t, redistest.ServerOptions{Password: oldPassword})
+	sentinel := redistest.StartSentinel(t, redistest.SentinelOptions{MasterPort: master.Port, Group: group, Quorum: 1, MasterPassword: oldPassword})
+	m, err := pool.Client(master.Endpoint(redis.Auth{Password: oldPassword}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := pool.Client(sentinel.Endpoint(redis.Auth{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := func(what string) {
+		t.Helper()
+		redistest.WaitFor(t, 15*time.Second, what, func() error {
+			fields, err := s.SentinelMaster(ctx, group)
+			if err != nil {
+				return err
+			}
+			if fields["flags"] != "master" || fields["last-ok-ping-reply"] == "" {
+				return fmt.Errorf("flags %q", fields["flags"])
+			}
+			return nil
+		})
+	}
+	up("the sentinel to see the master up")
+	accepts := func(password string) bool {
+		c := goredis.NewClient(&goredis.Options{Addr: master.Addr(), Password: password, MaxRetries: -1})
+		defer func() { _ = c.Close() }()
+		return c.Ping(ctx).Err() == nil
+	}
+
+	if err := m.AddDefaultUserPassword(ctx, newPassword); err != nil {
+		t.Fatal(err)
+	}
+	if !accepts(oldPassword) || !accepts(newPassword) {
+		t.Fatal("the master does not accept both passwords after ACL SETUSER default >new")
+	}
+	if err := s.SentinelSetAuthPass(ctx, group, newPassword); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ConfigSet(ctx, "requirepass", newPassword); err != nil {
+		t.Fatal(err)
+	}
+	if accepts(oldPassword) || !accepts(newPassword) {
+		t.Fatal("after CONFIG SET requirepass the master must accept the new password alone")
+	}
+	// Cut the sentinel's links: it must authenticate again, with what it holds now.
+	raw := goredis.NewClient(&goredis.Options{Addr: master.Addr(), Password: newPassword})
+	t.Cleanup(func() { _ = raw.Close() })
+	for _, typ := range []string{"normal", "pubsub"} {
+		if err := raw.Do(ctx, "client", "kill", "type", typ).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second) // beyond down-after-milliseconds (1 s)
+	up("the sentinel to see the master up with the new password")
+
+	err = s.SentinelSetAuthPass(ctx, "nosuchgroup", newPassword)
+	if !redis.IsServerError(err) || strings.Contains(err.Error(), newPassword) {
+		t.Errorf("SENTINEL SET of an unknown group: %v (a server error without the password expected)", err)
+	}
+	if err := m.AddDefaultUserPassword(ctx, ""); err == nil {
+		t.Error("an empty password was added")
+	}
+}
+
+// A sentinel replaced by one with a new ID stays counted by the others, as a voter, until
+// SENTINEL RESET of the group makes them forget it: they then find the running ones again.
+func TestSentinelResetForgetsDepartedSentinels(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const group = "mymaster"
+	pool := newPool(t, redis.Options{})
+	master := redistest.StartServer(t, redistest.ServerOptions{})
+	opts := redistest.SentinelOptions{MasterPort: master.Port, Group: group, Quorum: 2}
+	sentinels := redistest.StartSentinels(t, 3, opts)
+	clients := make([]*redis.Client, len(sentinels))
+	for i, s := range sentinels {
+		var err error
+		if clients[i], err = pool.Client(s.Endpoint(redis.Auth{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	others := func(c *redis.Client) string {
+		fields, err := c.SentinelMaster(ctx, group)
+		if err != nil {
+			return err.Error()
+		}
+		return fields["num-other-sentinels"]
+	}
+	waitOthers := func(c *redis.Client, want string) {
+		t.Helper()
+		redistest.WaitFor(t, 30*time.Second, "num-other-sentinels "+want, func() error {
+			if got := others(c); got != want {
+				return fmt.Errorf("num-other-sentinels %s", got)
+			}
+			return nil
+		})
+	}
+	waitOthers(clients[0], "2")
+	// The third sentinel goes; a new one (a new ID, another port) takes its place.
+	sentinels[2].Stop(t)
+	redistest.StartSentinel(t, opts)
+	waitOthers(clients[0], "3")
+
+	if err := clients[0].SentinelReset(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	waitOthers(clients[0], "2")
+	if err := clients[0].SentinelCkQuorum(ctx, group); err != nil {
+		t.Errorf("CKQUORUM after the reset: %v", err)
+	}
+	for _, bad := range []string{"", "*", "my*", "g?", "[a]"} {
+		if err := clients[0].SentinelReset(ctx, bad); err == nil {
+			t.Errorf("SentinelReset(%q) was sent", bad)
+		}
 	}
 }

@@ -53,6 +53,11 @@ func FuzzCompute(f *testing.F) {
 			members = append(members, m)
 		}
 		plan := Compute(design, members)
+		for _, o := range Outages(design, members) {
+			if o == "" {
+				t.Fatal("an empty outage")
+			}
+		}
 		pods := map[string]bool{}
 		for _, m := range members {
 			pods[m.Pod] = true

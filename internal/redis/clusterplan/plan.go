@@ -53,6 +53,9 @@ type Member struct {
 type Design struct {
 	Leaders   int
 	Followers int
+	// KeepMasters are follower pods a user made master (a requested failover): their leader
+	// pods do not take those shards back.
+	KeepMasters []string
 }
 
 // StepKind names a Redis command the plan asks for.
@@ -122,7 +125,7 @@ func Compute(design Design, members []Member) Plan {
 	if !ok {
 		return plan
 	}
-	stages := []func(*observed) Plan{meet, forget, finishMigrations, assignSlots, replicate, failBack, agree, rebalance, depart}
+	stages := []func(*observed) Plan{meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, rebalance, replicasListed, depart}
 	for _, stage := range stages {
 		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
 			return p
@@ -209,6 +212,14 @@ func meet(o *observed) Plan {
 				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("knows node %s at %s, it is now at %s", short(toID), known.Addr.HostPort(), hostPort(to))))
 			case from == o.seed:
 				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("introduce node %s at %s", short(toID), hostPort(to))))
+			case lone(to) && o.servesSlots(from) && !knownToAny(o.members, to, toID):
+				// A new node joining a running cluster: every master introduces it at once,
+				// rather than gossip taking seconds to spread it (see EarlyMeets).
+				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("introduce new node %s at %s", short(toID), hostPort(to))))
+			case i < j && o.knows(o.seed, from) && o.knows(o.seed, to) && !o.knows(to, from) && !handshaking(to.View, from):
+				// Both are in the cluster and only gossip between them is missing, which in a
+				// dozen nodes takes seconds; one direct meet introduces them both ways.
+				plan.Steps = append(plan.Steps, meetStep(from, to, fmt.Sprintf("introduce node %s at %s directly", short(toID), hostPort(to))))
 			case to == o.seed:
 				if _, seedKnowsFrom := o.seed.View.NodeByID(o.idOf[from.Pod]); !seedKnowsFrom {
 					continue // the seed's own meet comes first
@@ -221,6 +232,23 @@ func meet(o *observed) Plan {
 		plan.Wait = "waiting for gossip: " + strings.Join(firstN(waits, 3), "; ")
 	}
 	return plan
+}
+
+// knows: a's node table has b's node, past its handshake.
+func (o *observed) knows(a, b *Member) bool {
+	if a == b {
+		return true
+	}
+	n, ok := a.View.NodeByID(o.idOf[b.Pod])
+	return ok && !n.Is(redis.FlagHandshake)
+}
+
+// lone: the member knows no node but itself (a new pod, or one that came back empty).
+func lone(m *Member) bool { return m.View != nil && len(m.View.Nodes) == 1 }
+
+// servesSlots: an established master of the cluster, which knows other nodes.
+func (o *observed) servesSlots(m *Member) bool {
+	return o.self[m.Pod].IsMaster() && o.self[m.Pod].SlotCount() > 0 && len(m.View.Nodes) > 1 && !o.departing(m)
 }
 
 func handshaking(view *redis.Topology, to *Member) bool {
@@ -381,10 +409,16 @@ func replicate(o *observed) Plan {
 	if parked > 0 {
 		return plan // the replicas come back once their departing master is emptied
 	}
+	// A shard short of replicas waits for one to attach (a returning node resyncs, a pod
+	// restarts): no human is needed; while none is up the cluster reports it as an outage.
+	var shortfalls []string
 	for _, s := range shards {
 		if len(s.replicas) < perShard {
-			plan.Problems = append(plan.Problems, fmt.Sprintf("master %s (%s) has %d of %d replicas", short(s.master.ID), o.podOf(s.master.ID), len(s.replicas), perShard))
+			shortfalls = append(shortfalls, fmt.Sprintf("master %s (%s) has %d of %d replicas", short(s.master.ID), o.podOf(s.master.ID), len(s.replicas), perShard))
 		}
+	}
+	if len(shortfalls) > 0 {
+		return Plan{Wait: "waiting for replicas: " + strings.Join(firstN(shortfalls, 3), "; ")}
 	}
 	return plan
 }
@@ -647,7 +681,7 @@ func failBack(o *observed) Plan {
 			continue
 		}
 		master, ok := o.ids[node.MasterID]
-		if !ok || master.Role != Follower || o.self[master.Pod].SlotCount() == 0 {
+		if !ok || master.Role != Follower || o.self[master.Pod].SlotCount() == 0 || slices.Contains(o.design.KeepMasters, master.Pod) {
 			continue
 		}
 		if !m.Replication.LinkUp() {
@@ -721,12 +755,48 @@ func appendOnce(list []string, s string) []string {
 	return append(list, s)
 }
 
+// announce has a member tell another what it is now when that one's view of it is stale in a
+// way only the member's own messages correct: a node learns a master's slots, and a master
+// its new replica, from that node's pings, which with a handful of nodes can be seconds
+// apart (a ping goes to a node every second, chosen among a few at random). A MEET from the
+// member to the other, which already knows it, carries the member's slots and role at once;
+// the handshake it also starts ends as soon as the other answers with a node ID known to it.
+// Seen during a bootstrap: a master given its slots after it was met, shown without them for
+// up to 9 s by a node that then reported cluster_state:fail.
+func announce(o *observed) Plan {
+	var plan Plan
+	for _, m := range o.members {
+		for i := range o.members {
+			x := &o.members[i]
+			if x.Pod == m.Pod {
+				continue
+			}
+			want := o.self[x.Pod]
+			seen, ok := m.View.NodeByID(want.ID)
+			if !ok || seen.Link != redis.LinkConnected || seen.Is(redis.FlagHandshake) || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail) ||
+				handshaking(m.View, x) {
+				continue // agree waits for these
+			}
+			slotsUnseen := want.IsMaster() && want.SlotCount() > 0 && seen.SlotCount() == 0
+			replicaUnseen := want.IsReplica() && o.idOf[m.Pod] == want.MasterID && (!seen.IsReplica() || seen.MasterID != want.MasterID)
+			if slotsUnseen || replicaUnseen {
+				to := m
+				what := "its slots"
+				if replicaUnseen {
+					what = "that it is its replica"
+				}
+				plan.Steps = append(plan.Steps, meetStep(x, &to, fmt.Sprintf("tell %s %s, which it has not heard yet", m.Pod, what)))
+			}
+		}
+	}
+	return plan
+}
+
 // agree waits until every member knows every other, linked and healthy, and no node that is
-// no member; until every member sees each master that serves slots as a master, and no
-// replica as one (clients are sent where a node believes slots are); and until each replica's
-// link (ROLE) goes to the master it says it follows, which lists it among its replicas. Which
-// master a replica follows reaches the other members by gossip seconds later; clients are not
-// routed by it, so that is not waited for.
+// no member; and until every member sees each master that serves slots as a master, and no
+// replica as one (clients are sent where a node believes slots are). Which master a replica
+// follows reaches the other members by gossip seconds later; clients are not routed by it, so
+// that is not waited for (replicasListed checks each replica with its own master).
 func agree(o *observed) Plan {
 	for _, m := range o.members {
 		for _, x := range o.members {
@@ -748,6 +818,16 @@ func agree(o *observed) Plan {
 		if extra := len(m.View.Nodes) - len(o.members); extra > 0 {
 			return Plan{Wait: fmt.Sprintf("waiting for gossip: %s still lists %d node(s) that are no pod of this cluster", m.Pod, extra)}
 		}
+	}
+	return Plan{}
+}
+
+// replicasListed waits, once slots are where they belong, until each replica's link (ROLE)
+// goes to the master it says it follows, which lists it among its replicas. Slot moves do not
+// wait for it: a master learns of a new replica only when the two next exchange a ping, which
+// in a cluster of a dozen nodes can take seconds.
+func replicasListed(o *observed) Plan {
+	for _, m := range o.members {
 		if me := o.self[m.Pod]; me.IsReplica() {
 			master, ok := o.ids[me.MasterID]
 			if !ok || !m.Replication.LinkUp() || m.Replication.MasterIP != master.IP {
@@ -762,13 +842,30 @@ func agree(o *observed) Plan {
 }
 
 // EarlySlots gives each leader of a new cluster its designed slots as soon as it runs, alone,
-// before the other pods exist: a master that serves no slot counts itself in a minority, and
-// Redis then holds it in cluster_state:fail for up to 5 s (min(cluster-node-timeout, 5 s))
-// after it gets some. Taken within Redis's own first seconds, the slots cost no such wait.
-// Only a leader that knows no other node and serves nothing qualifies; the caller must know
-// the cluster is new (never bootstrapped), or an empty leader pod could claim slots its
-// promoted follower serves.
+// before it is met: a master that serves no slot counts itself in a minority, and Redis then
+// holds it in cluster_state:fail for up to 5 s (min(cluster-node-timeout, 5 s)) after it gets
+// some; taken within Redis's own first seconds, the slots cost no such wait. A leader met
+// first and given slots afterwards also leaves the nodes that met it without its slots until
+// it next pings them (a node learns a master's slots from that master's own messages), which
+// gossip may take seconds to do. So every leader that knows no other node and serves nothing
+// gets its range, whether the other members have met each other or answer yet, unless a
+// member's view shows a node serving any of that range (a scale-out's new leader beside
+// established ones, a leader pod back empty whose old node still holds its slots). The caller
+// must also know the cluster is new (never bootstrapped), or an empty leader pod could claim
+// slots its promoted follower serves while no pod that knows it answers.
 func EarlySlots(design Design, members []Member) []Step {
+	var served []redis.SlotRange
+	for _, m := range members {
+		if m.View == nil {
+			continue
+		}
+		for _, n := range m.View.Nodes {
+			served = append(served, n.Slots...)
+			for _, mig := range append(slices.Clone(n.Importing), n.Migrating...) {
+				served = append(served, redis.SlotRange{Start: mig.Slot, End: mig.Slot})
+			}
+		}
+	}
 	ranges := redis.SplitSlots(design.Leaders)
 	var steps []Step
 	for _, m := range members {
@@ -780,6 +877,9 @@ func EarlySlots(design Design, members []Member) []Step {
 			continue
 		}
 		r := ranges[m.Ordinal]
+		if slices.ContainsFunc(served, func(s redis.SlotRange) bool { _, overlap := intersect(r, s); return overlap }) {
+			continue
+		}
 		steps = append(steps, Step{Kind: StepAddSlots, On: m.Pod, Slots: []redis.SlotRange{r},
 			Reason: fmt.Sprintf("serve slots %s from the start", r)})
 	}

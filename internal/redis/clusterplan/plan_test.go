@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -427,10 +428,12 @@ func TestWhatANodeSaysOfItselfWinsOverLaggingGossip(t *testing.T) {
 	if plan := Compute(threeByThree, members); !plan.Converged() {
 		t.Errorf("a replica's master not yet gossiped to a third node is no reason to wait, got %+v", plan)
 	}
-	// Its own master must list it, though (CLUSTER REPLICAS there).
+	// Its own master must list it, though (CLUSTER REPLICAS there): the replica tells it at
+	// once with a MEET rather than wait for its next ping.
 	members[0].View = c.viewOf(withSlots[0], lagging)
-	if plan := Compute(threeByThree, members); !strings.Contains(plan.Wait, "master c-leader-0 does not list its replica c-follower-0") {
-		t.Errorf("want a wait for leader-0 to list follower-0, got %+v", plan)
+	if plan := Compute(threeByThree, members); len(plan.Steps) != 1 || plan.Steps[0].Kind != StepMeet ||
+		plan.Steps[0].On != "c-follower-0" || plan.Steps[0].IP != withSlots[0].ip {
+		t.Errorf("want follower-0 to tell leader-0 it is its replica, got %+v", plan)
 	}
 
 	// A promoted follower that the seed still sees as a replica is: the seed would send
@@ -442,8 +445,9 @@ func TestWhatANodeSaysOfItselfWinsOverLaggingGossip(t *testing.T) {
 	members = c.members(promoted)
 	members[1].View = c.viewOf(promoted[1], healthy())
 	members[0].Outdated = true // no fail-back: leader-0 waits to be replaced
-	if plan := Compute(threeByThree, members); len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "current role") {
-		t.Errorf("want a wait for gossip on the new master, got %+v", plan)
+	// The new master tells it its slots at once.
+	if plan := Compute(threeByThree, members); len(plan.Steps) != 1 || plan.Steps[0].On != "c-follower-0" || plan.Steps[0].IP != promoted[1].ip {
+		t.Errorf("want the new master to tell the seed its slots, got %+v", plan)
 	}
 
 	// A replica whose link goes elsewhere than the master it says it follows is waited for.
@@ -472,6 +476,38 @@ func TestEarlySlotsGoOnlyToLoneEmptyLeaders(t *testing.T) {
 	if steps := EarlySlots(threeByThree, c.members(withSlots[1:])); len(steps) != 0 {
 		t.Errorf("a leader that knows other nodes takes none early: %v", steps)
 	}
+	// A scale-out 3 -> 6: the new leader runs alone and empty beside leaders that met long ago;
+	// the designed ranges of six leaders would overlap slots the others serve.
+	established := append(healthy()[:3], node{pod: "c-leader-3", ip: "10.0.0.7"})
+	c = cluster{known: established}
+	if steps := EarlySlots(Design{Leaders: 6, Followers: 6}, c.members(established, "c-leader-3")); len(steps) != 0 {
+		t.Errorf("a scale-out's new leader takes slots early: %v", steps)
+	}
+	// A member that does not answer yet holds no lone leader back.
+	c = cluster{known: alone}
+	members = c.members(alone, "c-leader-0", "c-leader-1", "c-follower-0")
+	members[2].View = nil
+	if steps := EarlySlots(threeByThree, members); len(steps) != 2 {
+		t.Errorf("want both lone leaders their ranges while a follower does not answer, got %v", steps)
+	}
+	// The last leader starts alone while the others have met: it takes its range before it is
+	// met, as long as no member's view shows any of it served.
+	met := []node{{pod: "c-leader-0", ip: "10.0.0.1", slots: "0-5461"}, {pod: "c-leader-1", ip: "10.0.0.2", slots: "5462-10922"},
+		{pod: "c-follower-0", ip: "10.0.0.4"}}
+	last := node{pod: "c-leader-2", ip: "10.0.0.3"}
+	c = cluster{known: met}
+	members = append(c.members(met), c.members([]node{last}, "c-leader-2")...)
+	steps = EarlySlots(threeByThree, members)
+	if len(steps) != 1 || steps[0].On != "c-leader-2" || formatRanges(steps[0].Slots) != "10923-16383" {
+		t.Errorf("want the last lone leader its range before it is met, got %v", steps)
+	}
+	// ... but not when an earlier node of that pod still serves some of it.
+	gone := node{pod: "c-leader-9", ip: "10.0.0.9", slots: "10923-16383"}
+	c = cluster{known: append(slices.Clone(met), gone)}
+	members = append(c.members(met), c.members([]node{last}, "c-leader-2")...)
+	if steps := EarlySlots(threeByThree, members); len(steps) != 0 {
+		t.Errorf("early slots a known node serves: %v", steps)
+	}
 }
 
 func TestReplicaIsIntroducedToItsMasterDirectly(t *testing.T) {
@@ -486,5 +522,23 @@ func TestReplicaIsIntroducedToItsMasterDirectly(t *testing.T) {
 	assertSteps(t, plan, StepMeet, 1)
 	if s := plan.Steps[0]; s.On != "c-follower-2" || s.IP != nodes[2].ip {
 		t.Errorf("want follower-2 to meet leader-2 at %s, got %v", nodes[2].ip, s)
+	}
+}
+
+// A node that met a leader before the leader got its slots shows it without them until the
+// leader next pings it; the leader tells it at once with a MEET.
+func TestLeaderTellsANodeThatMissedItsSlots(t *testing.T) {
+	nodes := healthy()
+	c := cluster{known: nodes}
+	members := c.members(nodes)
+	stale := healthy()
+	stale[2].slots = ""
+	members[5].View = c.viewOf(nodes[5], stale)
+	plan := Compute(threeByThree, members)
+	if len(plan.Steps) != 1 || plan.Steps[0].Kind != StepMeet || plan.Steps[0].On != "c-leader-2" || plan.Steps[0].IP != nodes[5].ip {
+		t.Errorf("want leader-2 to tell follower-2 its slots, got %+v", plan)
+	}
+	if plan := Compute(threeByThree, c.members(nodes)); !plan.Converged() {
+		t.Errorf("views that agree need nothing told, got %+v", plan)
 	}
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
-// MaxSlotsPerPlan bounds the slots one plan moves, so that each reconcile reports progress and
-// sees pod events between batches.
-const MaxSlotsPerPlan = 1024
-
 // rebalanceTolerance is how far, in percent of its fair share, a master's slot count may be
 // off before the slots are moved: slots moved by hand by a small amount stay where they are.
 const rebalanceTolerance = 2
@@ -72,8 +68,9 @@ func finishMigrations(o *observed) Plan {
 
 // rebalance moves slots, with their keys, so that each designed leader serves its share: all
 // the slots of departing masters (scale-in), and the surplus of others to leaders that have
-// too few (scale-out). It runs only on a cluster that agrees on its shape, and moves at most
-// MaxSlotsPerPlan slots per plan.
+// too few (scale-out). It runs only on a cluster that agrees on its shape. The plan holds every
+// move: the steps go between distinct pairs of masters where the shares allow, so that they can
+// run side by side, and the controller bounds the time one reconcile spends on them.
 func rebalance(o *observed) Plan {
 	receivers, held, ok := o.receivers()
 	if !ok {
@@ -178,27 +175,71 @@ func (o *observed) givers(leaving, receivers []*Member) []giver {
 	return givers
 }
 
-// assignMoves fills each receiver up to its share from the givers in turn, at most
-// MaxSlotsPerPlan slots in all, and returns the slots by source and destination pod.
+// assignMoves fills each receiver up to its share from the givers in turn and returns the
+// slots by source and destination pod.
 func (o *observed) assignMoves(receivers []*Member, givers []giver) map[[2]string][]int {
 	moves := map[[2]string][]int{}
-	budget := MaxSlotsPerPlan
 	for i, m := range receivers {
 		need := fairShare(i, len(receivers)) - o.self[m.Pod].SlotCount()
-		for need > 0 && budget > 0 && len(givers) > 0 {
+		for need > 0 && len(givers) > 0 {
 			g := &givers[0]
-			n := min(need, budget, len(g.slots))
+			n := min(need, len(g.slots))
 			key := [2]string{g.m.Pod, m.Pod}
 			moves[key] = append(moves[key], g.slots[:n]...)
 			g.slots = g.slots[n:]
 			need -= n
-			budget -= n
 			if len(g.slots) == 0 {
 				givers = givers[1:]
 			}
 		}
 	}
 	return moves
+}
+
+// EarlyMeets introduces every running pod that knows no other node yet (a new pod of a
+// scale-out, one that came back empty) to every master that serves slots, without waiting for
+// the other pods to run. Redis holds a master that was ever alone (it counted itself in a
+// minority) in cluster_state:fail for min(cluster-node-timeout, 5 s) after it learns the
+// cluster, except within its first 2 s, when it does not judge its state yet: a new master met
+// that early, by every master at once rather than one and then gossip, can take slots at once.
+// members are the running pods, in any number.
+func EarlyMeets(members []Member) []Step {
+	var masters []*Member
+	for i := range members {
+		m := &members[i]
+		if me, ok := myself(m); ok && me.IsMaster() && me.SlotCount() > 0 && len(m.View.Nodes) > 1 {
+			masters = append(masters, m)
+		}
+	}
+	var steps []Step
+	for i := range members {
+		m := &members[i]
+		me, ok := myself(m)
+		if !ok || !lone(m) || !me.IsMaster() || me.SlotCount() > 0 || m.IP == "" || knownToAny(members, m, me.ID) {
+			continue
+		}
+		for _, master := range masters {
+			steps = append(steps, meetStep(master, m, fmt.Sprintf("introduce new node %s at %s as soon as it runs", short(me.ID), hostPort(m))))
+		}
+	}
+	return steps
+}
+
+// knownToAny: another member knows the node or is in handshake with it (a meet is under way).
+func knownToAny(members []Member, m *Member, id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := range members {
+		other := &members[i]
+		if other.Pod == m.Pod || other.View == nil {
+			continue
+		}
+		if _, known := other.View.NodeByID(id); known || handshaking(other.View, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // depart waits for the StatefulSets to remove the departing pods once they serve nothing.
@@ -215,13 +256,27 @@ func depart(o *observed) Plan {
 	return Plan{Wait: "scale-in: " + strings.Join(leaving, ", ") + " serve no slots and wait to be removed"}
 }
 
+// Departing reports whether the member is beyond the design: a scale-in removes it once it
+// serves nothing.
+func Departing(design Design, m *Member) bool {
+	return (&observed{design: design}).departing(m)
+}
+
 // Keep returns how many leader and follower pods the StatefulSets must keep for now: a scale-in
 // removes the highest ordinals, and a pod goes only once it serves no slot and takes part in no
-// move (a pod that does not answer is kept: what it holds is unknown). The reason names the
-// first pod kept back, empty when the design's counts may be applied.
+// move (a pod that does not answer is kept: what it holds is unknown). A departing replica is
+// kept while its master serves slots and has no other replica to stay (a departing master's
+// replica, most often): a shard keeps its redundancy until it serves nothing. The reason names
+// the first pod kept back, empty when the design's counts may be applied.
 func Keep(design Design, members []Member) (leaders, followers int, reason string) {
 	o := &observed{design: design}
 	leaders, followers = design.Leaders, design.Followers
+	nodes := map[string]redis.Node{} // node ID → what the member says of itself
+	for i := range members {
+		if me, ok := myself(&members[i]); ok {
+			nodes[me.ID] = me
+		}
+	}
 	for i := range members {
 		m := &members[i]
 		if !o.departing(m) {
@@ -235,6 +290,8 @@ func Keep(design Design, members []Member) (leaders, followers int, reason strin
 			why = fmt.Sprintf("%s still serves %d slots", m.Pod, me.SlotCount())
 		case len(me.Migrating) > 0 || len(me.Importing) > 0:
 			why = m.Pod + " takes part in a slot move"
+		case me.IsReplica() && o.lastReplicaOfServingMaster(members, nodes, m, me):
+			why = fmt.Sprintf("%s is the replica of %s, which still serves %d slots", m.Pod, podWithID(members, me.MasterID), nodes[me.MasterID].SlotCount())
 		}
 		if why == "" {
 			continue
@@ -250,6 +307,47 @@ func Keep(design Design, members []Member) (leaders, followers int, reason strin
 		}
 	}
 	return leaders, followers, reason
+}
+
+// lastReplicaOfServingMaster: the departing replica m follows a master that serves slots and
+// that no designed member replicates.
+func (o *observed) lastReplicaOfServingMaster(members []Member, nodes map[string]redis.Node, m *Member, me redis.Node) bool {
+	master, ok := nodes[me.MasterID]
+	if !ok || master.SlotCount() == 0 {
+		return false
+	}
+	if o.design.Leaders == 0 || o.design.Followers < o.design.Leaders {
+		// The design gives some shards no replica: only a departing master keeps one.
+		if owner := memberWithID(members, me.MasterID); owner == nil || !o.departing(owner) {
+			return false
+		}
+	}
+	for i := range members {
+		other := &members[i]
+		if other.Pod == m.Pod || o.departing(other) {
+			continue
+		}
+		if n, ok := myself(other); ok && n.IsReplica() && n.MasterID == me.MasterID {
+			return false
+		}
+	}
+	return true
+}
+
+func memberWithID(members []Member, id string) *Member {
+	for i := range members {
+		if me, ok := myself(&members[i]); ok && me.ID == id {
+			return &members[i]
+		}
+	}
+	return nil
+}
+
+func podWithID(members []Member, id string) string {
+	if m := memberWithID(members, id); m != nil {
+		return m.Pod
+	}
+	return "node " + short(id)
 }
 
 func myself(m *Member) (redis.Node, bool) {

@@ -22,6 +22,8 @@ type SentinelOptions struct {
 	Password string
 	// Config adds sentinel.conf lines.
 	Config []string
+	// TLS makes the sentinel serve TLS only and reach the master over TLS.
+	TLS *TLSFiles
 }
 
 // StartSentinel starts a sentinel (redis-server --sentinel) on a free loopback port that
@@ -57,13 +59,16 @@ func (s *Server) sentinelConfig() string {
 	group := o.Group
 	lines := []string{
 		"bind " + s.Host,
-		"port " + strconv.Itoa(s.Port),
 		"dir " + s.Dir,
 		"daemonize no",
 		`logfile ""`,
 		"sentinel monitor " + group + " " + o.MasterHost + " " + strconv.Itoa(o.MasterPort) + " " + strconv.Itoa(o.Quorum),
 		"sentinel down-after-milliseconds " + group + " 1000",
 		"sentinel failover-timeout " + group + " 3000",
+	}
+	lines = append(lines, s.portLines(o.TLS)...)
+	if o.TLS != nil {
+		lines = append(lines, "tls-replication yes")
 	}
 	if o.MasterPassword != "" {
 		lines = append(lines, "sentinel auth-pass "+group+" "+o.MasterPassword)

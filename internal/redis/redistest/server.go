@@ -6,6 +6,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis"
 
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +32,9 @@ type ServerOptions struct {
 	Password string
 	// Config adds redis.conf lines ("maxmemory 10mb").
 	Config []string
+	// TLS, when set, makes the server serve TLS only (port 0, tls-port), with replication and
+	// the cluster bus over TLS, from these files.
+	TLS *TLSFiles
 }
 
 // Server is a running redis-server owned by a test.
@@ -45,16 +49,20 @@ type Server struct {
 	started  bool             // answered once; a sentinel then owns its config file
 	binary   string
 	logPath  string
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	// clientTLS is how the operator's client verifies this server: the CA bundle the server
+	// started with, the server's certificate as client certificate. Nil without TLS.
+	clientTLS *tls.Config
+	cmd       *exec.Cmd
+	exited    chan struct{}
 }
 
 // Addr is "127.0.0.1:port".
 func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
 
-// Endpoint is how the operator's client reaches this server with the given credentials.
+// Endpoint is how the operator's client reaches this server with the given credentials, over
+// TLS verified against the CA bundle the server started with when it serves TLS.
 func (s *Server) Endpoint(auth redis.Auth) redis.Endpoint {
-	return redis.NewEndpoint(s.Host, s.Port, auth)
+	return redis.NewEndpoint(s.Host, s.Port, auth).WithTLS(s.clientTLS)
 }
 
 // Binary finds redis-server on PATH and fails the test, not skips it, when it is missing.
@@ -85,6 +93,12 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 func (s *Server) launch(t testing.TB) {
 	t.Helper()
 	s.logPath = filepath.Join(s.Dir, "redis.log")
+	if f := s.tlsFiles(); f != nil {
+		var err error
+		if s.clientTLS, err = f.ClientConfig(); err != nil {
+			t.Fatalf("TLS settings for the client: %v", err)
+		}
+	}
 	t.Cleanup(func() {
 		s.Stop(t)
 		if t.Failed() {
@@ -156,13 +170,19 @@ func (s *Server) config() string {
 	}
 	lines := []string{
 		"bind " + s.Host,
-		"port " + strconv.Itoa(s.Port),
 		"dir " + s.Dir,
 		"daemonize no",
 		`logfile ""`,
 		`save ""`,
 		"appendonly no",
 		"repl-diskless-sync-delay 0",
+	}
+	lines = append(lines, s.portLines(s.opts.TLS)...)
+	if s.opts.TLS != nil {
+		lines = append(lines, "tls-replication yes")
+		if s.opts.Cluster {
+			lines = append(lines, "tls-cluster yes")
+		}
 	}
 	if s.opts.Cluster {
 		lines = append(lines,
@@ -230,9 +250,40 @@ func (s *Server) start() error {
 	return fmt.Errorf("%s did not answer PING within 15s", s.kind())
 }
 
+// portLines are the listening lines: the port, or with TLS no plain port, the TLS port and
+// the files.
+func (s *Server) portLines(f *TLSFiles) []string {
+	if f == nil {
+		return []string{"port " + strconv.Itoa(s.Port)}
+	}
+	return []string{
+		"port 0",
+		"tls-port " + strconv.Itoa(s.Port),
+		"tls-cert-file " + f.CertPath(),
+		"tls-key-file " + f.KeyPath(),
+		"tls-ca-cert-file " + f.CAPath(),
+		"tls-auth-clients optional",
+	}
+}
+
+// tlsFiles are the server's TLS files, nil without TLS.
+func (s *Server) tlsFiles() *TLSFiles {
+	if s.sentinel != nil {
+		return s.sentinel.TLS
+	}
+	return s.opts.TLS
+}
+
 // answers reports whether the server replies to PING, or refuses it for lack of a password.
 func (s *Server) answers() bool {
-	conn, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	var conn net.Conn
+	var err error
+	if s.tlsFiles() != nil {
+		// Only whether it answers: the tests verify certificates with the operator's client.
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr(), &tls.Config{InsecureSkipVerify: true})
+	} else {
+		conn, err = net.DialTimeout("tcp", s.Addr(), time.Second)
+	}
 	if err != nil {
 		return false
 	}

@@ -29,7 +29,7 @@ func fuzzMembers(data []byte) []Member {
 			role = replica(fmt.Sprintf("10.0.0.%d", data[i+1]%10), state, offset)
 		}
 		m := pod(ordinal, fmt.Sprintf("10.0.0.%d", ordinal), role)
-		m.Ready, m.Outdated = data[i+3]&1 != 0, data[i+3]&2 != 0
+		m.Ready, m.Outdated, m.Terminating = data[i+3]&1 != 0, data[i+3]&2 != 0, data[i+3]&4 != 0
 		members = append(members, m)
 	}
 	return members
@@ -78,7 +78,7 @@ func FuzzDecisions(f *testing.F) {
 			t.Fatalf("BestReplica chose %s, which did not answer", best.Pod)
 		}
 
-		for why, name := range map[Departure]string{ScaleIn: "scale-in", RollingUpdate: "rolling update"} {
+		for why, name := range map[Departure]string{ScaleIn: "scale-in", RollingUpdate: "rolling update", Deleted: "deletion"} {
 			h := PlanHandOver(masterPod, members, n, why)
 			if h.To != "" && h.Wait != "" {
 				t.Fatalf("%s: both hands over and waits: %+v", name, h)
@@ -94,6 +94,8 @@ func FuzzDecisions(f *testing.F) {
 				t.Fatalf("%s: the departing master %s is its own successor", name, h.To)
 			case to.Role == nil || !to.Role.LinkUp() || to.Role.MasterIP != from.IP || !to.Ready || to.Ordinal >= n:
 				t.Fatalf("%s: %s is not a ready replica in sync with %s that stays: %+v", name, h.To, masterPod, *to)
+			case to.Terminating:
+				t.Fatalf("%s: hands over to %s, whose pod terminates", name, h.To)
 			case why == RollingUpdate && to.Outdated:
 				t.Fatalf("rolling update hands over to the outdated %s", h.To)
 			case from.Role == nil || from.Role.Kind != redis.RoleMaster:

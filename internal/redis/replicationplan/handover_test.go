@@ -81,6 +81,24 @@ func TestPlanHandOver(t *testing.T) {
 			members: []Member{outdated(synced(0, 95)), synced(1, 95), ready(pod(2, masterIP, master(95)))},
 			size:    3, why: RollingUpdate,
 		},
+		{
+			name:    "deleted: the terminating master's replica in sync takes over, not one that terminates too",
+			master:  "rr-0",
+			members: []Member{going(ready(pod(0, masterIP, master(95)))), going(synced(1, 99)), synced(2, 95)},
+			size:    3, why: Deleted, to: "rr-2",
+		},
+		{
+			name:    "deleted: every replica terminates too, wait",
+			master:  "rr-0",
+			members: []Member{going(ready(pod(0, masterIP, master(95)))), going(synced(1, 95))},
+			size:    2, why: Deleted, wait: "the master rr-0 terminates",
+		},
+		{
+			name:    "deleted: a master whose pod does not terminate stays",
+			master:  "rr-0",
+			members: []Member{ready(pod(0, masterIP, master(95))), going(synced(1, 95))},
+			size:    2, why: Deleted,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,5 +107,25 @@ func TestPlanHandOver(t *testing.T) {
 				t.Errorf("PlanHandOver = %+v, want to %q wait containing %q", got, c.to, c.wait)
 			}
 		})
+	}
+}
+
+func going(m Member) Member { m.Terminating = true; return m }
+
+// The terminating pod that answers as a replica of a live master handed its role to it.
+func TestHandedOverTo(t *testing.T) {
+	const newMaster = "10.0.0.7"
+	members := []Member{going(ready(pod(0, "10.0.0.3", replica(newMaster, "connected", 95)))), ready(pod(1, newMaster, master(95))),
+		ready(pod(2, "10.0.0.9", replica("10.0.0.3", "connected", 95)))}
+	if got := HandedOverTo(members, "rr-0"); got != "rr-1" {
+		t.Errorf("HandedOverTo = %q, want rr-1", got)
+	}
+	members[0].Terminating = false
+	if got := HandedOverTo(members, "rr-0"); got != "" {
+		t.Errorf("a pod that does not terminate handed over to %q", got)
+	}
+	members[0] = going(ready(pod(0, "10.0.0.3", master(95))))
+	if got := HandedOverTo(members, "rr-0"); got != "" {
+		t.Errorf("a terminating master handed over to %q", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -34,6 +35,11 @@ type Member struct {
 	Ready bool
 	// Outdated: the pod runs an old revision of a StatefulSet the operator rolls itself.
 	Outdated bool
+	// LinkDown is how long a replica's link to its master has been down, as the replica says
+	// (INFO replication master_link_down_since_seconds); 0 when up or not told.
+	LinkDown time.Duration
+	// Terminating: the pod is being deleted gracefully; its process still runs.
+	Terminating bool
 }
 
 // Design is what the caller knows beyond the pods' answers.
@@ -49,6 +55,11 @@ type Design struct {
 	// Monitored is the master address the sentinels agree on, "" without sentinels or when
 	// none answers. A pod at that address that is a master is the master, whatever else says.
 	Monitored string
+	// LinkDownBound is how long a replica that follows the master's current address may stay
+	// unlinked before the plan calls it stuck instead of syncing; 0 waits without a bound.
+	// (REPLICAOF of the address a replica already follows is a no-op in Redis, so there is
+	// nothing left to re-point: a link that stays down is a network or master problem.)
+	LinkDownBound time.Duration
 }
 
 // StepKind names a Redis command the plan asks for.
@@ -89,6 +100,9 @@ type Plan struct {
 	Wait string
 	// MasterDown is set when no master answers: the caller starts its promotion clock.
 	MasterDown bool
+	// Stuck names what has waited past its bound and is not expected to change by itself (a
+	// replica whose link to the master's current address stays down); "" otherwise.
+	Stuck string
 }
 
 // Compute returns the next plan for the members.
@@ -124,6 +138,9 @@ func Compute(d Design, members []Member) Plan {
 				reason = fmt.Sprintf("%s follows %s, the master is %s at %s", m.Pod, net.JoinHostPort(role.MasterIP, strconv.Itoa(role.MasterPort)), master.Pod, net.JoinHostPort(master.IP, strconv.Itoa(master.Port)))
 			}
 			plan.Steps = append(plan.Steps, Step{Kind: StepReplicaOf, On: m.Pod, Host: master.IP, Port: master.Port, Reason: reason})
+		case !role.LinkUp() && d.LinkDownBound > 0 && m.LinkDown >= d.LinkDownBound && plan.Stuck == "":
+			plan.Stuck = fmt.Sprintf("the link of replica %s to the master %s at %s has been down for %s (state %s)", m.Pod, master.Pod,
+				net.JoinHostPort(master.IP, strconv.Itoa(master.Port)), m.LinkDown.Round(time.Second), role.ReplicationState)
 		case !role.LinkUp() && plan.Wait == "":
 			plan.Wait = fmt.Sprintf("replica %s is syncing with %s (link %s)", m.Pod, master.Pod, role.ReplicationState)
 		}

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,8 @@ type cluster struct {
 	name string
 	// password is the one clients authenticate with, "" for none.
 	password string
+	// tls, when set, is how clients reach a cluster that serves TLS only.
+	tls *tls.Config
 }
 
 // faultTime waits for the next second and returns the time: the status's transition times have
@@ -122,15 +125,28 @@ func (c *cluster) pod(name string) *corev1.Pod {
 }
 
 func (c *cluster) redis(p *corev1.Pod) *goredis.Client {
+	if c.tls != nil {
+		return tlsClient(c.t, p.Status.PodIP, 6379, c.password, c.tls)
+	}
 	return sb.RedisWithPassword(c.t, p.Status.PodIP, 6379, c.password)
 }
 
 func (c *cluster) client() *goredis.ClusterClient {
+	return c.clientWith(c.clientOptions())
+}
+
+// clientOptions are the options of a cluster client to the pods that run now.
+func (c *cluster) clientOptions() *goredis.ClusterOptions {
 	var addrs []string
 	for _, p := range c.pods(c.ctx) {
 		addrs = append(addrs, p.Status.PodIP+":6379")
 	}
-	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second})
+	return &goredis.ClusterOptions{Addrs: addrs, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second, TLSConfig: c.tls}
+}
+
+// clientWith opens a cluster client; it is closed when the test ends.
+func (c *cluster) clientWith(opts *goredis.ClusterOptions) *goredis.ClusterClient {
+	cc := goredis.NewClusterClient(opts)
 	c.t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }
@@ -272,20 +288,6 @@ spec:
         accessModes: [ReadWriteOnce]
         resources: {requests: {storage: 10Mi}}
 `
-
-func TestEveryPodDeletedAtOnceKeepsTheData(t *testing.T) {
-	start := time.Now()
-	c := newCluster(t, persistentCluster)
-	c.waitReady(start)
-	c.writeKeys("d", 300)
-	fault := faultTime()
-	if err := sb.Client.DeleteAllOf(c.ctx, &corev1.Pod{}, client.InNamespace(c.ns), client.MatchingLabels{"app.kubernetes.io/instance": c.name}); err != nil {
-		t.Fatal(err)
-	}
-	c.waitReady(fault)
-	c.assertShape()
-	c.readKeys("d", 300)
-}
 
 func TestOperatorKilledDuringBootstrapIsFinished(t *testing.T) {
 	c := newCluster(t, strings.Replace(sample(t, "redis_v1beta2_rediscluster_minimal.yaml"), "name: redis-cluster", "name: interrupted", 1))

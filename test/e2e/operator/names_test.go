@@ -17,6 +17,7 @@ import (
 // The longest name admission takes for each kind runs to Ready: every object it derives
 // (StatefulSets, their pods' controller-revision-hash label, Services, PVC-less pods) exists.
 func TestLongestAdmittedNamesRunToReady(t *testing.T) {
+	t.Parallel()
 	ns := sb.Namespace(t, "names")
 	// Distinct first letters: two kinds of one name in one namespace would share objects.
 	name := func(first string, n int) string { return first + strings.Repeat("o", n-2) + "g" }

@@ -171,37 +171,10 @@ func TestReplicationRollingUpdateKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	waitReady(time.Now().Add(-time.Hour))
 	oldMaster := cr.Status.MasterNode
-	var svc corev1.Service
-	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-master"}, &svc); err != nil {
-		t.Fatal(err)
-	}
 
 	// The writer: one key at a time through the -master Service; a key counts as acknowledged
 	// once a replica has it too. Errors while roles change are expected and counted.
-	stop := make(chan struct{})
-	var acknowledged []string
-	failures := 0
-	done := make(chan struct{})
-	writer := sb.RedisAt(t, svc.Spec.ClusterIP, 6379)
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			k := "w-" + strconv.Itoa(i)
-			if err := writer.Set(ctx, k, i, 0).Err(); err != nil {
-				failures++
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			if n, err := writer.Wait(ctx, 1, time.Second).Result(); err == nil && n >= 1 {
-				acknowledged = append(acknowledged, k)
-			}
-		}
-	}()
+	writes := startAcknowledgedWriter(t, ns, name+"-master", "")
 	time.Sleep(time.Second)
 
 	fault := faultTime()
@@ -232,8 +205,7 @@ func TestReplicationRollingUpdateKeepsAcknowledgedWrites(t *testing.T) {
 		return updated == 3 && len(pods.Items) == 3, fmt.Sprintf("%d of %d pods on %s", updated, len(pods.Items), sts.Status.UpdateRevision), nil
 	})
 	time.Sleep(time.Second)
-	close(stop)
-	<-done
+	acknowledged, failures := writes()
 	if len(acknowledged) < 10 {
 		t.Fatalf("only %d writes acknowledged during the rollout (%d failed)", len(acknowledged), failures)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,16 +30,20 @@ func TestClusterScalesOutAndInWithoutLosingWrites(t *testing.T) {
 	checker := c.startWriting("scale")
 
 	since := faultTime()
+	statuses := c.recordStatus()
 	c.resize(4)
 	c.waitReady(since)
+	c.checkScaleStatus("scale-out", statuses())
 	c.assertShapeOf(4, 4)
 	if got := c.slotsPerMaster(); fmt.Sprint(got) != "[4096 4096 4096 4096]" {
 		t.Errorf("slots per master after the scale-out: %v", got)
 	}
 
 	since = faultTime()
+	statuses = c.recordStatus()
 	c.resize(3)
 	c.waitReady(since)
+	c.checkScaleStatus("scale-in", statuses())
 	c.assertShapeOf(3, 3)
 	if got := c.slotsPerMaster(); fmt.Sprint(got) != "[5461 5461 5462]" {
 		t.Errorf("slots per master after the scale-in: %v", got)
@@ -115,21 +120,43 @@ func TestOperatorKilledWhileReshardingIsFinished(t *testing.T) {
 	c := newCluster(t, strings.Replace(sample(t, "redis_v1beta2_rediscluster_minimal.yaml"), "name: redis-cluster", "name: resharded", 1))
 	c.waitReady(start)
 	c.writeKeys("k", 1000)
+	// Enough data that the moves take a few seconds, so the crash lands among them.
+	bulk := c.client()
+	const bulkKeys = 300_000
+	for from := 0; from < bulkKeys; from += 5000 {
+		pipe := bulk.Pipeline()
+		for i := from; i < from+5000; i++ {
+			pipe.Set(c.ctx, fmt.Sprintf("bulk:%d", i), i, 0)
+		}
+		if _, err := pipe.Exec(c.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	checker := c.startWriting("crash")
 
 	since := faultTime()
 	c.resize(4)
-	sb.WaitFor(t, c.ns, "slots moving", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
-		var events eventsv1.EventList
-		if err := sb.Client.List(ctx, &events, client.InNamespace(c.ns)); err != nil {
+	// Slots moving: the new leader serves some of its share, not all (the moves are reported
+	// only once a reconcile's share of them is done, too late to crash amid them).
+	var newLeader *goredis.Client
+	sb.WaitFor(t, c.ns, "slots moving to resharded-leader-3", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if newLeader == nil {
+			p := &corev1.Pod{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: "resharded-leader-3"}, p); err != nil || p.Status.PodIP == "" {
+				return false, "no resharded-leader-3 yet", nil
+			}
+			newLeader = sb.Redis(t, p)
+		}
+		text, err := newLeader.ClusterNodes(ctx).Result()
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		topo, err := redis.ParseClusterNodes(text)
+		if err != nil {
 			return false, "", err
 		}
-		for _, e := range events.Items {
-			if e.Reason == "ClusterMigrate" {
-				return true, "", nil
-			}
-		}
-		return false, "no ClusterMigrate event yet", nil
+		me, _ := topo.Myself()
+		return me.SlotCount() > 0 && me.SlotCount() < 4096, fmt.Sprintf("resharded-leader-3 serves %d slots", me.SlotCount()), nil
 	})
 	var pods corev1.PodList
 	if err := sb.Client.List(c.ctx, &pods, client.InNamespace("redis-operator-system")); err != nil || len(pods.Items) == 0 {
@@ -157,12 +184,29 @@ func TestOperatorKilledWhileReshardingIsFinished(t *testing.T) {
 	}
 	checker.StopAndRequire(c.ctx, t, c.client(), "across the operator's crash while resharding")
 	c.readKeys("k", 1000)
+	for from := 0; from < bulkKeys; from += 5000 {
+		pipe := bulk.Pipeline()
+		gets := make([]*goredis.StringCmd, 0, 5000)
+		for i := from; i < from+5000; i++ {
+			gets = append(gets, pipe.Get(c.ctx, fmt.Sprintf("bulk:%d", i)))
+		}
+		_, _ = pipe.Exec(c.ctx)
+		for j, g := range gets {
+			if v, err := g.Int(); err != nil || v != from+j {
+				t.Fatalf("GET bulk:%d = %d, %v", from+j, v, err)
+			}
+		}
+	}
 }
 
-// startWriting starts a write-loss checker on the cluster, stopped when the test ends.
+// startWriting starts a write-loss checker on the cluster, stopped when the test ends. Its
+// client fails fast (one dial attempt, few redirects): a write to a node that is gone counts as
+// failed and the writer goes on, where the default retries would hold it for a minute or more.
 func (c *cluster) startWriting(prefix string) *writecheck.Checker {
 	c.t.Helper()
-	checker, err := writecheck.Start(c.ctx, c.client(), writecheck.Options{Prefix: prefix, Writers: 2})
+	opts := c.clientOptions()
+	opts.DialerRetries, opts.MaxRedirects = 1, 3
+	checker, err := writecheck.Start(c.ctx, c.clientWith(opts), writecheck.Options{Prefix: prefix, Writers: 2})
 	if err != nil {
 		c.t.Fatal(err)
 	}

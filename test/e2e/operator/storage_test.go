@@ -110,6 +110,7 @@ func assertSamePods(t *testing.T, before, after map[string]types.UID) {
 // TestReplicationStorageGrowsInPlace grows a RedisReplication's volumes: the claims and the
 // StatefulSet get the new size, no pod is recreated, and the data written before is served.
 func TestReplicationStorageGrowsInPlace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "grow-replication")
 	const name = "grow"
@@ -160,6 +161,7 @@ func TestReplicationStorageGrowsInPlace(t *testing.T) {
 // of both StatefulSets grows, the StatefulSets are recreated with the new templates, no pod is
 // recreated, and every key written before is served.
 func TestClusterStorageGrowsInPlace(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	head := "apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: RedisCluster\nmetadata:\n  name: grow\n" +
 		"spec:\n  clusterSize: 3\n  kubernetesConfig:\n    image: redis:7.0.15\n"

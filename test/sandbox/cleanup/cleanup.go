@@ -45,6 +45,9 @@ func Down(inst instance.Instance, opts Options) error {
 		if err := network.Teardown(inst); err != nil {
 			errs = append(errs, err)
 		}
+		if err := network.RestoreNeighLimits(inst.Slot); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	killByDir(inst.Dir)
 	if err := unmountUnder(inst.Dir); err != nil {

@@ -199,6 +199,11 @@ func (d *daemon) start(ctx context.Context) error {
 	if err := d.net.Setup(); err != nil {
 		return fmt.Errorf("network: %w", err)
 	}
+	// After the bridge exists, so that a sandbox stopping meanwhile sees ours and leaves the
+	// limits raised.
+	if err := network.RaiseNeighLimits(); err != nil {
+		d.log.Warn("neighbour table limits stay as they are: past about 160 pods connections may time out", "err", err)
+	}
 	if err := controlplane.Prepare(inst); err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
@@ -289,6 +294,9 @@ func (d *daemon) shutdown() {
 	}
 	if err := network.Teardown(d.inst); err != nil {
 		d.log.Warn("network teardown", "err", err)
+	}
+	if err := network.RestoreNeighLimits(d.inst.Slot); err != nil {
+		d.log.Warn("put back the neighbour table limits", "err", err)
 	}
 	d.log.Info("sandbox stopped")
 }

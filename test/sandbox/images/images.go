@@ -5,6 +5,8 @@
 package images
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +44,8 @@ type Image struct {
 	// RedisDefaults applies what the official Redis image changes: its entrypoint accepts a
 	// bare config file or flags, and its redis-server defaults to protected-mode no.
 	RedisDefaults bool
-	// ID stands in for the image digest in container statuses.
+	// ID stands in for the image digest in container statuses: a pullable reference pinned
+	// to a digest, as real kubelets report it, which resolves to the same image.
 	ID string
 }
 
@@ -64,8 +67,20 @@ type Table struct {
 // OperatorBinary is the file the operator image runs.
 func (t Table) OperatorBinary() string { return filepath.Join(t.BinDir, "redis-operator") }
 
-// ExporterBinary is the file the exporter image runs, when it was built.
-func (t Table) ExporterBinary() string { return filepath.Join(t.BinDir, "redis_exporter") }
+// ExporterBinary is the file the exporter image runs: a redis_exporter built into BinDir when
+// there is one, else the host's Debian prometheus-redis-exporter (hack/install-packages.sh
+// installs it), the same program under another name. Both read the flags and the environment
+// (REDIS_ADDR, REDIS_PASSWORD, REDIS_EXPORTER_*) the exporter image's /redis_exporter reads.
+func (t Table) ExporterBinary() string {
+	built := filepath.Join(t.BinDir, "redis_exporter")
+	if _, err := os.Stat(built); err == nil {
+		return built
+	}
+	return debianExporter
+}
+
+// debianExporter is where Debian's prometheus-redis-exporter package puts the exporter.
+var debianExporter = "/usr/bin/prometheus-redis-exporter"
 
 // Repository returns the last path element of ref's repository, without registry, tag or
 // digest: "quay.io/opstree/redis:v7.0.15" -> "redis".
@@ -88,16 +103,17 @@ const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 // Resolve maps ref to an image or a *NotFoundError.
 func (t Table) Resolve(ref string) (Image, error) {
 	repo := Repository(ref)
-	img := Image{Ref: ref, Env: []string{defaultPath}, ID: "sandbox://" + repo}
+	img := Image{Ref: ref, Env: []string{defaultPath}, ID: imageID(repo)}
 	switch {
 	case repo == "":
 		return Image{}, &NotFoundError{Ref: ref, Reason: "empty image reference"}
 	case strings.Contains(repo, "redis_exporter") || strings.Contains(repo, "redis-exporter"):
 		img.Kind = Exporter
 		if _, err := os.Stat(t.ExporterBinary()); err != nil {
-			return Image{}, &NotFoundError{Ref: ref, Reason: "the Redis exporter is not available in this sandbox " +
-				"(its Go module cannot be fetched here; put a redis_exporter binary at " + t.ExporterBinary() + " to run it)"}
+			return Image{}, &NotFoundError{Ref: ref, Reason: "the Redis exporter is not installed (run hack/install-packages.sh, " +
+				"which installs Debian's prometheus-redis-exporter, or put a redis_exporter binary in " + t.BinDir + ")"}
 		}
+		// The exporter image's entrypoint, with no arguments: it is configured by environment.
 		img.Entrypoint = []string{"/redis_exporter"}
 		img.Binds = []Bind{{Source: t.ExporterBinary(), Target: "/redis_exporter"}}
 	case strings.Contains(repo, "redis-operator"):
@@ -131,4 +147,11 @@ func (t Table) Resolve(ref string) (Image, error) {
 			"redis-operator, *redis_exporter*, busybox, alpine, debian, ubuntu, pause)"}
 	}
 	return img, nil
+}
+
+// imageID is the digest-pinned reference a container status reports for an image of the
+// repository: one fixed digest per repository, since the sandbox's images have no content.
+func imageID(repo string) string {
+	sum := sha256.Sum256([]byte(repo))
+	return "sandbox.invalid/" + repo + "@sha256:" + hex.EncodeToString(sum[:])
 }

@@ -1,0 +1,405 @@
+package v1beta1
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// Conversion is lossless both ways. What v1beta2 has and v1beta1 has no place for travels in
+// an annotation of the v1beta1 object, and what only v1beta1 can say (the top-level
+// nodeSelector and tolerations of a RedisCluster) travels in an annotation of the v1beta2
+// object; each is removed again on the way back, so that a client reading and writing either
+// version keeps every field the other version set.
+const (
+	// V1beta2FieldsAnnotation holds, on a v1beta1 object, the JSON of the v1beta2 spec fields
+	// v1beta1 cannot express.
+	V1beta2FieldsAnnotation = "redis.redis.opstreelabs.in/v1beta2-fields"
+	// V1beta1FieldsAnnotation holds, on a v1beta2 object, the v1beta1 shapes that v1beta2
+	// expresses differently, so that they read back as they were written.
+	V1beta1FieldsAnnotation = "redis.redis.opstreelabs.in/v1beta1-fields"
+)
+
+// The v1beta2 spec fields (JSON names) with no v1beta1 counterpart, per kind. securityContext
+// is among them: in v1beta2 it is the container's, while v1beta1's securityContext is the
+// pod's and maps to v1beta2's podSecurityContext.
+var (
+	redisHubOnly            = []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env"}
+	redisClusterHubOnly     = []string{"hostNetwork", "hostPort", "port", "redisConfig", "podManagementPolicy", "acl", "initContainer", "env"}
+	redisReplicationHubOnly = []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env",
+		"pdb", "podManagementPolicy", "sentinel", "topologySpreadConstraints"}
+	redisSentinelHubOnly = []string{"hostPort", "securityContext", "initContainer", "terminationGracePeriodSeconds", "env",
+		"podManagementPolicy", "redisExporter", "topologySpreadConstraints", "volumeMount"}
+)
+
+var (
+	_ conversion.Convertible = &Redis{}
+	_ conversion.Convertible = &RedisCluster{}
+	_ conversion.Convertible = &RedisReplication{}
+	_ conversion.Convertible = &RedisSentinel{}
+)
+
+// ConvertTo converts this Redis to the hub version.
+//
+//nolint:dupl // each kind's conversion copies its own fields one by one, so kinds look alike
+func (src *Redis) ConvertTo(dstRaw conversion.Hub) error {
+	dst, ok := dstRaw.(*v1beta2.Redis)
+	if !ok {
+		return fmt.Errorf("convert Redis to %T: not the hub", dstRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = v1beta2.RedisSpec{
+		KubernetesConfig:   s.KubernetesConfig,
+		RedisExporter:      s.RedisExporter,
+		RedisConfig:        s.RedisConfig,
+		Storage:            s.Storage,
+		NodeSelector:       s.NodeSelector,
+		PodSecurityContext: s.SecurityContext,
+		PriorityClassName:  s.PriorityClassName,
+		Affinity:           s.Affinity,
+		Tolerations:        s.Tolerations,
+		TLS:                s.TLS,
+		ReadinessProbe:     s.ReadinessProbe,
+		LivenessProbe:      s.LivenessProbe,
+		Sidecars:           s.Sidecars,
+		ServiceAccountName: s.ServiceAccountName,
+	}
+	dst.Status = src.Status
+	return restoreHubFields(&dst.ObjectMeta, &dst.Spec)
+}
+
+// ConvertFrom converts the hub version to this Redis.
+func (dst *Redis) ConvertFrom(srcRaw conversion.Hub) error {
+	src, ok := srcRaw.(*v1beta2.Redis)
+	if !ok {
+		return fmt.Errorf("convert %T to Redis: not the hub", srcRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = RedisSpec{
+		KubernetesConfig:   s.KubernetesConfig,
+		RedisExporter:      s.RedisExporter,
+		RedisConfig:        s.RedisConfig,
+		Storage:            s.Storage,
+		NodeSelector:       s.NodeSelector,
+		SecurityContext:    s.PodSecurityContext,
+		PriorityClassName:  s.PriorityClassName,
+		Affinity:           s.Affinity,
+		Tolerations:        s.Tolerations,
+		TLS:                s.TLS,
+		ReadinessProbe:     s.ReadinessProbe,
+		LivenessProbe:      s.LivenessProbe,
+		Sidecars:           s.Sidecars,
+		ServiceAccountName: s.ServiceAccountName,
+	}
+	dst.Status = src.Status
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisHubOnly)
+}
+
+// ConvertTo converts this RedisCluster to the hub version. The top-level nodeSelector and
+// tolerations of the first v1beta1 shape apply to each role that does not set its own.
+func (src *RedisCluster) ConvertTo(dstRaw conversion.Hub) error {
+	dst, ok := dstRaw.(*v1beta2.RedisCluster)
+	if !ok {
+		return fmt.Errorf("convert RedisCluster to %T: not the hub", dstRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = v1beta2.RedisClusterSpec{
+		Size:               s.Size,
+		KubernetesConfig:   s.KubernetesConfig,
+		ClusterVersion:     s.ClusterVersion,
+		RedisLeader:        *s.RedisLeader.DeepCopy(),
+		RedisFollower:      *s.RedisFollower.DeepCopy(),
+		RedisExporter:      s.RedisExporter,
+		Storage:            s.Storage,
+		PodSecurityContext: s.SecurityContext,
+		PriorityClassName:  s.PriorityClassName,
+		Resources:          s.Resources,
+		TLS:                s.TLS,
+		Sidecars:           s.Sidecars,
+		ServiceAccountName: s.ServiceAccountName,
+		PersistenceEnabled: s.PersistenceEnabled,
+	}
+	dst.Status = src.Status
+	if err := restoreHubFields(&dst.ObjectMeta, &dst.Spec); err != nil {
+		return err
+	}
+	removeAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation)
+	if s.NodeSelector == nil && s.Tolerations == nil {
+		return nil
+	}
+	placement := clusterPlacement{NodeSelector: s.NodeSelector, Tolerations: s.Tolerations}
+	for _, role := range []struct {
+		name string
+		r    *v1beta2.RedisClusterRole
+	}{{"redisLeader", &dst.Spec.RedisLeader.RedisClusterRole}, {"redisFollower", &dst.Spec.RedisFollower.RedisClusterRole}} {
+		if s.NodeSelector != nil && role.r.NodeSelector == nil {
+			role.r.NodeSelector = copyMap(s.NodeSelector)
+			placement.Inherited = append(placement.Inherited, role.name+".nodeSelector")
+		}
+		if s.Tolerations != nil && role.r.Tolerations == nil {
+			tolerations := append([]corev1.Toleration{}, *s.Tolerations...)
+			role.r.Tolerations = &tolerations
+			placement.Inherited = append(placement.Inherited, role.name+".tolerations")
+		}
+	}
+	return setAnnotationJSON(&dst.ObjectMeta, V1beta1FieldsAnnotation, placement)
+}
+
+// ConvertFrom converts the hub version to this RedisCluster.
+func (dst *RedisCluster) ConvertFrom(srcRaw conversion.Hub) error {
+	src, ok := srcRaw.(*v1beta2.RedisCluster)
+	if !ok {
+		return fmt.Errorf("convert %T to RedisCluster: not the hub", srcRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = RedisClusterSpec{
+		Size:               s.Size,
+		KubernetesConfig:   s.KubernetesConfig,
+		ClusterVersion:     s.ClusterVersion,
+		RedisLeader:        *s.RedisLeader.DeepCopy(),
+		RedisFollower:      *s.RedisFollower.DeepCopy(),
+		RedisExporter:      s.RedisExporter,
+		Storage:            s.Storage,
+		SecurityContext:    s.PodSecurityContext,
+		PriorityClassName:  s.PriorityClassName,
+		Resources:          s.Resources,
+		TLS:                s.TLS,
+		Sidecars:           s.Sidecars,
+		ServiceAccountName: s.ServiceAccountName,
+		PersistenceEnabled: s.PersistenceEnabled,
+	}
+	dst.Status = src.Status
+	if raw, ok := dst.Annotations[V1beta1FieldsAnnotation]; ok {
+		var placement clusterPlacement
+		if err := json.Unmarshal([]byte(raw), &placement); err != nil {
+			return fmt.Errorf("read annotation %s: %w", V1beta1FieldsAnnotation, err)
+		}
+		removeAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation)
+		dst.Spec.NodeSelector = placement.NodeSelector
+		dst.Spec.Tolerations = placement.Tolerations
+		roles := map[string]*v1beta2.RedisClusterRole{
+			"redisLeader": &dst.Spec.RedisLeader.RedisClusterRole, "redisFollower": &dst.Spec.RedisFollower.RedisClusterRole,
+		}
+		// A role's placement that only copied the top-level one (and was not changed since)
+		// goes back to being unset.
+		for _, path := range placement.Inherited {
+			switch role := roles[roleOf(path)]; {
+			case role == nil:
+			case path == roleOf(path)+".nodeSelector" && equality.Semantic.DeepEqual(role.NodeSelector, placement.NodeSelector):
+				role.NodeSelector = nil
+			case path == roleOf(path)+".tolerations" && equality.Semantic.DeepEqual(role.Tolerations, placement.Tolerations):
+				role.Tolerations = nil
+			}
+		}
+	}
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisClusterHubOnly)
+}
+
+// clusterPlacement is the v1beta1-only placement of a RedisCluster, kept on the v1beta2 object.
+type clusterPlacement struct {
+	NodeSelector map[string]string    `json:"nodeSelector,omitempty"`
+	Tolerations  *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// Inherited names the role fields ("redisLeader.nodeSelector", ...) that were copied from
+	// the top-level ones.
+	Inherited []string `json:"inherited,omitempty"`
+}
+
+func roleOf(path string) string {
+	for i := range path {
+		if path[i] == '.' {
+			return path[:i]
+		}
+	}
+	return path
+}
+
+// ConvertTo converts this RedisReplication to the hub version.
+func (src *RedisReplication) ConvertTo(dstRaw conversion.Hub) error {
+	dst, ok := dstRaw.(*v1beta2.RedisReplication)
+	if !ok {
+		return fmt.Errorf("convert RedisReplication to %T: not the hub", dstRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = v1beta2.RedisReplicationSpec{
+		Size:               s.Size,
+		KubernetesConfig:   s.KubernetesConfig,
+		RedisExporter:      s.RedisExporter,
+		RedisConfig:        s.RedisConfig,
+		Storage:            s.Storage,
+		NodeSelector:       s.NodeSelector,
+		PodSecurityContext: s.SecurityContext,
+		PriorityClassName:  s.PriorityClassName,
+		Affinity:           s.Affinity,
+		Tolerations:        s.Tolerations,
+		TLS:                s.TLS,
+		ReadinessProbe:     s.ReadinessProbe,
+		LivenessProbe:      s.LivenessProbe,
+		Sidecars:           s.Sidecars,
+		ServiceAccountName: s.ServiceAccountName,
+	}
+	dst.Status = src.Status
+	return restoreHubFields(&dst.ObjectMeta, &dst.Spec)
+}
+
+// ConvertFrom converts the hub version to this RedisReplication.
+func (dst *RedisReplication) ConvertFrom(srcRaw conversion.Hub) error {
+	src, ok := srcRaw.(*v1beta2.RedisReplication)
+	if !ok {
+		return fmt.Errorf("convert %T to RedisReplication: not the hub", srcRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = RedisReplicationSpec{
+		Size:               s.Size,
+		KubernetesConfig:   s.KubernetesConfig,
+		RedisExporter:      s.RedisExporter,
+		RedisConfig:        s.RedisConfig,
+		Storage:            s.Storage,
+		NodeSelector:       s.NodeSelector,
+		SecurityContext:    s.PodSecurityContext,
+		PriorityClassName:  s.PriorityClassName,
+		Affinity:           s.Affinity,
+		Tolerations:        s.Tolerations,
+		TLS:                s.TLS,
+		ReadinessProbe:     s.ReadinessProbe,
+		LivenessProbe:      s.LivenessProbe,
+		Sidecars:           s.Sidecars,
+		ServiceAccountName: s.ServiceAccountName,
+	}
+	dst.Status = src.Status
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisReplicationHubOnly)
+}
+
+// ConvertTo converts this RedisSentinel to the hub version.
+//
+//nolint:dupl // each kind's conversion copies its own fields one by one, so kinds look alike
+func (src *RedisSentinel) ConvertTo(dstRaw conversion.Hub) error {
+	dst, ok := dstRaw.(*v1beta2.RedisSentinel)
+	if !ok {
+		return fmt.Errorf("convert RedisSentinel to %T: not the hub", dstRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = v1beta2.RedisSentinelSpec{
+		Size:                s.Size,
+		KubernetesConfig:    s.KubernetesConfig,
+		RedisSentinelConfig: s.RedisSentinelConfig,
+		NodeSelector:        s.NodeSelector,
+		PodSecurityContext:  s.SecurityContext,
+		PriorityClassName:   s.PriorityClassName,
+		Affinity:            s.Affinity,
+		Tolerations:         s.Tolerations,
+		TLS:                 s.TLS,
+		PodDisruptionBudget: s.PodDisruptionBudget,
+		ReadinessProbe:      s.ReadinessProbe,
+		LivenessProbe:       s.LivenessProbe,
+		Sidecars:            s.Sidecars,
+		ServiceAccountName:  s.ServiceAccountName,
+	}
+	dst.Status = src.Status
+	return restoreHubFields(&dst.ObjectMeta, &dst.Spec)
+}
+
+// ConvertFrom converts the hub version to this RedisSentinel.
+func (dst *RedisSentinel) ConvertFrom(srcRaw conversion.Hub) error {
+	src, ok := srcRaw.(*v1beta2.RedisSentinel)
+	if !ok {
+		return fmt.Errorf("convert %T to RedisSentinel: not the hub", srcRaw)
+	}
+	s := src.Spec
+	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
+	dst.Spec = RedisSentinelSpec{
+		Size:                s.Size,
+		KubernetesConfig:    s.KubernetesConfig,
+		RedisSentinelConfig: s.RedisSentinelConfig,
+		NodeSelector:        s.NodeSelector,
+		SecurityContext:     s.PodSecurityContext,
+		PriorityClassName:   s.PriorityClassName,
+		Affinity:            s.Affinity,
+		Tolerations:         s.Tolerations,
+		TLS:                 s.TLS,
+		PodDisruptionBudget: s.PodDisruptionBudget,
+		ReadinessProbe:      s.ReadinessProbe,
+		LivenessProbe:       s.LivenessProbe,
+		Sidecars:            s.Sidecars,
+		ServiceAccountName:  s.ServiceAccountName,
+	}
+	dst.Status = src.Status
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisSentinelHubOnly)
+}
+
+// keepHubFields stores the named fields of a hub spec (those set) in the v1beta2-fields
+// annotation of the v1beta1 object, or removes the annotation when there are none.
+func keepHubFields(meta *metav1.ObjectMeta, hubSpec any, fields []string) error {
+	raw, err := json.Marshal(hubSpec)
+	if err != nil {
+		return fmt.Errorf("encode the v1beta2 spec: %w", err)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return fmt.Errorf("decode the v1beta2 spec: %w", err)
+	}
+	kept := map[string]json.RawMessage{}
+	for _, f := range fields {
+		if v, ok := all[f]; ok {
+			kept[f] = v
+		}
+	}
+	if len(kept) == 0 {
+		removeAnnotation(meta, V1beta2FieldsAnnotation)
+		return nil
+	}
+	return setAnnotationJSON(meta, V1beta2FieldsAnnotation, kept)
+}
+
+// restoreHubFields lays the fields kept by keepHubFields over the converted hub spec and
+// removes the annotation, which belongs to v1beta1 objects only.
+func restoreHubFields(meta *metav1.ObjectMeta, hubSpec any) error {
+	raw, ok := meta.Annotations[V1beta2FieldsAnnotation]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(raw), hubSpec); err != nil {
+		return fmt.Errorf("read annotation %s: %w", V1beta2FieldsAnnotation, err)
+	}
+	removeAnnotation(meta, V1beta2FieldsAnnotation)
+	return nil
+}
+
+func setAnnotationJSON(meta *metav1.ObjectMeta, key string, value any) error {
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("encode annotation %s: %w", key, err)
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = string(raw)
+	return nil
+}
+
+func removeAnnotation(meta *metav1.ObjectMeta, key string) {
+	delete(meta.Annotations, key)
+	if len(meta.Annotations) == 0 {
+		meta.Annotations = nil
+	}
+}
+
+func copyMap(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// RedisSpec is a standalone Redis server, as v1beta1 described it.
+type RedisSpec struct {
+	KubernetesConfig v1beta2.KubernetesConfig `json:"kubernetesConfig"`
+	RedisExporter    *v1beta2.RedisExporter   `json:"redisExporter,omitempty"`
+	RedisConfig      *v1beta2.RedisConfig     `json:"redisConfig,omitempty"`
+	Storage          *v1beta2.Storage         `json:"storage,omitempty"`
+	NodeSelector     map[string]string        `json:"nodeSelector,omitempty"`
+	// SecurityContext is the pods' security context (v1beta2's podSecurityContext).
+	SecurityContext    *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	PriorityClassName  string                     `json:"priorityClassName,omitempty"`
+	Affinity           *corev1.Affinity           `json:"affinity,omitempty"`
+	Tolerations        *[]corev1.Toleration       `json:"tolerations,omitempty"`
+	TLS                *v1beta2.TLSConfig         `json:"TLS,omitempty"`
+	ReadinessProbe     *corev1.Probe              `json:"readinessProbe,omitempty"`
+	LivenessProbe      *corev1.Probe              `json:"livenessProbe,omitempty"`
+	Sidecars           *[]v1beta2.Sidecar         `json:"sidecars,omitempty"`
+	ServiceAccountName *string                    `json:"serviceAccountName,omitempty"`
+}
+
+// Redis is a standalone Redis server run by the operator (v1beta1; stored as v1beta2).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 52",message="metadata.name must be at most 52 characters: the pods' controller-revision-hash label (<name>-<hash>) and the Service <name>-additional must fit in 63"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Redis struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RedisSpec           `json:"spec"`
+	Status v1beta2.RedisStatus `json:"status,omitempty"`
+}
+
+// RedisList is a list of Redis.
+//
+// +kubebuilder:object:root=true
+type RedisList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Redis `json:"items"`
+}

@@ -1,0 +1,65 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// RedisClusterSpec is a sharded Redis Cluster, as v1beta1 described it.
+type RedisClusterSpec struct {
+	// Size is the number of leaders (shards), unless redisLeader.replicas says otherwise.
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="clusterSize must be at least 1"
+	Size             *int32                   `json:"clusterSize"`
+	KubernetesConfig v1beta2.KubernetesConfig `json:"kubernetesConfig"`
+	// ClusterVersion is the major Redis version the pods run (v6, v7 or v8).
+	// +kubebuilder:validation:XValidation:rule="self in ['v6', 'v7', 'v8']",message="clusterVersion must be one of v6, v7, v8"
+	ClusterVersion *string                 `json:"clusterVersion,omitempty"`
+	RedisLeader    v1beta2.RedisLeader     `json:"redisLeader,omitempty"`
+	RedisFollower  v1beta2.RedisFollower   `json:"redisFollower,omitempty"`
+	RedisExporter  *v1beta2.RedisExporter  `json:"redisExporter,omitempty"`
+	Storage        *v1beta2.ClusterStorage `json:"storage,omitempty"`
+	// NodeSelector for both leaders and followers, where the first v1beta1 shape put it; a
+	// role's own nodeSelector wins.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations for both leaders and followers, where the first v1beta1 shape put them; a
+	// role's own tolerations win.
+	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// SecurityContext is the pods' security context (v1beta2's podSecurityContext).
+	SecurityContext    *corev1.PodSecurityContext   `json:"securityContext,omitempty"`
+	PriorityClassName  string                       `json:"priorityClassName,omitempty"`
+	Resources          *corev1.ResourceRequirements `json:"resources,omitempty"`
+	TLS                *v1beta2.TLSConfig           `json:"TLS,omitempty"`
+	Sidecars           *[]v1beta2.Sidecar           `json:"sidecars,omitempty"`
+	ServiceAccountName *string                      `json:"serviceAccountName,omitempty"`
+	PersistenceEnabled *bool                        `json:"persistenceEnabled,omitempty"`
+}
+
+// RedisCluster is a sharded Redis Cluster run by the operator (v1beta1; stored as v1beta2).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 43",message="metadata.name must be at most 43 characters: the Service <name>-follower-additional and the pods' controller-revision-hash label (<name>-follower-<hash>) must fit in 63"
+// +kubebuilder:printcolumn:name="ClusterSize",type=integer,JSONPath=`.spec.clusterSize`
+// +kubebuilder:printcolumn:name="LeaderReplicas",type=integer,JSONPath=`.spec.redisLeader.replicas`
+// +kubebuilder:printcolumn:name="FollowerReplicas",type=integer,JSONPath=`.spec.redisFollower.replicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+type RedisCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RedisClusterSpec           `json:"spec"`
+	Status v1beta2.RedisClusterStatus `json:"status,omitempty"`
+}
+
+// RedisClusterList is a list of RedisCluster.
+//
+// +kubebuilder:object:root=true
+type RedisClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RedisCluster `json:"items"`
+}

@@ -1,0 +1,241 @@
+{{/*
+Helpers shared by the redis, redis-cluster, redis-replication and redis-sentinel charts. The
+four copies are identical (test/helm checks it): a change goes into all of them.
+*/}}
+
+{{/* The custom resource's name: <kind>.name, else the release name. Call with (dict "root" $ "spec" .Values.<kind>). */}}
+{{- define "rk.name" -}}
+{{- .spec.name | default .root.Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "rk.labels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* metadata of the custom resource: the chart's labels, then labels and annotations from the values. */}}
+{{- define "rk.crMeta" -}}
+name: {{ include "rk.name" . }}
+namespace: {{ .root.Release.Namespace }}
+labels:
+  {{- include "rk.labels" .root | nindent 2 }}
+  {{- with .root.Values.labels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- $ann := deepCopy (.root.Values.annotations | default dict) }}
+{{- if .spec.recreateStatefulSetOnUpdateInvalid }}
+{{- $_ := set $ann "redis.opstreelabs.in/recreate-statefulset" "true" }}
+{{- end }}
+{{- with $ann }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* image:tag */}}
+{{- define "rk.image" -}}
+{{- if .tag -}}{{ printf "%s:%s" .image .tag }}{{- else -}}{{ .image }}{{- end -}}
+{{- end -}}
+
+{{/* imagePullSecrets: a list, or an empty map (the cluster chart's old default) for none. */}}
+{{- define "rk.pullSecrets" -}}
+{{- if kindIs "slice" . }}{{ with . }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}{{ end }}
+{{- end -}}
+
+{{/* spec.kubernetesConfig from the chart's main section (redisStandalone, redisCluster, ...). */}}
+{{- define "rk.kubernetesConfig" -}}
+image: {{ include "rk.image" . | quote }}
+imagePullPolicy: {{ .imagePullPolicy }}
+{{- include "rk.pullSecrets" .imagePullSecrets }}
+{{- if .redisSecret.secretName }}
+redisSecret:
+  name: {{ .redisSecret.secretName }}
+  key: {{ .redisSecret.secretKey | default "password" }}
+{{- end }}
+{{- with .resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .ignoreAnnotations }}
+ignoreAnnotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if .minReadySeconds }}
+minReadySeconds: {{ .minReadySeconds }}
+{{- end }}
+{{- with .persistentVolumeClaimRetentionPolicy }}
+persistentVolumeClaimRetentionPolicy:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+service:
+  serviceType: {{ .serviceType }}
+{{- end -}}
+
+{{/* spec.redisConfig: the external config ConfigMap, maxmemory and dynamic config. Call with (dict "root" $ "spec" .Values.<kind>). */}}
+{{- define "rk.redisConfig" -}}
+{{- if or .root.Values.externalConfig.enabled .spec.maxMemoryPercentOfLimit .spec.dynamicConfig }}
+redisConfig:
+  {{- if .root.Values.externalConfig.enabled }}
+  additionalRedisConfig: {{ include "rk.name" . }}-ext-config
+  {{- end }}
+  {{- if .spec.maxMemoryPercentOfLimit }}
+  maxMemoryPercentOfLimit: {{ .spec.maxMemoryPercentOfLimit }}
+  {{- end }}
+  {{- with .spec.dynamicConfig }}
+  dynamicConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* spec.redisExporter */}}
+{{- define "rk.exporter" -}}
+redisExporter:
+  enabled: {{ .enabled }}
+  image: {{ include "rk.image" . | quote }}
+  imagePullPolicy: {{ .imagePullPolicy }}
+  {{- with .resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .env }}
+  env:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .securityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{/* spec.initContainer, when enabled */}}
+{{- define "rk.initContainer" -}}
+{{- if .enabled }}
+initContainer:
+  enabled: true
+  image: {{ .image | quote }}
+  imagePullPolicy: {{ .imagePullPolicy }}
+  {{- range $k := list "resources" "env" "command" "args" }}
+  {{- with index $ $k }}
+  {{ $k }}:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The pod-level fields every kind shares: podSecurityContext, priorityClassName, TLS, ACL,
+sidecars, serviceAccountName, env. Call with the chart's root values. */}}
+{{- define "rk.podCommon" -}}
+{{- with .podSecurityContext }}
+podSecurityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- if and .TLS .TLS.secret.secretName }}
+TLS:
+  ca: {{ .TLS.ca }}
+  cert: {{ .TLS.cert }}
+  key: {{ .TLS.key }}
+  secret:
+    secretName: {{ .TLS.secret.secretName }}
+{{- end }}
+{{- if and .acl .acl.secret.secretName }}
+acl:
+  secret:
+    secretName: {{ .acl.secret.secretName }}
+{{- end }}
+{{- with .sidecars }}
+sidecars:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .serviceAccountName }}
+serviceAccountName: {{ . }}
+{{- end }}
+{{- with .env }}
+env:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- include "rk.initContainer" .initContainer }}
+{{- with .redisExporter }}
+{{ include "rk.exporter" . }}
+{{- end }}
+{{- end -}}
+
+{{/* The ConfigMap of externalConfig.data, which redisConfig.additionalRedisConfig names. */}}
+{{- define "rk.externalConfig" -}}
+{{- if .root.Values.externalConfig.enabled }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ include "rk.name" . }}-ext-config
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "rk.labels" .root | nindent 4 }}
+data:
+  {{ .key }}: |
+    {{- .root.Values.externalConfig.data | nindent 4 }}
+{{- end }}
+{{- end -}}
+
+{{/* externalService: a Service of externalService.serviceType in front of the pods of .app. */}}
+{{- define "rk.externalService" -}}
+{{- if .root.Values.externalService.enabled }}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "rk.name" . }}-external-service
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "rk.labels" .root | nindent 4 }}
+spec:
+  type: {{ .root.Values.externalService.serviceType }}
+  selector:
+    app: {{ .app }}
+    redis_setup_type: {{ .setupType }}
+  ports:
+    - name: {{ .portName }}
+      port: {{ .root.Values.externalService.port }}
+      targetPort: {{ .targetPort }}
+      protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* One ServiceMonitor per metrics Service the operator makes (<statefulset>-metrics). Call with (dict "root" $ "spec" ... "workloads" (list ...)). */}}
+{{- define "rk.serviceMonitors" -}}
+{{- $root := .root }}
+{{- if and $root.Values.serviceMonitor.enabled $root.Values.redisExporter.enabled }}
+{{- range $w := .workloads }}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ $w }}
+  namespace: {{ $root.Values.serviceMonitor.namespace | default $root.Release.Namespace }}
+  labels:
+    {{- include "rk.labels" $root | nindent 4 }}
+    {{- with $root.Values.serviceMonitor.extraLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      app: {{ $w }}
+      app.kubernetes.io/component: metrics
+  namespaceSelector:
+    matchNames: [{{ $root.Release.Namespace }}]
+  endpoints:
+    - port: redis-exporter
+      interval: {{ $root.Values.serviceMonitor.interval }}
+      scrapeTimeout: {{ $root.Values.serviceMonitor.scrapeTimeout }}
+{{- end }}
+{{- else if $root.Values.serviceMonitor.enabled }}
+{{- fail "serviceMonitor.enabled needs redisExporter.enabled: the ServiceMonitor scrapes the exporter sidecars" }}
+{{- end }}
+{{- end -}}

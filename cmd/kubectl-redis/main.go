@@ -1,0 +1,22 @@
+// Command kubectl-redis is the kubectl plugin `kubectl redis` (status, failover); the logic is
+// in internal/kubectlredis.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/rediskube/redis-operator/internal/kubectlredis"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := kubectlredis.Run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl redis:", err)
+		stop()
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,95 @@
+package builder
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A master whose pod is deleted gracefully (a drain, an eviction, kubectl delete pod) hands its
+// role to a replica in sync before its process stops: the operator sees the pod terminate and
+// asks that replica to take over (CLUSTER FAILOVER, FAILOVER TO), which pauses writes only
+// until the replica has them all. The preStop hook below holds the process up meanwhile. It
+// reads nothing from the API and needs no operator: it asks the local Redis, with the image's
+// redis-cli, whether it is still a master with a replica connected, and lets it stop once it
+// is not (or does not answer, or the bound has passed).
+
+// defaultTerminationGrace is the Kubernetes default grace period, for pods whose spec sets none.
+const defaultTerminationGrace = 30
+
+// maxHandOverWait bounds the preStop wait: a hand-over takes a second or two, and a pod whose
+// hand-over cannot happen (no replica in sync, no operator) should not linger much longer.
+const maxHandOverWait = 15
+
+// redisCLIAuthEnv is the variable redis-cli reads its password from.
+const redisCLIAuthEnv = "REDISCLI_AUTH"
+
+// handOverWait is how long the preStop hook waits for the hand-over: half the grace period
+// (the other half is Redis's, to write its snapshot on SIGTERM), at most maxHandOverWait.
+// Zero means no hook.
+func handOverWait(grace *int64) int64 {
+	g := int64(defaultTerminationGrace)
+	if grace != nil {
+		g = *grace
+	}
+	return min(g/2, maxHandOverWait)
+}
+
+// handOverHook is the preStop hook of a Redis container that may hand its master role over
+// before it stops, or nil when the grace period leaves no time for it.
+func (w *workload) handOverHook() *corev1.Lifecycle {
+	wait := handOverWait(w.terminationGrace)
+	if !w.handOverOnStop || wait <= 0 {
+		return nil
+	}
+	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), wait)},
+	}}}
+}
+
+// tlsCLIFlags are redis-cli's flags to reach a server that serves TLS only.
+func (w *workload) tlsCLIFlags() string {
+	if w.tls == nil {
+		return ""
+	}
+	ca, cert, key := tlsFiles(w.tls)
+	return fmt.Sprintf(" --tls --cacert %s/%s --cert %s/%s --key %s/%s", tlsDir, ca, tlsDir, cert, tlsDir, key)
+}
+
+// handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
+// redis-cli reads the password from REDISCLI_AUTH. A replica, a master without a replica
+// connected when the pod starts to stop, a server that does not answer or refuses (no
+// redis-cli, a rotated password) stop at once, as they would without the hook, and so does a
+// master that sentinels watch (their connections are named sentinel-...): they, not the
+// operator, choose the next master, once this one is gone. (Later a master
+// may have no replica connected for a moment: a cluster replica that won the election has left
+// it before it learns it is a replica.) A master that became a replica answers as one
+// for a second more, so that the operator sees whom it handed over to (a RedisReplication
+// records its new master from it).
+func handOverScript(port int32, tlsFlags string, wait int64) string {
+	return strings.Join([]string{
+		fmt.Sprintf("end=$(($(date +%%s)+%d)); first=1", wait),
+		`while [ "$(date +%s)" -lt "$end" ]; do`,
+		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, tlsFlags),
+		`  case "$r" in *role:master*) ;; *) [ -z "$first" ] && sleep 1; exit 0 ;; esac`,
+		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`,
+		fmt.Sprintf(`  if [ -n "$first" ]; then case "$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s client list 2>/dev/null)" in *name=sentinel-*) exit 0 ;; esac; fi`, port, tlsFlags),
+		`  first=`,
+		`  sleep 0.2 2>/dev/null || sleep 1`,
+		`done`,
+	}, "\n")
+}
+
+// redisCLIAuth gives redis-cli in the container the password, from the user's Secret.
+func (w *workload) redisCLIAuth() []corev1.EnvVar {
+	if !w.handOverOnStop || w.passwordRef == nil {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: redisCLIAuthEnv, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: *w.passwordRef.Name},
+			Key:                  *w.passwordRef.Key,
+		},
+	}}}
+}

@@ -1,0 +1,66 @@
+package builder
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The preStop wait takes half the grace period, at most maxHandOverWait; no time, no hook.
+func TestHandOverWait(t *testing.T) {
+	for _, c := range []struct {
+		grace *int64
+		want  int64
+	}{
+		{nil, 15}, {ptrTo[int64](90), 15}, {ptrTo[int64](10), 5}, {ptrTo[int64](1), 0}, {ptrTo[int64](0), 0},
+	} {
+		if got := handOverWait(c.grace); got != c.want {
+			t.Errorf("grace %v: wait %d, want %d", c.grace, got, c.want)
+		}
+	}
+	w := &workload{server: redisServer, handOverOnStop: true, port: 6379, terminationGrace: ptrTo[int64](1)}
+	if w.handOverHook() != nil {
+		t.Error("a one-second grace period got a preStop hook")
+	}
+}
+
+// Masters that can hand over (cluster, replication) wait in preStop with redis-cli authenticated
+// from the user's Secret; a standalone Redis and a sentinel have nothing to hand over.
+func TestHandOverHookOnlyWhereAReplicaCanTakeOver(t *testing.T) {
+	cluster, err := BuildRedisCluster(RedisClusterInput{CR: fullCluster(), Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sts := range cluster.StatefulSets {
+		c := sts.Spec.Template.Spec.Containers[0]
+		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil {
+			t.Fatalf("%s: no preStop hook", sts.Name)
+		}
+		script := strings.Join(c.Lifecycle.PreStop.Exec.Command, " ")
+		for _, want := range []string{"info replication", "--tls --cacert /tls/", "connected_slaves:0", "+15"} {
+			if !strings.Contains(script, want) {
+				t.Errorf("%s: preStop %q lacks %q", sts.Name, script, want)
+			}
+		}
+		if !hasSecretEnv(c.Env, redisCLIAuthEnv) {
+			t.Errorf("%s: redis-cli gets no password from the Secret: %+v", sts.Name, c.Env)
+		}
+	}
+	standalone, err := BuildRedis(RedisInput{CR: fullRedis(), Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := standalone.StatefulSets[0].Spec.Template.Spec.Containers[0]; c.Lifecycle != nil || hasSecretEnv(c.Env, redisCLIAuthEnv) {
+		t.Errorf("standalone Redis got a hand-over hook: %+v", c.Lifecycle)
+	}
+}
+
+func hasSecretEnv(env []corev1.EnvVar, name string) bool {
+	for _, e := range env {
+		if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,162 @@
+package clusterplan
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// Outages lists what an established cluster does not serve as it should, as its answering
+// members show it: running pods of its nodes whose Redis does not answer, nodes the cluster holds as failing
+// (or the answering node suspects), slots no live master serves, and masters serving slots
+// with no replica up when the design has replicas. A cluster whose slots are not all assigned
+// yet (being bootstrapped) has nothing established to lose and no outage. Callers ask only
+// about a cluster that has served: when none of its members answers, it serves nothing.
+//
+// A replica resyncing after a fail-back, a node joining or a slot moving are no outage: the
+// cluster serves every slot and every shard keeps a replica that answers.
+func Outages(design Design, members []Member) []string {
+	var silent []string
+	answering := map[string]string{}  // IP -> pod, of the members that answer
+	answeringIDs := map[string]bool{} // node IDs of the members that answer
+	podAt := map[string]string{}      // IP -> pod, of every member
+	ipOf, portOf := map[string]string{}, map[string]int{}
+	for i := range members {
+		m := &members[i]
+		podAt[m.IP] = m.Pod
+		ipOf[m.Pod], portOf[m.Pod] = m.IP, m.Port
+		if m.View == nil {
+			// A departing pod of a scale-in stops once it serves nothing: no outage.
+			if !(&observed{design: design}).departing(m) {
+				silent = append(silent, m.Pod)
+			}
+			continue
+		}
+		answering[m.IP] = m.Pod
+		if me, ok := m.View.Myself(); ok {
+			answeringIDs[me.ID] = true
+		}
+	}
+	view := clusterView(members)
+	// Established means every slot has a master: a new cluster still being given its slots
+	// (its first leader may serve some before the others run) has nothing to lose yet.
+	if view == nil {
+		if len(silent) == 0 {
+			return nil
+		}
+		slices.Sort(silent)
+		return []string{"no pod of the cluster answers (" + strings.Join(silent, ", ") + ")"}
+	}
+	if len(view.UnassignedSlots()) > 0 {
+		return nil
+	}
+	name := func(n redis.Node) string {
+		if pod, ok := podAt[n.Addr.IP]; ok && n.Addr.IP != "" {
+			return pod
+		}
+		return fmt.Sprintf("node %s (%s)", short(n.ID), n.Addr.HostPort())
+	}
+	var out []string
+	slices.Sort(silent)
+	for _, pod := range silent {
+		// A pod the cluster does not know yet (a scale-out's, still starting) is joining.
+		if _, member := view.NodeByAddr(net.JoinHostPort(ipOf[pod], strconv.Itoa(portOf[pod]))); member {
+			out = append(out, "pod "+pod+" does not answer")
+		}
+	}
+	// A node is down when no member answers for it (by address, or by node ID: a pod back
+	// with a new address before gossip has it) and the cluster holds it failing, or the
+	// answering node suspects it (flags linger a moment after a node is back), or it is a
+	// master serving slots: those go unserved before the node timeout flags it (every pod
+	// restarted at once, some not running yet).
+	down := func(n redis.Node) bool {
+		if _, answers := answering[n.Addr.IP]; answers || answeringIDs[n.ID] {
+			return false
+		}
+		return n.Is(redis.FlagFail) || n.Is(redis.FlagPFail) || n.IsMaster() && n.SlotCount() > 0
+	}
+	out = append(out, failingNodes(*view, down, name)...)
+	if design.Followers > 0 {
+		out = append(out, mastersWithoutReplica(*view, members, down, name)...)
+	}
+	return out
+}
+
+// failingNodes lists the nodes the view holds as failing or suspects, and the slots no live
+// master serves.
+func failingNodes(view redis.Topology, down func(redis.Node) bool, name func(redis.Node) string) []string {
+	var out []string
+	unserved := 0
+	for _, n := range view.Nodes {
+		switch {
+		case !down(n):
+		case n.Is(redis.FlagFail):
+			out = append(out, fmt.Sprintf("%s is failing (the cluster agreed)", name(n)))
+		case n.Is(redis.FlagPFail):
+			out = append(out, fmt.Sprintf("%s is suspected down", name(n)))
+		default:
+			out = append(out, fmt.Sprintf("master %s does not answer", name(n)))
+		}
+		if n.IsMaster() && down(n) {
+			unserved += n.SlotCount()
+		}
+	}
+	if unserved > 0 {
+		out = append(out, fmt.Sprintf("%d of %d slots are not served", unserved, redis.SlotCount))
+	}
+	return out
+}
+
+// mastersWithoutReplica lists the live masters serving slots with no replica up: a member whose
+// own ROLE says it replicates that master (what the replica itself knows, ahead of gossip).
+func mastersWithoutReplica(view redis.Topology, members []Member, down func(redis.Node) bool, name func(redis.Node) string) []string {
+	var out []string
+	for _, master := range view.Masters() {
+		if master.SlotCount() == 0 || down(master) {
+			continue
+		}
+		up := 0
+		for _, m := range members {
+			if m.View != nil && m.Replication.Kind == redis.RoleSlave && m.Replication.MasterIP == master.Addr.IP &&
+				m.Replication.MasterPort == master.Addr.Port {
+				up++
+			}
+		}
+		if up == 0 {
+			out = append(out, fmt.Sprintf("master %s has no replica up", name(master)))
+		}
+	}
+	return out
+}
+
+// clusterView is the cluster as a member that is a master serving slots sees it (a node that
+// just joined may not have learned who serves what yet), else as the first member that
+// answers; nil when none answers.
+func clusterView(members []Member) *redis.Topology {
+	var first *redis.Topology
+	for i := range members {
+		v := members[i].View
+		if v == nil {
+			continue
+		}
+		if me, ok := v.Myself(); ok && me.IsMaster() && me.SlotCount() > 0 {
+			return v
+		}
+		if first == nil {
+			first = v
+		}
+	}
+	return first
+}
+
+// OutageSummary joins outages into one message, the first few in full.
+func OutageSummary(outages []string) string {
+	if len(outages) > 4 {
+		return strings.Join(outages[:4], "; ") + fmt.Sprintf("; and %d more", len(outages)-4)
+	}
+	return strings.Join(outages, "; ")
+}

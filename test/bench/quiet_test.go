@@ -1,0 +1,142 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// Quiet is what the operator does while nothing changes, with many resources present.
+type Quiet struct {
+	Redis          int                `json:"standalone_redis"`
+	Clusters       int                `json:"clusters_3x1_1"`
+	Pods           int                `json:"pods"`
+	ReadySeconds   float64            `json:"all_ready_seconds"`
+	IdleSeconds    float64            `json:"idle_seconds"`
+	Reconciles     float64            `json:"idle_reconciles"`
+	APIWrites      float64            `json:"idle_api_writes"`
+	RESTRequests   map[string]float64 `json:"idle_rest_requests_by_verb"`
+	RedisCommands  float64            `json:"idle_redis_commands"`
+	RedisPerMinute float64            `json:"idle_redis_commands_per_minute_per_resource"`
+	RSSBytes       float64            `json:"operator_rss_bytes"`
+	RSSPerResource float64            `json:"operator_rss_bytes_per_resource"`
+	CPUSeconds     float64            `json:"idle_operator_cpu_seconds"`
+	Machine        string             `json:"machine"`
+}
+
+// TestQuietAtScale (not part of make bench: it runs hundreds of pods) creates QUIET_REDIS
+// standalone Redis (100) and QUIET_CLUSTERS RedisClusters of 3 leaders and 3 followers (20),
+// waits for all to be Ready, then counts over QUIET_IDLE_SECONDS (120) what the operator does
+// while nothing changes, from its own /metrics: reconciles, its API writes and REST requests
+// by verb, Redis commands, resident memory and CPU. The figures go into
+// bench/results/latest.json under "quiet_at_scale", beside the others.
+func TestQuietAtScale(t *testing.T) {
+	ctx := context.Background()
+	q := Quiet{Redis: envInt("QUIET_REDIS", 100), Clusters: envInt("QUIET_CLUSTERS", 20), Machine: machine()}
+	idle := time.Duration(envInt("QUIET_IDLE_SECONDS", 120)) * time.Second
+	ns := sb.Namespace(t, "quiet")
+	var manifests []string
+	for i := range q.Redis {
+		manifests = append(manifests, fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: Redis\nmetadata: {name: r%03d}\nspec:\n  kubernetesConfig: {image: redis:7.0.15}\n", i))
+	}
+	for i := range q.Clusters {
+		manifests = append(manifests, fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: RedisCluster\nmetadata: {name: c%02d}\nspec:\n  clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}\n", i))
+	}
+	q.Pods = q.Redis + 6*q.Clusters
+	start := time.Now()
+	sb.Apply(t, ns, strings.Join(manifests, "---\n"))
+	waitFor(t, 30*time.Minute, "every resource Ready", func() bool {
+		var redises v1beta2.RedisList
+		var clusters v1beta2.RedisClusterList
+		if sb.Client.List(ctx, &redises, client.InNamespace(ns)) != nil || sb.Client.List(ctx, &clusters, client.InNamespace(ns)) != nil {
+			return false
+		}
+		ready := 0
+		for _, r := range redises.Items {
+			if r.Status.State == "Ready" {
+				ready++
+			}
+		}
+		for _, c := range clusters.Items {
+			if c.Status.State == "Ready" {
+				ready++
+			}
+		}
+		return ready == q.Redis+q.Clusters
+	})
+	q.ReadySeconds = time.Since(start).Seconds()
+
+	// Let the last status writes and their events settle, then count.
+	time.Sleep(10 * time.Second)
+	before := scrapeOperator(t)
+	begin := time.Now()
+	time.Sleep(idle)
+	after := scrapeOperator(t)
+	q.IdleSeconds = time.Since(begin).Seconds()
+	delta := func(prefix string) float64 { return after.sum(prefix) - before.sum(prefix) }
+	q.Reconciles = delta(`controller_runtime_reconcile_total{`)
+	q.APIWrites = delta(`redis_operator_api_writes_total{`) + float64(eventsOfSince(t, ns, begin, "Redis", "RedisCluster"))
+	q.RESTRequests = map[string]float64{}
+	for key, v := range after {
+		if strings.HasPrefix(key, "rest_client_requests_total{") {
+			if d := v - before[key]; d > 0 {
+				q.RESTRequests[labelValue(key, "method")] += d
+			}
+		}
+	}
+	q.RedisCommands = delta(`redis_operator_redis_commands_total{`)
+	q.RedisPerMinute = q.RedisCommands / q.IdleSeconds * 60 / float64(q.Redis+q.Clusters)
+	q.RSSBytes = after.sum("process_resident_memory_bytes")
+	q.RSSPerResource = q.RSSBytes / float64(q.Redis+q.Clusters)
+	q.CPUSeconds = delta("process_cpu_seconds_total")
+
+	fmt.Printf("\n%d standalone Redis + %d clusters 3×(1+1) (%d pods) Ready after %.0f s; over %.0f idle s:\n",
+		q.Redis, q.Clusters, q.Pods, q.ReadySeconds, q.IdleSeconds)
+	fmt.Printf("  reconciles %.0f, API writes %.0f, REST requests %v\n", q.Reconciles, q.APIWrites, q.RESTRequests)
+	fmt.Printf("  Redis commands %.0f (%.2f per minute per resource)\n", q.RedisCommands, q.RedisPerMinute)
+	fmt.Printf("  operator RSS %.1f MB (%.2f MB per resource), CPU %.2f s\n", q.RSSBytes/1e6, q.RSSPerResource/1e6, q.CPUSeconds)
+	mergeResult(t, "quiet_at_scale", q)
+}
+
+// mergeResult sets one key of bench/results/latest.json, keeping the others.
+func mergeResult(t *testing.T, key string, value any) {
+	t.Helper()
+	out := filepath.Join(sb.Repo(), "bench", "results", "latest.json")
+	all := map[string]any{}
+	if data, err := os.ReadFile(out); err == nil {
+		if err := json.Unmarshal(data, &all); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+	}
+	all[key] = value
+	data, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("written to", out, "under", key)
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
