@@ -27,6 +27,8 @@ const (
 	afterRedisCommands = 200 * time.Millisecond
 	whileConverging    = 300 * time.Millisecond
 	whileBroken        = 10 * time.Second
+	// silentPodRetry asks again a pod the kubelet calls ready but whose Redis did not answer.
+	silentPodRetry = 2 * time.Second
 	// healthCheckInterval re-reads a Ready cluster: a Redis-level failure need not touch any pod.
 	healthCheckInterval = 30 * time.Second
 )

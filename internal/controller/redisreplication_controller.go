@@ -289,16 +289,24 @@ func (r *RedisReplicationReconciler) applyDynamicConfig(ctx context.Context, s *
 // its link up (the plan has waited for syncing replicas already).
 func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replicationScope) (bool, error) {
 	size := *s.cr.Spec.Size
-	answering := 0
-	for _, m := range s.members {
-		if m.Role != nil {
+	answering, readySilent := 0, ""
+	for i, m := range s.members {
+		switch {
+		case m.Role != nil:
 			answering++
+		case podReady(&s.pods[i]) && readySilent == "":
+			readySilent = m.Pod
 		}
 	}
 	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
 		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
 		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
-		return true, nil // pod events bring us back
+		if readySilent != "" {
+			// A pod cut off the network for less than its probes' threshold stays ready, so
+			// no pod event marks its return: only asking again finds it (a master to demote).
+			s.requeue(ctx, silentPodRetry, "pod "+readySilent+" is ready but Redis does not answer")
+		}
+		return true, nil // pod events bring us back when a pod turns ready
 	}
 	master, ok := s.podNamed(s.plan.Master).(*corev1.Pod)
 	if !ok {

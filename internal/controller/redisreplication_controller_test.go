@@ -280,6 +280,50 @@ func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
 	f.checkTopology(promoted, map[string]string{"before": "failover", "after": "failover"})
 }
 
+// The master freezes (as when cut off the network) while its pod stays ready, so no pod event
+// marks its return: once a replica was promoted and the old master answers again as a second
+// master, the operator still finds it and makes it a replica of the promoted one.
+func TestReplicationDemotesAReturningMasterWithoutAPodEvent(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	f.writeAcknowledged("before", "freeze")
+	frozen := f.kubelet.pod("rr-0")
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	// Nothing tells the operator of the freeze: its periodic health check (30s) finds it.
+	var promoted string
+	waitUntil(t, 90*time.Second, "a replica promoted", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if promoted = f.cr.Status.MasterNode; promoted != "rr-0" {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+	})
+	waitUntil(t, 30*time.Second, "the status to say rr-0 does not answer", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionReady); c != nil && strings.Contains(c.Message, "2 answer") {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+	})
+	thaw()
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "freeze"})
+}
+
 // Scaling in removes the highest ordinals: when the master is among them, the operator first
 // hands its role to a replica that stays (FAILOVER TO, no write lost), then shrinks.
 func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
