@@ -64,5 +64,6 @@ func IsACLMarker(user string) bool { return strings.HasPrefix(user, aclMarkerPre
 
 // aclSecret holds the rendered aclfile of the resource instance, when spec.acl.secret is set.
 func aclSecret(owner metav1.OwnerReference, namespace, instance, setupType, userFile, password string) *corev1.Secret {
-	return authSecret(owner, namespace, instance, setupType, ACLSecretName(instance), ACLFileKey, renderACLFile(userFile, password))
+	return authSecret(owner, namespace, instance, setupType, ACLSecretName(instance),
+		map[string]string{ACLFileKey: renderACLFile(userFile, password)})
 }

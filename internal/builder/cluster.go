@@ -61,7 +61,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	if ref != nil {
 		authName = AuthSecretName(cr.Name)
 		out.Secrets = append(out.Secrets, authSecret(owner, cr.Namespace, cr.Name, SetupCluster,
-			authName, RedisAuthKey, redisAuthFile(in.Password)))
+			authName, redisAuthData(in.Password)))
 	}
 	if acl := cr.Spec.ACL; acl != nil && acl.Secret != nil {
 		out.Secrets = append(out.Secrets, aclSecret(owner, cr.Namespace, cr.Name, SetupCluster, in.ACL, in.Password))

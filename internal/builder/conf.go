@@ -19,6 +19,8 @@ const (
 	redisConfigDir    = "/etc/redis"
 	redisConfPath     = redisConfigDir + "/" + RedisConfKey
 	authFileRelPath   = "secret/" + RedisAuthKey
+	passwordRelPath   = "secret/" + RedisPasswordKey
+	passwordFilePath  = redisConfigDir + "/" + passwordRelPath
 	additionalRelPath = "additional/" + AdditionalRedisConfKey
 	aclSecretPath     = redisConfigDir + "/" + ACLFileKey
 	// aclPVCDir is where the claim of acl.persistentVolumeClaim is mounted: users keep

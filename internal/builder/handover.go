@@ -22,7 +22,8 @@ const defaultTerminationGrace = 30
 // hand-over cannot happen (no replica in sync, no operator) should not linger much longer.
 const maxHandOverWait = 15
 
-// redisCLIAuthEnv is the variable redis-cli reads its password from.
+// redisCLIAuthEnv is the variable redis-cli reads its password from; the hook sets it from the
+// projected password file, which the kubelet refreshes after a rotation.
 const redisCLIAuthEnv = "REDISCLI_AUTH"
 
 // handOverWait is how long the preStop hook waits for the hand-over: half the grace period
@@ -44,7 +45,7 @@ func (w *workload) handOverHook() *corev1.Lifecycle {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), wait)},
+		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), w.authSecretName != "", wait)},
 	}}}
 }
 
@@ -58,8 +59,9 @@ func (w *workload) tlsCLIFlags() string {
 }
 
 // handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
-// redis-cli reads the password from REDISCLI_AUTH. A replica, a master without a replica
-// connected when the pod starts to stop, a server that does not answer or refuses (no
+// redis-cli reads the password (withPassword) from REDISCLI_AUTH, set from the projected
+// password file. A replica, a master without a replica connected when the pod starts to stop,
+// a server that does not answer or refuses (no
 // redis-cli, a rotated password) stop at once, as they would without the hook, and so does a
 // master that sentinels watch (their connections are named sentinel-...): they, not the
 // operator, choose the next master, once this one is gone. (Later a master
@@ -67,8 +69,12 @@ func (w *workload) tlsCLIFlags() string {
 // it before it learns it is a replica.) A master that became a replica answers as one
 // for a second more, so that the operator sees whom it handed over to (a RedisReplication
 // records its new master from it).
-func handOverScript(port int32, tlsFlags string, wait int64) string {
-	return strings.Join([]string{
+func handOverScript(port int32, tlsFlags string, withPassword bool, wait int64) string {
+	var lines []string
+	if withPassword {
+		lines = append(lines, fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, passwordFilePath, redisCLIAuthEnv))
+	}
+	return strings.Join(append(lines,
 		fmt.Sprintf("end=$(($(date +%%s)+%d)); first=1", wait),
 		`while [ "$(date +%s)" -lt "$end" ]; do`,
 		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, tlsFlags),
@@ -78,18 +84,5 @@ func handOverScript(port int32, tlsFlags string, wait int64) string {
 		`  first=`,
 		`  sleep 0.2 2>/dev/null || sleep 1`,
 		`done`,
-	}, "\n")
-}
-
-// redisCLIAuth gives redis-cli in the container the password, from the user's Secret.
-func (w *workload) redisCLIAuth() []corev1.EnvVar {
-	if !w.handOverOnStop || w.passwordRef == nil {
-		return nil
-	}
-	return []corev1.EnvVar{{Name: redisCLIAuthEnv, ValueFrom: &corev1.EnvVarSource{
-		SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: *w.passwordRef.Name},
-			Key:                  *w.passwordRef.Key,
-		},
-	}}}
+	), "\n")
 }

@@ -26,7 +26,8 @@ func TestHandOverWait(t *testing.T) {
 }
 
 // Masters that can hand over (cluster, replication) wait in preStop with redis-cli authenticated
-// from the user's Secret; a standalone Redis and a sentinel have nothing to hand over.
+// from the projected password file (it follows a rotation, an environment variable would not);
+// a standalone Redis and a sentinel have nothing to hand over.
 func TestHandOverHookOnlyWhereAReplicaCanTakeOver(t *testing.T) {
 	cluster, err := BuildRedisCluster(RedisClusterInput{CR: fullCluster(), Password: "pw"})
 	if err != nil {
@@ -38,28 +39,56 @@ func TestHandOverHookOnlyWhereAReplicaCanTakeOver(t *testing.T) {
 			t.Fatalf("%s: no preStop hook", sts.Name)
 		}
 		script := strings.Join(c.Lifecycle.PreStop.Exec.Command, " ")
-		for _, want := range []string{"info replication", "--tls --cacert /tls/", "connected_slaves:0", "+15"} {
+		for _, want := range []string{"info replication", "--tls --cacert /tls/", "connected_slaves:0", "+15",
+			`REDISCLI_AUTH="$(cat ` + passwordFilePath + ` `} {
 			if !strings.Contains(script, want) {
 				t.Errorf("%s: preStop %q lacks %q", sts.Name, script, want)
 			}
 		}
-		if !hasSecretEnv(c.Env, redisCLIAuthEnv) {
-			t.Errorf("%s: redis-cli gets no password from the Secret: %+v", sts.Name, c.Env)
+		if hasEnv(c.Env, redisCLIAuthEnv) {
+			t.Errorf("%s: the password is also an environment variable, stale after a rotation: %+v", sts.Name, c.Env)
+		}
+		if !projectsKey(sts.Spec.Template.Spec.Volumes, RedisPasswordKey, passwordRelPath) {
+			t.Errorf("%s: the password file is not projected at %s", sts.Name, passwordRelPath)
+		}
+	}
+	for _, s := range cluster.Secrets {
+		if s.Name == AuthSecretName(fullCluster().Name) && string(s.Data[RedisPasswordKey]) != "pw" {
+			t.Errorf("auth Secret %s: %s = %q, want the password", s.Name, RedisPasswordKey, s.Data[RedisPasswordKey])
 		}
 	}
 	standalone, err := BuildRedis(RedisInput{CR: fullRedis(), Password: "pw"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := standalone.StatefulSets[0].Spec.Template.Spec.Containers[0]; c.Lifecycle != nil || hasSecretEnv(c.Env, redisCLIAuthEnv) {
+	if c := standalone.StatefulSets[0].Spec.Template.Spec.Containers[0]; c.Lifecycle != nil {
 		t.Errorf("standalone Redis got a hand-over hook: %+v", c.Lifecycle)
 	}
 }
 
-func hasSecretEnv(env []corev1.EnvVar, name string) bool {
+func hasEnv(env []corev1.EnvVar, name string) bool {
 	for _, e := range env {
-		if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+		if e.Name == name {
 			return true
+		}
+	}
+	return false
+}
+
+func projectsKey(volumes []corev1.Volume, key, path string) bool {
+	for _, v := range volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.Secret == nil {
+				continue
+			}
+			for _, item := range src.Secret.Items {
+				if item.Key == key && item.Path == path {
+					return true
+				}
+			}
 		}
 	}
 	return false

@@ -59,6 +59,9 @@ const (
 	SentinelConfKey = "sentinel.conf"
 	// RedisAuthKey is the auth Secret key holding requirepass/masterauth for redis-server.
 	RedisAuthKey = "redis-password.conf"
+	// RedisPasswordKey is the auth Secret key holding the bare password, for redis-cli in the
+	// pod's preStop hook: a file follows a rotation, an environment variable would not.
+	RedisPasswordKey = "redis-password"
 	// SentinelAuthKey is the auth Secret key holding requirepass and auth-pass for sentinels.
 	SentinelAuthKey = "sentinel-auth.conf"
 	// AdditionalRedisConfKey is the key read from the user's redisConfig.additionalRedisConfig

@@ -197,9 +197,15 @@ func (w *workload) configMap(key, content string) *corev1.ConfigMap {
 	}
 }
 
+// redisAuthData is the content of a Redis auth Secret: the directives redis.conf includes and
+// the bare password the preStop hook gives redis-cli.
+func redisAuthData(password string) map[string]string {
+	return map[string]string{RedisAuthKey: redisAuthFile(password), RedisPasswordKey: password}
+}
+
 // authSecret holds password directives; it is labelled for the CR, not for one workload,
 // because a cluster's roles share it.
-func authSecret(owner metav1.OwnerReference, namespace, instance, setupType, name, key, content string) *corev1.Secret {
+func authSecret(owner metav1.OwnerReference, namespace, instance, setupType, name string, content map[string]string) *corev1.Secret {
 	labels := map[string]string{
 		LabelSetupType: setupType,
 		LabelInstance:  instance,
@@ -209,6 +215,14 @@ func authSecret(owner metav1.OwnerReference, namespace, instance, setupType, nam
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: objectMeta(owner, namespace, name, labels, nil),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{key: []byte(content)},
+		Data:       secretData(content),
 	}
+}
+
+func secretData(content map[string]string) map[string][]byte {
+	data := make(map[string][]byte, len(content))
+	for k, v := range content {
+		data[k] = []byte(v)
+	}
+	return data
 }

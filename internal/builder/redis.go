@@ -75,7 +75,7 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	if ref != nil {
 		w.authSecretName = AuthSecretName(cr.Name)
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
-			w.authSecretName, RedisAuthKey, redisAuthFile(in.Password)))
+			w.authSecretName, redisAuthData(in.Password)))
 	}
 	if s.ACL != nil && s.ACL.Secret != nil {
 		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password))

@@ -121,7 +121,7 @@ func finishSentinel(w *workload, out *Objects, settings sentinelSettings, authSe
 	if password != "" || masterPassword != "" {
 		w.authSecretName = authSecretName
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, w.instance, w.setupType,
-			w.authSecretName, SentinelAuthKey, sentinelAuthFile(settings.masterGroup, password, masterPassword)))
+			w.authSecretName, map[string]string{SentinelAuthKey: sentinelAuthFile(settings.masterGroup, password, masterPassword)}))
 	}
 	w.sentinelScript = sentinelInitScript(w.additionalConfigMap != "", w.authSecretName != "")
 	conf := sentinelConf{port: w.port, settings: settings, masterHost: masterHost, tls: w.tls}

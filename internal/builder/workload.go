@@ -339,9 +339,6 @@ func (w *workload) serverContainer() corev1.Container {
 		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
 		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
 	}
-	if w.server == redisServer && c.Lifecycle != nil {
-		env = append(env, w.redisCLIAuth()...)
-	}
 	c.Env = mergeEnv(env, w.env)
 	return c
 }
@@ -561,7 +558,10 @@ func (w *workload) redisProjection() *corev1.ProjectedVolumeSource {
 	if w.authSecretName != "" {
 		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
 			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
-			Items:                []corev1.KeyToPath{{Key: RedisAuthKey, Path: authFileRelPath, Mode: w.secretFileMode()}},
+			Items: []corev1.KeyToPath{
+				{Key: RedisAuthKey, Path: authFileRelPath, Mode: w.secretFileMode()},
+				{Key: RedisPasswordKey, Path: passwordRelPath, Mode: w.secretFileMode()},
+			},
 		}})
 	}
 	if w.acl != nil && w.acl.Secret != nil {
