@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // aclMarkerPrefix names the user, always off and without rights, that the rendered aclfile
@@ -18,7 +20,10 @@ const aclMarkerPrefix = "redis-operator-acl-"
 // password (the kubernetesConfig.redisSecret one) added to the default user, because Redis
 // ignores requirepass once it reads an aclfile, and a last line naming the file's version.
 // The password goes in as its SHA-256, so the file never holds it in clear.
-func renderACLFile(userFile, password string) string {
+//
+// With operatorUser (the user's file turns the default user off) the default line is left as
+// the user wrote it and the operator's own user, with that password and every right, is added.
+func renderACLFile(userFile, password string, operatorUser bool) string {
 	var b strings.Builder
 	hash := ""
 	if password != "" {
@@ -31,7 +36,7 @@ func renderACLFile(userFile, password string) string {
 		if len(fields) == 0 {
 			continue
 		}
-		if len(fields) >= 2 && fields[0] == "user" && fields[1] == "default" && hash != "" {
+		if len(fields) >= 2 && fields[0] == "user" && fields[1] == redis.DefaultUser && hash != "" && !operatorUser {
 			hasDefault = true
 			// Rules apply left to right: the operator's password comes last, so it survives
 			// a resetpass or nopass of the user's.
@@ -39,7 +44,10 @@ func renderACLFile(userFile, password string) string {
 		}
 		b.WriteString(strings.Join(fields, " ") + "\n")
 	}
-	if !hasDefault && hash != "" {
+	switch {
+	case operatorUser && hash != "":
+		b.WriteString("user " + redis.OperatorUser + " on " + hash + " ~* &* +@all\n")
+	case !hasDefault && hash != "":
 		// Redis would make the default user password-less; the operator's keeps it closed.
 		b.WriteString("user default on " + hash + " ~* &* +@all\n")
 	}
@@ -63,7 +71,7 @@ func ACLFileMarker(content string) string {
 func IsACLMarker(user string) bool { return strings.HasPrefix(user, aclMarkerPrefix) }
 
 // aclSecret holds the rendered aclfile of the resource instance, when spec.acl.secret is set.
-func aclSecret(owner metav1.OwnerReference, namespace, instance, setupType, userFile, password string) *corev1.Secret {
+func aclSecret(owner metav1.OwnerReference, namespace, instance, setupType, userFile, password string, operatorUser bool) *corev1.Secret {
 	return authSecret(owner, namespace, instance, setupType, ACLSecretName(instance),
-		map[string]string{ACLFileKey: renderACLFile(userFile, password)})
+		map[string]string{ACLFileKey: renderACLFile(userFile, password, operatorUser)})
 }

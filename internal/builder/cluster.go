@@ -21,6 +21,10 @@ type RedisClusterInput struct {
 	// redis.ParseACLFile; the pods read it, with the operator's password for the default
 	// user, from the Secret ACLSecretName. Ignored without spec.acl.secret.
 	ACL string
+	// ACLOperatorUser: the ACL file in effect turns the default user off, so the operator adds
+	// its own user (redis.OperatorUser) with the password, and replicas (masteruser), the
+	// pods' hooks and the exporter log in as it.
+	ACLOperatorUser bool
 	// Pods, when set, are the pod counts the StatefulSets get instead of the spec's: a scale-in
 	// keeps the pods it removes until their slots have moved to the others.
 	Pods *ClusterPods
@@ -61,10 +65,10 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	if ref != nil {
 		authName = AuthSecretName(cr.Name)
 		out.Secrets = append(out.Secrets, authSecret(owner, cr.Namespace, cr.Name, SetupCluster,
-			authName, redisAuthData(in.Password)))
+			authName, redisAuthData(in.Password, in.ACLOperatorUser)))
 	}
 	if acl := cr.Spec.ACL; acl != nil && acl.Secret != nil {
-		out.Secrets = append(out.Secrets, aclSecret(owner, cr.Namespace, cr.Name, SetupCluster, in.ACL, in.Password))
+		out.Secrets = append(out.Secrets, aclSecret(owner, cr.Namespace, cr.Name, SetupCluster, in.ACL, in.Password, in.ACLOperatorUser))
 	}
 	pods := ClusterPods{Leaders: LeaderReplicas(cr), Followers: FollowerReplicas(cr)}
 	if in.Pods != nil {
@@ -93,6 +97,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		if leader == nil {
 			leader = w
 		}
+		w.aclOperatorUser = in.ACLOperatorUser
 		out.ConfigMaps = append(out.ConfigMaps, cm)
 		out.add(w)
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // Paths inside the pods. redis.conf, the auth file, the user's ACL file from a Secret and
@@ -21,6 +22,8 @@ const (
 	authFileRelPath   = "secret/" + RedisAuthKey
 	passwordRelPath   = "secret/" + RedisPasswordKey
 	passwordFilePath  = redisConfigDir + "/" + passwordRelPath
+	userRelPath       = "secret/" + RedisUserKey
+	userFilePath      = redisConfigDir + "/" + userRelPath
 	additionalRelPath = "additional/" + AdditionalRedisConfKey
 	aclSecretPath     = redisConfigDir + "/" + ACLFileKey
 	// aclPVCDir is where the claim of acl.persistentVolumeClaim is mounted: users keep
@@ -157,9 +160,13 @@ func maxMemory(percent *int, res *corev1.ResourceRequirements) (int64, error) {
 }
 
 // redisAuthFile is the content of the auth Secret key for redis-server.
-func redisAuthFile(password string) string {
+func redisAuthFile(password string, operatorUser bool) string {
 	q := quoteConfigValue(password)
-	return "requirepass " + q + "\nmasterauth " + q + "\n"
+	out := "requirepass " + q + "\nmasterauth " + q + "\n"
+	if operatorUser {
+		out += "masteruser " + redis.OperatorUser + "\n"
+	}
+	return out
 }
 
 // sentinelConf is everything that goes into a sentinel.conf template.

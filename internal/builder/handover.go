@@ -60,7 +60,8 @@ func (w *workload) tlsCLIFlags() string {
 
 // handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
 // redis-cli reads the password (withPassword) from REDISCLI_AUTH, set from the projected
-// password file. A replica, a master without a replica connected when the pod starts to stop,
+// password file, and logs in as the user of the user file (the operator's own ACL user when the
+// default one is off). A replica, a master without a replica connected when the pod starts to stop,
 // a server that does not answer or refuses (no
 // redis-cli, a rotated password) stop at once, as they would without the hook, and so does a
 // master that sentinels watch (their connections are named sentinel-...): they, not the
@@ -69,18 +70,20 @@ func (w *workload) tlsCLIFlags() string {
 // it before it learns it is a replica.) A master that became a replica answers as one
 // for a second more, so that the operator sees whom it handed over to (a RedisReplication
 // records its new master from it).
-func handOverScript(port int32, tlsFlags string, withPassword bool, wait int64) string {
+func handOverScript(port int32, cliFlags string, withPassword bool, wait int64) string {
 	var lines []string
 	if withPassword {
-		lines = append(lines, fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, passwordFilePath, redisCLIAuthEnv))
+		lines = append(lines, fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, passwordFilePath, redisCLIAuthEnv),
+			fmt.Sprintf(`u="$(cat %s 2>/dev/null)"`, userFilePath))
+		cliFlags += ` ${u:+--user "$u"}`
 	}
 	return strings.Join(append(lines,
 		fmt.Sprintf("end=$(($(date +%%s)+%d)); first=1", wait),
 		`while [ "$(date +%s)" -lt "$end" ]; do`,
-		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, tlsFlags),
+		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, cliFlags),
 		`  case "$r" in *role:master*) ;; *) [ -z "$first" ] && sleep 1; exit 0 ;; esac`,
 		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`,
-		fmt.Sprintf(`  if [ -n "$first" ]; then case "$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s client list 2>/dev/null)" in *name=sentinel-*) exit 0 ;; esac; fi`, port, tlsFlags),
+		fmt.Sprintf(`  if [ -n "$first" ]; then case "$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s client list 2>/dev/null)" in *name=sentinel-*) exit 0 ;; esac; fi`, port, cliFlags),
 		`  first=`,
 		`  sleep 0.2 2>/dev/null || sleep 1`,
 		`done`,

@@ -62,6 +62,9 @@ const (
 	// RedisPasswordKey is the auth Secret key holding the bare password, for redis-cli in the
 	// pod's preStop hook: a file follows a rotation, an environment variable would not.
 	RedisPasswordKey = "redis-password"
+	// RedisUserKey is the auth Secret key holding the user redis-cli logs in as in the hook:
+	// "default", or the operator's own ACL user when the ACL file turns the default one off.
+	RedisUserKey = "redis-user"
 	// SentinelAuthKey is the auth Secret key holding requirepass and auth-pass for sentinels.
 	SentinelAuthKey = "sentinel-auth.conf"
 	// AdditionalRedisConfKey is the key read from the user's redisConfig.additionalRedisConfig

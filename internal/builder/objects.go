@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // Object is what every built object is: assignable to controller-runtime's client.Object.
@@ -198,9 +200,14 @@ func (w *workload) configMap(key, content string) *corev1.ConfigMap {
 }
 
 // redisAuthData is the content of a Redis auth Secret: the directives redis.conf includes and
-// the bare password the preStop hook gives redis-cli.
-func redisAuthData(password string) map[string]string {
-	return map[string]string{RedisAuthKey: redisAuthFile(password), RedisPasswordKey: password}
+// the bare password and user the preStop hook gives redis-cli. With operatorUser, replicas
+// and the hook log in as the operator's ACL user, the default one being off.
+func redisAuthData(password string, operatorUser bool) map[string]string {
+	user := redis.DefaultUser
+	if operatorUser {
+		user = redis.OperatorUser
+	}
+	return map[string]string{RedisAuthKey: redisAuthFile(password, operatorUser), RedisPasswordKey: password, RedisUserKey: user}
 }
 
 // authSecret holds password directives; it is labelled for the CR, not for one workload,

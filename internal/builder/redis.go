@@ -16,6 +16,10 @@ type RedisInput struct {
 	// redis.ParseACLFile; the pods read it, with the operator's password for the default
 	// user, from the Secret ACLSecretName. Ignored without spec.acl.secret.
 	ACL string
+	// ACLOperatorUser: the ACL file in effect turns the default user off, so the operator adds
+	// its own user (redis.OperatorUser) with the password, and replicas (masteruser), the
+	// pods' hooks and the exporter log in as it.
+	ACLOperatorUser bool
 }
 
 // BuildRedis returns the desired objects of a standalone Redis: StatefulSet <name> (one pod),
@@ -74,11 +78,12 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	out := &Objects{}
 	if ref != nil {
 		w.authSecretName = AuthSecretName(cr.Name)
+		w.aclOperatorUser = in.ACLOperatorUser
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
-			w.authSecretName, redisAuthData(in.Password)))
+			w.authSecretName, redisAuthData(in.Password, in.ACLOperatorUser)))
 	}
 	if s.ACL != nil && s.ACL.Secret != nil {
-		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password))
+		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password, in.ACLOperatorUser))
 	}
 	conf, err := w.redisConfFor(s.RedisConfig, true)
 	if err != nil {

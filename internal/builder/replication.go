@@ -18,6 +18,10 @@ type RedisReplicationInput struct {
 	// redis.ParseACLFile; the pods read it, with the operator's password for the default
 	// user, from the Secret ACLSecretName. Ignored without spec.acl.secret.
 	ACL string
+	// ACLOperatorUser: the ACL file in effect turns the default user off, so the operator adds
+	// its own user (redis.OperatorUser) with the password, and replicas (masteruser), the
+	// pods' hooks and the exporter log in as it.
+	ACLOperatorUser bool
 	// SentinelPassword is the embedded sentinels' own password, the value of the Secret key
 	// named by spec.sentinel.redisSecret; it must be set exactly when that is.
 	SentinelPassword string
@@ -106,11 +110,12 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	out := &Objects{}
 	if ref != nil {
 		w.authSecretName = AuthSecretName(cr.Name)
+		w.aclOperatorUser = in.ACLOperatorUser
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
-			w.authSecretName, redisAuthData(in.Password)))
+			w.authSecretName, redisAuthData(in.Password, in.ACLOperatorUser)))
 	}
 	if s.ACL != nil && s.ACL.Secret != nil {
-		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password))
+		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password, in.ACLOperatorUser))
 	}
 	conf, err := w.redisConfFor(s.RedisConfig, true)
 	if err != nil {

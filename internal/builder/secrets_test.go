@@ -85,7 +85,7 @@ func TestPasswordsAreQuoted(t *testing.T) {
 	for _, pw := range []string{
 		"plain", "with space", `quo"te`, `back\slash`, "new\nline requirepass x", "tab\tand\x00nul\x7f", "ünïcødé", `"\x41"`,
 	} {
-		got := redisAuthFile(pw)
+		got := redisAuthFile(pw, false)
 		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 		if len(lines) != 2 {
 			t.Errorf("%q renders as %d lines: %q", pw, len(lines), got)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // serverKind tells what the main container runs.
@@ -44,6 +45,7 @@ const (
 	podIPEnv            = "POD_IP"
 	maxMemoryEnv        = "REDIS_MAX_MEMORY"
 	exporterPasswordEnv = "REDIS_PASSWORD"
+	exporterUserEnv     = "REDIS_USER"
 )
 
 // workload is one StatefulSet with its Services and PodDisruptionBudget, whatever the kind:
@@ -106,8 +108,10 @@ type workload struct {
 
 	passwordRef    *v1beta2.ExistingPasswordSecret // the user's Secret, for the exporter
 	authSecretName string                          // "" when there is no password
-	configMapName  string
-	configHash     string
+	// aclOperatorUser: the default user is off; the exporter logs in as redis.OperatorUser.
+	aclOperatorUser bool
+	configMapName   string
+	configHash      string
 	// maxMemoryBytes is the rendered maxmemory, 0 when redis.conf sets none.
 	maxMemoryBytes int64
 	// sentinelScript is the init container script that assembles a writable sentinel.conf.
@@ -372,6 +376,9 @@ func (w *workload) exporterContainer() corev1.Container {
 		{Name: "REDIS_ADDR", Value: scheme + "localhost:" + i32(w.port)},
 		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: net.JoinHostPort("", i32(port))},
 	}
+	if w.aclOperatorUser {
+		env = append(env, corev1.EnvVar{Name: exporterUserEnv, Value: redis.OperatorUser})
+	}
 	if w.passwordRef != nil {
 		// A reference, not a value: the password stays in the user's Secret.
 		env = append(env, corev1.EnvVar{Name: exporterPasswordEnv, ValueFrom: &corev1.EnvVarSource{
@@ -561,6 +568,7 @@ func (w *workload) redisProjection() *corev1.ProjectedVolumeSource {
 			Items: []corev1.KeyToPath{
 				{Key: RedisAuthKey, Path: authFileRelPath, Mode: w.secretFileMode()},
 				{Key: RedisPasswordKey, Path: passwordRelPath, Mode: w.secretFileMode()},
+				{Key: RedisUserKey, Path: userRelPath, Mode: w.secretFileMode()},
 			},
 		}})
 	}

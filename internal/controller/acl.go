@@ -46,14 +46,32 @@ type aclState struct {
 	// the pods have now (the operator's Secret), which the build keeps.
 	refused string
 	kept    []byte
+	// operatorUser: the file in effect turns the default user off, so the operator, replicas
+	// and hooks log in as redis.OperatorUser, which the rendered file adds.
+	operatorUser bool
+}
+
+// auth is how the operator logs in to the pods with password: as its own ACL user when the
+// default one is off, else as the default user; either way, the other one is tried when a pod
+// refuses the first (it has not loaded the current aclfile yet).
+func (a aclState) auth(password string) redis.Auth {
+	switch {
+	case password == "" || (a.content == "" && a.kept == nil):
+		return redis.Auth{Password: password}
+	case a.operatorUser:
+		return redis.Auth{Username: redis.OperatorUser, Password: password, OrUsername: redis.DefaultUser}
+	}
+	return redis.Auth{Password: password, OrUsername: redis.OperatorUser}
 }
 
 // resolveACLOf reads spec.acl.secret and checks its file. A refused file leaves the
 // operator's Secret, and so the pods, as they are; the reconcile goes on (failover and
 // scaling do not wait for the user's fix) and ends Degraded/InvalidACL, with one Warning
 // event per refused content. It stops only when there is no good file to keep yet.
+// A file that turns the default user off needs a password (the operator's own user logs in
+// with it) and no sentinels (they log in as the default user).
 func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object,
-	acl *v1beta2.ACLConfig, conditions conditionSet) (state aclState, stop bool, err error) {
+	acl *v1beta2.ACLConfig, password string, sentinels bool, conditions conditionSet) (state aclState, stop bool, err error) {
 	if acl == nil || acl.Secret == nil {
 		return aclState{}, false, nil
 	}
@@ -85,11 +103,19 @@ func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecord
 		if perr == nil {
 			perr = redis.CheckOperatorUser(users)
 		}
+		off := perr == nil && redis.DefaultUserOff(users)
+		switch {
+		case off && password == "":
+			perr = errors.New("the default user is off: the operator and the replicas then log in as its own user " + redis.OperatorUser +
+				" with the password of kubernetesConfig.redisSecret, which is not set")
+		case off && sentinels:
+			perr = errors.New("the default user is off: sentinels log in to Redis as the default user; keep it on with sentinels")
+		}
 		if perr != nil {
 			problem = fmt.Errorf("ACL Secret %s key %s: %w", name, key, perr)
 			break
 		}
-		return aclState{content: string(file)}, false, nil
+		return aclState{content: string(file), operatorUser: off}, false, nil
 	}
 	message := problem.Error() + "; the pods keep their last good users"
 	if previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded); previous == nil ||
@@ -102,6 +128,7 @@ func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecord
 	switch {
 	case err == nil && metav1.IsControlledBy(&live, owner) && len(live.Data[builder.ACLFileKey]) > 0:
 		state.kept = live.Data[builder.ACLFileKey]
+		state.operatorUser = hasOperatorUser(state.kept)
 		return state, false, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return state, false, fmt.Errorf("read the ACL Secret the pods use: %w", err)
@@ -109,6 +136,12 @@ func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecord
 	// Nothing good to keep: the pods are not made until the file is fixed.
 	conditions.degraded(ReasonInvalidACL, message)
 	return state, true, nil
+}
+
+// hasOperatorUser tells whether a rendered aclfile has the operator's own user.
+func hasOperatorUser(aclfile []byte) bool {
+	users, err := redis.ParseACLFile(string(aclfile))
+	return err == nil && slices.ContainsFunc(users, func(u redis.ACLUser) bool { return u.Name == redis.OperatorUser })
 }
 
 // keepIn puts the kept aclfile into the built objects in place of the refused one.
@@ -131,6 +164,32 @@ func (a aclState) report(conditions conditionSet) {
 	}
 }
 
+// keepOperatorLogin runs after an ACL LOAD. The file on disk may still be the one before a
+// password rotation, or before the default user was turned off or on: the user the operator
+// and the replicas log in as keeps the password they use now, and replicas log in as it.
+func keepOperatorLogin(ctx context.Context, c *redis.Client, password string, operatorUser bool) error {
+	if password == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(password))
+	hash := hex.EncodeToString(sum[:])
+	// A new connection may first try a user the loaded file lacks: its refusal moves the
+	// client to the other one, which the commands below then use (their errors are reported).
+	if err := c.Ping(ctx); err != nil && !redis.IsAuthError(err) {
+		return err
+	}
+	if operatorUser {
+		if err := c.EnsureOperatorUser(ctx, hash); err != nil {
+			return err
+		}
+		return c.ConfigSet(ctx, "masteruser", redis.OperatorUser)
+	}
+	if err := c.ACLAddPasswordHash(ctx, redis.DefaultUser, hash); err != nil {
+		return err
+	}
+	return c.ConfigSet(ctx, "masteruser", "")
+}
+
 // aclReload brings the aclfile the operator rendered into running pods with ACL LOAD, without
 // restarts. Which file a pod has loaded is told by the marker user that ends each rendered
 // file (builder.ACLFileMarker): kubelet refreshes a Secret volume after a delay, and ACL LOAD
@@ -142,7 +201,7 @@ type aclReload struct {
 }
 
 func (a aclReload) reload(ctx context.Context, owner client.Object, objects *builder.Objects, pods []corev1.Pod,
-	port int, password string, tlsConfig *tls.Config, requeue func(time.Duration, string)) error {
+	port int, password string, acl aclState, tlsConfig *tls.Config, requeue func(time.Duration, string)) error {
 	marker := ""
 	if objects != nil {
 		for _, s := range objects.Secrets {
@@ -161,7 +220,8 @@ func (a aclReload) reload(ctx context.Context, owner client.Object, objects *bui
 		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
 		}
-		c, err := a.pool.Client(podEndpoint(pod, port, redis.Auth{Password: password}).WithTLS(tlsConfig))
+		ep := podEndpoint(pod, port, acl.auth(password)).WithTLS(tlsConfig)
+		c, err := a.pool.Client(ep)
 		if err != nil {
 			return err
 		}
@@ -180,11 +240,17 @@ func (a aclReload) reload(ctx context.Context, owner client.Object, objects *bui
 			errs = append(errs, fmt.Errorf("pod %s: %w", pod.Name, err))
 			continue
 		}
-		if password != "" {
-			// The file on disk may still be the one before a password rotation: the default
-			// user keeps the password the operator and the replicas use now.
-			sum := sha256.Sum256([]byte(password))
-			if err := c.ACLAddPasswordHash(ctx, "default", hex.EncodeToString(sum[:])); err != nil {
+		// Connections logged in before the load can restore the password of a stale file
+		// (the new one may not log in until then), unless the file took their user's rights
+		// (the default user turned off) or removed it: new connections then log in as the
+		// file says. Either way no connection stays on a user the file changed.
+		kept := keepOperatorLogin(ctx, c, password, acl.operatorUser)
+		a.pool.Evict(ep)
+		if c, err = a.pool.Client(ep); err != nil {
+			return err
+		}
+		if kept != nil {
+			if err := keepOperatorLogin(ctx, c, password, acl.operatorUser); err != nil {
 				return fmt.Errorf("pod %s: %w", pod.Name, err)
 			}
 		}

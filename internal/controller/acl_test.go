@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // A standalone Redis with users from an ACL Secret: a user can AUTH and is held to its key
@@ -128,17 +130,17 @@ func TestStandaloneACLUsersFromASecret(t *testing.T) {
 		t.Errorf("%d InvalidACL events, want 1", n)
 	}
 
-	// A file that turns the default user off is refused too.
-	users.Data["user.acl"] = []byte("user default off\n")
+	// A file that defines the operator's own user is refused too.
+	users.Data["user.acl"] = []byte("user redis-operator on >x ~* +@all\n")
 	if err := c.Update(ctx, users); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 15*time.Second, "Degraded/InvalidACL for the default user", func() error {
+	waitUntil(t, 15*time.Second, "Degraded/InvalidACL for the operator's user", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 			return err
 		}
 		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
-		if d != nil && d.Reason == ReasonInvalidACL && strings.Contains(d.Message, "line 1") && strings.Contains(d.Message, "default user") {
+		if d != nil && d.Reason == ReasonInvalidACL && strings.Contains(d.Message, "line 1") && strings.Contains(d.Message, "operator's own") {
 			return nil
 		}
 		return fmt.Errorf("conditions %s", describeConditions(cr.Status.Conditions))
@@ -234,6 +236,70 @@ func TestReplicationWithACLUsersReplicates(t *testing.T) {
 	master := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod("rr-0").addr(builder.DefaultRedisPort), Username: "reader", Password: "rpw"})
 	defer func() { _ = master.Close() }()
 	wantNoPerm(t, "reader SET on the master", master.Set(f.ctx, "k", "w", 0).Err())
+}
+
+// The ACL Secret of a running replication turns the default user off: the pods load it without
+// a restart, the operator and the replicas log in as the operator's own user from then on, and
+// a failover after it (REPLICAOF to a new master, a restarted pod) replicates with that user.
+func TestReplicationTurnsTheDefaultUserOffInPlace(t *testing.T) {
+	f := newReplicationFixture(t, func(f *replicationFixture) {
+		if err := f.c.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: f.cr.Namespace},
+			Data: map[string][]byte{"user.acl": []byte("user writer on >wpw ~* +@all\n")}}); err != nil {
+			t.Fatal(err)
+		}
+		f.cr.Spec.ACL = &v1beta2.ACLConfig{Secret: &corev1.SecretVolumeSource{SecretName: "users"}}
+		f.kubelet.aclSecret = builder.ACLSecretName("rr")
+	})
+	f.waitReady("rr-0")
+	f.writeAcknowledged("before", "off")
+	pids := map[string]int{}
+	for _, name := range f.kubelet.podNames() {
+		pids[name] = f.kubelet.pod(name).cmd.Process.Pid
+	}
+
+	var users corev1.Secret
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "users"}, &users); err != nil {
+		t.Fatal(err)
+	}
+	users.Data["user.acl"] = []byte("user default off\nuser writer on >wpw ~* +@all\n")
+	if err := f.c.Update(f.ctx, &users); err != nil {
+		t.Fatal(err)
+	}
+	waitForACLSecret(t, f.c, f.cr.Namespace, builder.ACLSecretName("rr"), "user "+redis.OperatorUser+" on")
+	f.kubelet.masterUser = redis.OperatorUser // what the auth Secret now gives pods that start
+	f.kubelet.refreshSecretVolumes(f.ctx, f.cr.Namespace)
+	for _, name := range f.kubelet.podNames() {
+		waitUntil(t, 30*time.Second, name+" refuses the default user and replicates as "+redis.OperatorUser, func() error {
+			asDefault := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod(name).addr(builder.DefaultRedisPort), Password: f.password})
+			defer func() { _ = asDefault.Close() }()
+			if err := asDefault.Ping(f.ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				return fmt.Errorf("the default user still logs in: %v", err)
+			}
+			asOperator := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod(name).addr(builder.DefaultRedisPort), Username: redis.OperatorUser, Password: f.password})
+			defer func() { _ = asOperator.Close() }()
+			got, err := asOperator.ConfigGet(f.ctx, "masteruser").Result()
+			if err != nil || got["masteruser"] != redis.OperatorUser {
+				return fmt.Errorf("masteruser %v, %v", got, err)
+			}
+			return nil
+		})
+		if pid := f.kubelet.pod(name).cmd.Process.Pid; pid != pids[name] {
+			t.Fatalf("%s restarted to take the ACL edit", name)
+		}
+	}
+	f.username = redis.OperatorUser
+	f.waitReady("rr-0")
+
+	// The master dies: a replica is promoted, the other follows it, and the old master comes
+	// back with its data as a replica: every link logs in as the operator's user.
+	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
+	promoted := f.waitPromoted()
+	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
+		return f.redis(promoted).Set(f.ctx, "after", "failover", 0).Err()
+	})
+	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "off", "after": "failover"})
 }
 
 // A RedisCluster with an ACL Secret: a user is held to its key pattern across the shards, an

@@ -44,11 +44,14 @@ type fakeKubelet struct {
 	// aclSecret, when set, is the operator's ACL Secret: pods read their aclfile from it, as
 	// its volume, written at start and again only by refreshSecretVolumes (kubelet's delay).
 	aclSecret string
-	net       int
-	base      string // the pods' volumes
-	mu        sync.Mutex
-	nextIP    int
-	pods      map[string]*fakePod
+	// masterUser, when set, is the user replicas log in to their master as (masteruser), as
+	// the auth Secret says when the ACL file turns the default user off.
+	masterUser string
+	net        int
+	base       string // the pods' volumes
+	mu         sync.Mutex
+	nextIP     int
+	pods       map[string]*fakePod
 }
 
 type fakePod struct {
@@ -214,6 +217,9 @@ func (k *fakeKubelet) config(p *fakePod) string {
 	}
 	if k.aclSecret != "" {
 		conf += fmt.Sprintf("aclfile %s\n", filepath.Join(p.dataDir, "user.acl"))
+	}
+	if k.masterUser != "" {
+		conf += "masteruser " + k.masterUser + "\n"
 	}
 	return conf
 }

@@ -33,6 +33,8 @@ type passwordRotation struct {
 	recorder recorder.EventRecorder
 	// tls dials the pods of a resource with TLS; nil without.
 	tls *tls.Config
+	// acl tells the user the operator logs in as (its own ACL user when the default is off).
+	acl aclState
 }
 
 // rotate returns stop when a pod is not running (it must not start, or go on, with the old
@@ -169,6 +171,13 @@ func (p passwordRotation) switchEach(ctx context.Context, owner client.Object, t
 		if err := p.restartExporter(ctx, owner, t.pod); err != nil {
 			return err
 		}
+		if p.acl.operatorUser && want != "" {
+			// The operator's own user takes the new password besides the old; the aclfile
+			// rendered with the new one drops the old once the pods load it.
+			if err := t.client.AddUserPassword(ctx, redis.OperatorUser, want); err != nil {
+				return p.failed(owner, t.pod, "AclSetUser", err)
+			}
+		}
 		for _, parameter := range []string{"masterauth", "requirepass"} {
 			if err := t.client.ConfigSet(ctx, parameter, want); err != nil {
 				return p.failed(owner, t.pod, "ConfigSet", err)
@@ -191,7 +200,7 @@ func (p passwordRotation) switchTogether(ctx context.Context, owner client.Objec
 		}
 		return nil
 	}
-	if err := each("AclSetUser", func(c *redis.Client) error { return c.AddDefaultUserPassword(ctx, want) }); err != nil {
+	if err := each("AclSetUser", func(c *redis.Client) error { return c.AddUserPassword(ctx, redis.DefaultUser, want) }); err != nil {
 		return err
 	}
 	if err := each("ConfigSet", func(c *redis.Client) error { return c.ConfigSet(ctx, "masterauth", want) }); err != nil {
@@ -287,16 +296,24 @@ func (p passwordRotation) inEffect(ctx context.Context, owner client.Object) (pa
 func (p passwordRotation) connect(ctx context.Context, ep redis.Endpoint, passwords ...string) (*redis.Client, error) {
 	var last error
 	for _, password := range passwords {
-		ep.Auth.Password = password
+		ep.Auth = p.acl.auth(password)
 		c, err := p.pool.Client(ep)
 		if err != nil {
 			return nil, err
 		}
-		if err := c.Ping(ctx); err == nil {
-			return c, nil
-		} else if !redis.IsAuthError(err) {
-			return nil, err
-		} else {
+		// With two users to log in as, a refusal switches the client to the other one.
+		attempts := 1
+		if ep.Auth.OrUsername != "" {
+			attempts = 2
+		}
+		for range attempts {
+			err = c.Ping(ctx)
+			if err == nil {
+				return c, nil
+			}
+			if !redis.IsAuthError(err) {
+				return nil, err
+			}
 			last = err
 		}
 	}

@@ -94,7 +94,7 @@ func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (s
 // rotatePassword changes a running pod's password in place when the Secret's changed.
 func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig()}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
@@ -106,22 +106,22 @@ func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop b
 // reloadTLS brings a renewed TLS Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadTLS(ctx context.Context, s *redisScope) (bool, error) {
 	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
-		builder.DefaultRedisPort, redis.Auth{Password: s.password}, s.requeuer(ctx))
+		builder.DefaultRedisPort, s.acl.auth(s.password), s.requeuer(ctx))
 }
 
 func (r *RedisReconciler) resolveACL(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.conditions)
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.conditions)
 	return stop, err
 }
 
 // reloadACL brings an edit of the ACL Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadACL(ctx context.Context, s *redisScope) (bool, error) {
 	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
-		builder.DefaultRedisPort, s.password, s.tls.clientConfig(), s.requeuer(ctx))
+		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.requeuer(ctx))
 }
 
 func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, error) {
-	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password, ACL: s.acl.content})
+	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser})
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
@@ -168,7 +168,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 }
 
 func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
-	return r.Redis.Client(podEndpoint(s.pod, builder.DefaultRedisPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig()))
+	return r.Redis.Client(podEndpoint(s.pod, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig()))
 }
 
 func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope) (bool, error) {

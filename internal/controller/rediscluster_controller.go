@@ -139,12 +139,12 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterS
 		}
 		return append(append([]corev1.Pod{}, s.leaders...), s.followers...), nil
 	}
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig()}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
 		func(why string) { s.requeue(ctx, whileBroken, why) })
 }
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
-	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, Pods: &s.pods})
+	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser, Pods: &s.pods})
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
@@ -281,25 +281,25 @@ func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope
 }
 
 func (r *RedisClusterReconciler) resolveACL(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.conditions)
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.conditions)
 	return stop, err
 }
 
 // reloadACL brings an edit of the ACL Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadACL(ctx context.Context, s *clusterScope) (bool, error) {
 	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
-		int(builder.ClusterPort(s.cr)), s.password, s.tls.clientConfig(), s.requeuer(ctx))
+		int(builder.ClusterPort(s.cr)), s.password, s.acl, s.tls.clientConfig(), s.requeuer(ctx))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadTLS(ctx context.Context, s *clusterScope) (bool, error) {
 	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
-		int(builder.ClusterPort(s.cr)), redis.Auth{Password: s.password}, s.requeuer(ctx))
+		int(builder.ClusterPort(s.cr)), s.acl.auth(s.password), s.requeuer(ctx))
 }
 
 // endpoint is how to reach the Redis at ip:port of this cluster: its password, its TLS.
 func (s *clusterScope) endpoint(ip string, port int) redis.Endpoint {
-	return redis.NewEndpoint(ip, port, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig())
+	return redis.NewEndpoint(ip, port, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
 }
 
 // podEndpoint is how to reach the process listening on port in the pod.

@@ -246,7 +246,7 @@ type slotMove struct {
 }
 
 func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (*slotMove, error) {
-	move := &slotMove{step: step, auth: redis.Auth{Password: s.password}}
+	move := &slotMove{step: step, auth: s.acl.auth(s.password)}
 	me, ok := myselfOf(from)
 	if !ok {
 		return nil, fmt.Errorf("pod %s reported no node ID", from.Pod)

@@ -90,7 +90,7 @@ type replicationScope struct {
 // that of every sentinel watching the replication (embedded or RedisSentinels) in step with it.
 func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig()}.rotateWatched(ctx, s.cr, pods,
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotateWatched(ctx, s.cr, pods,
 		func() ([]watchingSentinels, error) { return r.watchingSentinels(ctx, s) },
 		builder.DefaultRedisPort, s.password, s.conditions, func(why string) { s.requeue(ctx, whileBroken, why) })
 }
@@ -155,7 +155,7 @@ func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *rep
 }
 
 func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content}
+	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions)
 		if stop || err != nil {
@@ -201,13 +201,13 @@ func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replica
 
 // client returns the pooled connection to a pod's Redis.
 func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
-	return r.dial(ip, builder.DefaultRedisPort, s.password, s.tls.clientConfig())
+	return r.dial(ip, builder.DefaultRedisPort, s.acl.auth(s.password), s.tls.clientConfig())
 }
 
 // dial returns the pooled connection to a port of a pod: every connection this controller
 // makes goes through here.
-func (r *RedisReplicationReconciler) dial(ip string, port int, password string, tlsConfig *tls.Config) (*redis.Client, error) {
-	return r.Redis.Client(redis.NewEndpoint(ip, port, redis.Auth{Password: password}).WithTLS(tlsConfig))
+func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, tlsConfig *tls.Config) (*redis.Client, error) {
+	return r.Redis.Client(redis.NewEndpoint(ip, port, auth).WithTLS(tlsConfig))
 }
 
 func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
@@ -216,20 +216,20 @@ func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicat
 }
 
 func (r *RedisReplicationReconciler) resolveACL(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.conditions)
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, s.cr.Spec.Sentinel != nil, s.conditions)
 	return stop, err
 }
 
 // reloadACL brings an edit of the ACL Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadACL(ctx context.Context, s *replicationScope) (bool, error) {
 	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
-		builder.DefaultRedisPort, s.password, s.tls.clientConfig(), s.requeuer(ctx))
+		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.requeuer(ctx))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicationScope) (bool, error) {
 	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
-		builder.DefaultRedisPort, redis.Auth{Password: s.password}, s.requeuer(ctx))
+		builder.DefaultRedisPort, s.acl.auth(s.password), s.requeuer(ctx))
 }
 
 // notReady reports what is missing: a replication that was never Ready is initializing, one

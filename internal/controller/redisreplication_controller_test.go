@@ -29,8 +29,9 @@ type replicationFixture struct {
 	op      *operator
 	kubelet *fakeKubelet
 	cr      *v1beta2.RedisReplication
-	// password is the one the test's clients use: the Secret's.
-	password string
+	// password is the one the test's clients use: the Secret's; username the user they log
+	// in as ("" for the default user).
+	password, username string
 }
 
 // newReplicationFixture starts a replication of three; options change the fixture (its CR,
@@ -93,7 +94,7 @@ func (f *replicationFixture) redis(pod string) *goredis.Client {
 	if p == nil {
 		f.t.Fatalf("no pod %s", pod)
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: p.addr(builder.DefaultRedisPort), Password: f.password})
+	rdb := goredis.NewClient(&goredis.Options{Addr: p.addr(builder.DefaultRedisPort), Username: f.username, Password: f.password})
 	f.t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }

@@ -157,7 +157,7 @@ func (r *RedisReplicationReconciler) askSentinels(ctx context.Context, namespace
 		if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
 			continue
 		}
-		c, err := r.dial(pods[j].Status.PodIP, builder.DefaultSentinelPort, password, tlsConfig)
+		c, err := r.dial(pods[j].Status.PodIP, builder.DefaultSentinelPort, redis.Auth{Password: password}, tlsConfig)
 		if err != nil {
 			return nil, err
 		}

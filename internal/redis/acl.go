@@ -210,13 +210,27 @@ var (
 	aclCommands      = aclWords["commands"]
 )
 
-// CheckOperatorUser refuses a file that would lock the operator out: it authenticates as
-// the default user, so the file may not turn that user off.
+// OperatorUser is the ACL user the operator adds to a file that turns the default user off:
+// the operator, replicas (masteruser) and the pods' own hooks then log in as it.
+const OperatorUser = "redis-operator"
+
+// CheckOperatorUser refuses a file that defines the operator's own user.
 func CheckOperatorUser(users []ACLUser) error {
 	for _, u := range users {
-		if u.Name == "default" && !u.Enabled() {
-			return &ACLError{u.Line, "the default user must stay on (\"on\" after any \"off\" or \"reset\"): the operator, replication and probes authenticate as it"}
+		if u.Name == OperatorUser {
+			return &ACLError{u.Line, "the user " + OperatorUser + " is the operator's own (it is added when the default user is off); give yours another name"}
 		}
 	}
 	return nil
+}
+
+// DefaultUserOff tells whether the file turns the default user off (no "on" after its last
+// "off" or "reset"); a file without a default line leaves it as the operator makes it.
+func DefaultUserOff(users []ACLUser) bool {
+	for _, u := range users {
+		if u.Name == DefaultUser {
+			return !u.Enabled()
+		}
+	}
+	return false
 }

@@ -88,13 +88,11 @@ func TestACLErrorsKeepPasswordsOut(t *testing.T) {
 
 func TestCheckOperatorUser(t *testing.T) {
 	for file, ok := range map[string]bool{
-		"":                                   true,
-		"user alice on >x\n":                 true,
-		"user default on >x ~* +@all\n":      true,
-		"user default off\n":                 false,
-		"user default >x ~* +@all\n":         false, // a file's line starts from reset: off
-		"user default on >x reset ~*\n":      false,
-		"user default off on nopass +@all\n": true,
+		"":                                  true,
+		"user alice on >x\n":                true,
+		"user default off\n":                true,
+		"user redis-operator on >x +@all\n": false,
+		"user redis-operator off\n":         false,
 	} {
 		users, err := ParseACLFile(file)
 		if err != nil {
@@ -103,6 +101,26 @@ func TestCheckOperatorUser(t *testing.T) {
 		err = CheckOperatorUser(users)
 		if (err == nil) != ok {
 			t.Errorf("%q: got %v, want ok=%v", file, err, ok)
+		}
+	}
+}
+
+func TestDefaultUserOff(t *testing.T) {
+	for file, off := range map[string]bool{
+		"":                                   false,
+		"user alice on >x\n":                 false,
+		"user default on >x ~* +@all\n":      false,
+		"user default off\n":                 true,
+		"user default >x ~* +@all\n":         true, // a file's line starts from reset: off
+		"user default on >x reset ~*\n":      true,
+		"user default off on nopass +@all\n": false,
+	} {
+		users, err := ParseACLFile(file)
+		if err != nil {
+			t.Fatalf("%q: %v", file, err)
+		}
+		if got := DefaultUserOff(users); got != off {
+			t.Errorf("%q: default off = %v, want %v", file, got, off)
 		}
 	}
 }
@@ -136,5 +154,6 @@ func FuzzParseACLFile(f *testing.F) {
 			t.Fatalf("re-rendered file refused or changed: %v\n%s", err, b.String())
 		}
 		_ = CheckOperatorUser(users)
+		_ = DefaultUserOff(users)
 	})
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -61,13 +62,27 @@ var narrowArguments = map[string]func(args []any) bool{
 		group, ok := args[2].(string)
 		return ok && group != "" && !strings.ContainsAny(group, "*?[]\\")
 	},
+	// ACL SETUSER only adds a password to the default user or the operator's own, or makes the
+	// operator's own user (on, every key, channel and command).
 	"acl setuser": func(args []any) bool {
-		if len(args) != 4 || !argEquals(args[2], "default") {
-			return false
+		switch {
+		case len(args) == 4 && (argEquals(args[2], DefaultUser) || argEquals(args[2], OperatorUser)):
+			return isPasswordRule(args[3])
+		case len(args) == 8 && argEquals(args[2], OperatorUser):
+			return argEquals(args[3], "on") && isPasswordRule(args[4]) && slices.EqualFunc(args[5:], operatorUserRights,
+				func(arg any, want string) bool { return argEquals(arg, want) })
 		}
-		password, ok := args[3].(string)
-		return ok && len(password) > 1 && (password[0] == '>' || password[0] == '#' && isPasswordHash(password[1:]))
+		return false
 	},
+}
+
+// operatorUserRights are the rights of the operator's own ACL user.
+var operatorUserRights = []string{"~*", "&*", "+@all"}
+
+// isPasswordRule: ">password" or "#<sha256 hex>".
+func isPasswordRule(arg any) bool {
+	password, ok := arg.(string)
+	return ok && len(password) > 1 && (password[0] == '>' || password[0] == '#' && isPasswordHash(password[1:]))
 }
 
 func argEquals(arg any, want string) bool {

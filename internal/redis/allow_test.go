@@ -32,6 +32,10 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"acl", "setuser", "default"}, {"acl", "deluser", "default"}, {"acl", "save"},
 		{"acl", "setuser", "default", "#not-a-hash"}, {"acl", "setuser", "other", "#" + strings.Repeat("a", 64)},
 		{"acl", "setuser", "default", []byte(">x")},
+		{"acl", "setuser", "redis-operator", "on", ">x", "~*", "&*", "+@all", "+debug"},
+		{"acl", "setuser", "redis-operator", "on", "nopass", "~*", "&*", "+@all"},
+		{"acl", "setuser", "redis-operator", "off", ">x", "~*", "&*", "+@all"},
+		{"acl", "setuser", "default", "on", ">x", "~*", "&*", "+@all"},
 	} {
 		if err := checkAllowed(args); !errors.Is(err, ErrCommandNotAllowed) {
 			t.Errorf("%v allowed", args)
@@ -44,6 +48,8 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"sentinel", "replicas", "g"}, {"sentinel", "sentinels", "g"}, {"SENTINEL", "RE" + "SET", "mymaster"},
 		{"SENTINEL", "SET", "g", "AUTH-PASS", "pw"}, {"sentinel", "set", "g", "auth-pass", ""},
 		{"ACL", "SETUSER", "default", ">new pw"}, {"acl", "setuser", "default", "#" + strings.Repeat("0f", 32)},
+		{"acl", "setuser", "redis-operator", ">new pw"},
+		{"acl", "setuser", "redis-operator", "on", "#" + strings.Repeat("0f", 32), "~*", "&*", "+@all"},
 		{"acl", "load"}, {"acl", "users"},
 	} {
 		if err := checkAllowed(args); err != nil {

@@ -27,14 +27,46 @@ type Client struct {
 	commands  atomic.Uint64
 	poolTotal *atomic.Uint64
 	lastUsed  atomic.Int64 // Unix nanoseconds
+	// orUser: new connections log in as auth.OrUsername, the first user having been refused.
+	orUser atomic.Bool
 }
 
 func newClient(addr string, auth Auth, opts Options, poolTotal *atomic.Uint64) *Client {
 	c := &Client{addr: addr, auth: auth, opts: opts, poolTotal: poolTotal}
-	c.rdb = goredis.NewClient(newGoRedisOptions(addr, auth, opts))
+	c.rdb = goredis.NewClient(c.goRedisOptions())
 	c.rdb.AddHook(commandHook{c})
 	c.touch()
 	return c
+}
+
+// goRedisOptions are the options of this client's connections: with a second user to log in
+// as, each new connection asks which user is current.
+func (c *Client) goRedisOptions() *goredis.Options {
+	o := newGoRedisOptions(c.addr, c.auth, c.opts)
+	if c.auth.OrUsername != "" {
+		o.Username, o.Password = "", ""
+		o.CredentialsProviderContext = func(context.Context) (string, string, error) {
+			return c.loginUser(), c.auth.Password, nil
+		}
+	}
+	return o
+}
+
+// loginUser is the user new connections log in as.
+func (c *Client) loginUser() string {
+	if c.orUser.Load() {
+		return c.auth.OrUsername
+	}
+	return c.auth.Username
+}
+
+// refusedAs switches new connections to the other user when Redis refused the credentials:
+// the pod has not loaded (or no longer has) the user tried. Connections already logged in
+// stay as they are.
+func (c *Client) refusedAs(err error) {
+	if err != nil && c.auth.OrUsername != "" && IsAuthError(err) {
+		c.orUser.Store(!c.orUser.Load())
+	}
 }
 
 // Addr is the "host:port" this client talks to.
@@ -82,7 +114,7 @@ func (c *Client) slowClient() (*goredis.Client, error) {
 		return nil, goredis.ErrClosed
 	}
 	if c.slow == nil {
-		opts := newGoRedisOptions(c.addr, c.auth, c.opts)
+		opts := c.goRedisOptions()
 		opts.ReadTimeout = slowCommandCap
 		opts.PoolSize = 1
 		c.slow = goredis.NewClient(opts)
@@ -409,16 +441,34 @@ func (c *Client) ConfigSet(ctx context.Context, parameter, value string) error {
 	return c.wrap("CONFIG SET "+parameter, c.rdb.ConfigSet(ctx, parameter, value).Err())
 }
 
-// AddDefaultUserPassword lets the default user authenticate with password too, besides the
-// password(s) it has (ACL SETUSER default >password): a password rotation has the server accept
-// both until CONFIG SET requirepass leaves the new one alone. The password is in no error this
-// returns.
-func (c *Client) AddDefaultUserPassword(ctx context.Context, password string) error {
-	const command = "ACL SETUSER default"
+// AddUserPassword lets user (DefaultUser or OperatorUser) authenticate with password too,
+// besides the password(s) it has (ACL SETUSER <user> >password): a password rotation has the
+// server accept both until the old one is dropped (CONFIG SET requirepass for the default user,
+// the re-rendered aclfile for the operator's). The password is in no error this returns.
+func (c *Client) AddUserPassword(ctx context.Context, user, password string) error {
+	command := "ACL SETUSER " + user
 	if password == "" {
 		return c.wrap(command, errors.New("empty password"))
 	}
-	return c.wrap(command, c.rdb.Do(ctx, "acl", "setuser", "default", ">"+password).Err())
+	return c.wrap(command, c.rdb.Do(ctx, "acl", "setuser", user, ">"+password).Err())
+}
+
+// EnsureOperatorUser makes the operator's own ACL user (OperatorUser) on, with every right,
+// accepting the password of SHA-256 sha256Hex besides any it has.
+func (c *Client) EnsureOperatorUser(ctx context.Context, sha256Hex string) error {
+	if !isPasswordHash(sha256Hex) {
+		return errors.New("ACL SETUSER: not a SHA-256 hex digest")
+	}
+	args := append([]any{"acl", "setuser", OperatorUser, "on", "#" + sha256Hex}, toAny(operatorUserRights)...)
+	return c.wrap("ACL SETUSER "+OperatorUser, c.rdb.Do(ctx, args...).Err())
+}
+
+func toAny(words []string) []any {
+	out := make([]any, len(words))
+	for i, w := range words {
+		out[i] = w
+	}
+	return out
 }
 
 // Role returns the node's replication role with offsets.

@@ -66,7 +66,14 @@ func (o Options) withDefaults() Options {
 type Auth struct {
 	Username string
 	Password string
+	// OrUsername is a second user the same password logs in as, tried once Username is
+	// refused: a pod that has not yet loaded the ACL file adding (or turning off) Username.
+	// "" for none; DefaultUser names the default user.
+	OrUsername string
 }
+
+// DefaultUser is the name of Redis's default user, for AUTH with a user name.
+const DefaultUser = "default"
 
 // ErrPoolClosed is returned by Pool.Client after Pool.Close.
 var ErrPoolClosed = errors.New("redis client pool is closed")
@@ -263,7 +270,9 @@ func (h commandHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 			return err
 		}
 		h.c.count(cmd.Args())
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		h.c.refusedAs(err)
+		return err
 	}
 }
 

@@ -221,7 +221,7 @@ func TestSentinelFollowsAPasswordRotation(t *testing.T) {
 		return c.Ping(ctx).Err() == nil
 	}
 
-	if err := m.AddDefaultUserPassword(ctx, newPassword); err != nil {
+	if err := m.AddUserPassword(ctx, redis.DefaultUser, newPassword); err != nil {
 		t.Fatal(err)
 	}
 	if !accepts(oldPassword) || !accepts(newPassword) {
@@ -251,7 +251,7 @@ func TestSentinelFollowsAPasswordRotation(t *testing.T) {
 	if !redis.IsServerError(err) || strings.Contains(err.Error(), newPassword) {
 		t.Errorf("SENTINEL SET of an unknown group: %v (a server error without the password expected)", err)
 	}
-	if err := m.AddDefaultUserPassword(ctx, ""); err == nil {
+	if err := m.AddUserPassword(ctx, redis.DefaultUser, ""); err == nil {
 		t.Error("an empty password was added")
 	}
 }

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/test/e2e/framework"
 )
 
 // Quiet is what the operator does while nothing changes, with many resources present.
@@ -33,7 +35,11 @@ type Quiet struct {
 	RSSBytes       float64            `json:"operator_rss_bytes"`
 	RSSPerResource float64            `json:"operator_rss_bytes_per_resource"`
 	CPUSeconds     float64            `json:"idle_operator_cpu_seconds"`
-	Machine        string             `json:"machine"`
+	// LeaderDeleted*: a leader pod of the first cluster deleted (kubectl delete pod) → the
+	// cluster Ready again, with that cluster alone and then among all the others.
+	LeaderDeletedAloneSeconds float64 `json:"leader_deleted_to_ready_alone_seconds"`
+	LeaderDeletedAmongSeconds float64 `json:"leader_deleted_to_ready_among_all_seconds"`
+	Machine                   string  `json:"machine"`
 }
 
 // TestQuietAtScale (not part of make bench: it runs hundreds of pods) creates QUIET_REDIS
@@ -47,12 +53,21 @@ func TestQuietAtScale(t *testing.T) {
 	q := Quiet{Redis: envInt("QUIET_REDIS", 100), Clusters: envInt("QUIET_CLUSTERS", 20), Machine: machine()}
 	idle := time.Duration(envInt("QUIET_IDLE_SECONDS", 120)) * time.Second
 	ns := sb.Namespace(t, "quiet")
+	clusterManifest := func(i int) string {
+		return fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: RedisCluster\nmetadata: {name: c%02d}\nspec:\n  clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}\n", i)
+	}
+	if q.Clusters > 0 {
+		// The first cluster alone: how long a deleted leader takes to come back, for comparison.
+		sb.Apply(t, ns, clusterManifest(0))
+		waitFor(t, 5*time.Minute, "c00 Ready", func() bool { return clusterReady(t, ns, "c00", time.Time{}) })
+		q.LeaderDeletedAloneSeconds = deleteLeaderUntilReady(t, ns, "c00")
+	}
 	var manifests []string
 	for i := range q.Redis {
 		manifests = append(manifests, fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: Redis\nmetadata: {name: r%03d}\nspec:\n  kubernetesConfig: {image: redis:7.0.15}\n", i))
 	}
 	for i := range q.Clusters {
-		manifests = append(manifests, fmt.Sprintf("apiVersion: redis.redis.opstreelabs.in/v1beta2\nkind: RedisCluster\nmetadata: {name: c%02d}\nspec:\n  clusterSize: 3\n  kubernetesConfig: {image: redis:7.0.15}\n", i))
+		manifests = append(manifests, clusterManifest(i))
 	}
 	q.Pods = q.Redis + 6*q.Clusters
 	start := time.Now()
@@ -101,13 +116,35 @@ func TestQuietAtScale(t *testing.T) {
 	q.RSSBytes = after.sum("process_resident_memory_bytes")
 	q.RSSPerResource = q.RSSBytes / float64(q.Redis+q.Clusters)
 	q.CPUSeconds = delta("process_cpu_seconds_total")
+	if q.Clusters > 0 {
+		q.LeaderDeletedAmongSeconds = deleteLeaderUntilReady(t, ns, "c00")
+	}
 
 	fmt.Printf("\n%d standalone Redis + %d clusters 3×(1+1) (%d pods) Ready after %.0f s; over %.0f idle s:\n",
 		q.Redis, q.Clusters, q.Pods, q.ReadySeconds, q.IdleSeconds)
 	fmt.Printf("  reconciles %.0f, API writes %.0f, REST requests %v\n", q.Reconciles, q.APIWrites, q.RESTRequests)
 	fmt.Printf("  Redis commands %.0f (%.2f per minute per resource)\n", q.RedisCommands, q.RedisPerMinute)
 	fmt.Printf("  operator RSS %.1f MB (%.2f MB per resource), CPU %.2f s\n", q.RSSBytes/1e6, q.RSSPerResource/1e6, q.CPUSeconds)
+	fmt.Printf("  a deleted leader → Ready: %.1f s with its cluster alone, %.1f s among all\n", q.LeaderDeletedAloneSeconds, q.LeaderDeletedAmongSeconds)
 	mergeResult(t, "quiet_at_scale", q)
+}
+
+// deleteLeaderUntilReady deletes the first leader pod of cluster name (gracefully, as kubectl
+// delete pod does) and returns the seconds until the cluster is Ready again with a new pod.
+func deleteLeaderUntilReady(t *testing.T, ns, name string) float64 {
+	t.Helper()
+	ctx := context.Background()
+	old := pod(t, ns, name+"-leader-0")
+	start := time.Now()
+	if err := sb.Client.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Minute, name+" Ready after its leader's deletion", func() bool {
+		var p corev1.Pod
+		err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: old.Name}, &p)
+		return err == nil && p.UID != old.UID && framework.PodReady(&p) && clusterReady(t, ns, name, start)
+	})
+	return time.Since(start).Seconds()
 }
 
 // mergeResult sets one key of bench/results/latest.json, keeping the others.
