@@ -28,7 +28,9 @@ spec:
 
 // A RedisCluster with ACL users from a Secret bootstraps (the operator and the replicas
 // authenticate as default with the redisSecret password), a user is held to its key pattern
-// across the shards, and an edit adds a user on every node without a restart.
+// across the shards, and an edit adds a user and turns the default user off on every node
+// without a restart: the operator goes on as redis-operator, and a deleted leader's shard is
+// served again with every key.
 func TestClusterACLSecret(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -70,7 +72,7 @@ func TestClusterACLSecret(t *testing.T) {
 	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, users); err != nil {
 		t.Fatal(err)
 	}
-	users.Data["user.acl"] = []byte("user app on >app-pass ~app:* +@all\nuser ops on >ops-pass ~* +get +ping +cluster|slots\n")
+	users.Data["user.acl"] = []byte("user default off\nuser app on >app-pass ~app:* +@all\nuser ops on >ops-pass ~* +get +ping +cluster|slots\n")
 	if err := sb.Client.Update(ctx, users); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +96,26 @@ func TestClusterACLSecret(t *testing.T) {
 		if fmt.Sprint(p.UID, p.Status.ContainerStatuses[0].RestartCount) != before[p.Name] {
 			t.Errorf("pod %s restarted for the ACL edit", p.Name)
 		}
+		n := goredis.NewClient(&goredis.Options{Addr: p.Status.PodIP + ":6379", Password: "admin-pass", MaxRetries: -1})
+		if err := n.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+			t.Errorf("pod %s: the default user = %v, want WRONGPASS", p.Name, err)
+		}
+		_ = n.Close()
 	}
+	c.username = "redis-operator"
 	c.waitReady(start)
+	c.assertShape()
+
+	leader := c.pod(c.name + "-leader-0")
+	deleted := faultTime()
+	if err := sb.Client.Delete(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReady(deleted)
+	c.assertShape()
+	for i := 0; i < 100; i++ {
+		if v, err := as("app", "app-pass").Get(ctx, fmt.Sprint("app:", i)).Int(); err != nil || v != i {
+			t.Fatalf("app GET app:%d after the leader's deletion = %d, %v", i, v, err)
+		}
+	}
 }

@@ -29,8 +29,9 @@ type cluster struct {
 	ctx  context.Context
 	ns   string
 	name string
-	// password is the one clients authenticate with, "" for none.
-	password string
+	// password is the one clients authenticate with, "" for none; username the user they log
+	// in as, "" for the default user.
+	password, username string
 	// tls, when set, is how clients reach a cluster that serves TLS only.
 	tls *tls.Config
 }
@@ -128,6 +129,12 @@ func (c *cluster) redis(p *corev1.Pod) *goredis.Client {
 	if c.tls != nil {
 		return tlsClient(c.t, p.Status.PodIP, 6379, c.password, c.tls)
 	}
+	if c.username != "" {
+		rdb := goredis.NewClient(&goredis.Options{Addr: p.Status.PodIP + ":6379", Username: c.username, Password: c.password, MaxRetries: -1,
+			DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+		c.t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
 	return sb.RedisWithPassword(c.t, p.Status.PodIP, 6379, c.password)
 }
 
@@ -141,7 +148,7 @@ func (c *cluster) clientOptions() *goredis.ClusterOptions {
 	for _, p := range c.pods(c.ctx) {
 		addrs = append(addrs, p.Status.PodIP+":6379")
 	}
-	return &goredis.ClusterOptions{Addrs: addrs, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second, TLSConfig: c.tls}
+	return &goredis.ClusterOptions{Addrs: addrs, Username: c.username, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second, TLSConfig: c.tls}
 }
 
 // clientWith opens a cluster client; it is closed when the test ends.

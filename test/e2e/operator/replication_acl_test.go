@@ -35,11 +35,60 @@ spec:
 // the reader reads it.
 func TestReplicationACLSecret(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	ns := sb.Namespace(t, "acl-replication")
+	checkReplicationACL(t, ns, "", "default")
+}
+
+// The same with a file that turns the default user off: the default user cannot log in, the
+// operator and the replicas log in as redis-operator (the README's user), and after the master
+// pod is deleted the replication is Ready again on another master that the replicas follow.
+func TestReplicationACLSecretDefaultUserOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := sb.Namespace(t, "acl-default-off")
+	master := checkReplicationACL(t, ns, "user default off\n", "redis-operator")
+	asDefault := redis.NewClient(&redis.Options{Addr: master.Status.PodIP + ":6379", Password: "admin-pass", MaxRetries: -1})
+	defer func() { _ = asDefault.Close() }()
+	if err := asDefault.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+		t.Fatalf("the default user with the password = %v, want WRONGPASS", err)
+	}
+	if err := sb.Client.Delete(ctx, master); err != nil {
+		t.Fatal(err)
+	}
+	cr := &v1beta2.RedisReplication{}
+	sb.WaitFor(t, ns, "Ready on another master", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "users"}, cr); err != nil {
+			return false, "", err
+		}
+		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && cr.Status.ReadyReplicas == 3 && cr.Status.MasterNode != master.Name,
+			fmt.Sprintf("%s master %q: %v", cr.Status.State, cr.Status.MasterNode, ready), nil
+	})
+	newMaster := getPod(t, ns, cr.Status.MasterNode)
+	operator := redis.NewClient(&redis.Options{Addr: newMaster.Status.PodIP + ":6379", Username: "redis-operator", Password: "admin-pass", MaxRetries: -1})
+	defer func() { _ = operator.Close() }()
+	if err := operator.Set(ctx, "app:after", "failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := operator.Wait(ctx, 2, 10*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 on the new master = %d, %v: the replicas do not replicate as redis-operator", n, err)
+	}
+	for i := range 50 {
+		if v, err := operator.Get(ctx, fmt.Sprint("app:", i)).Int(); err != nil || v != i {
+			t.Fatalf("GET app:%d on the new master = %d, %v", i, v, err)
+		}
+	}
+}
+
+// checkReplicationACL runs the ACL replication sample in ns with the users file extra+reader+
+// writer and checks it as described above, the operator's user being adminUser; it returns the
+// master pod.
+func checkReplicationACL(t *testing.T, ns, extra, adminUser string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
 	for _, s := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Name: "redis-auth", Namespace: ns}, Data: map[string][]byte{"password": []byte("admin-pass")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: ns}, Data: map[string][]byte{"user.acl": []byte(
+		{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: ns}, Data: map[string][]byte{"user.acl": []byte(extra +
 			"user reader on >reader-pass ~app:* +@read +ping\nuser writer on >writer-pass ~app:* +@read +@write +ping\n")}},
 	} {
 		if err := sb.Client.Create(ctx, s); err != nil {
@@ -76,7 +125,7 @@ func TestReplicationACLSecret(t *testing.T) {
 	if err := as(master, "reader", "wrong").Ping(ctx).Err(); err == nil {
 		t.Error("the reader logs in with a wrong password")
 	}
-	if n, err := as(master, "default", "admin-pass").Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+	if n, err := as(master, adminUser, "admin-pass").Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
 		t.Fatalf("WAIT 2 = %d, %v: the replicas do not replicate", n, err)
 	}
 	replicas := 0
@@ -96,4 +145,5 @@ func TestReplicationACLSecret(t *testing.T) {
 	if replicas != 2 {
 		t.Fatalf("%d replicas checked, want 2", replicas)
 	}
+	return master
 }
