@@ -244,12 +244,12 @@ func (a aclReload) reload(ctx context.Context, owner client.Object, objects *bui
 		// (the new one may not log in until then), unless the file took their user's rights
 		// (the default user turned off) or removed it: new connections then log in as the
 		// file says. Either way no connection stays on a user the file changed.
-		kept := keepOperatorLogin(ctx, c, password, acl.operatorUser)
+		loginErr := keepOperatorLogin(ctx, c, password, acl.operatorUser)
 		a.pool.Evict(ep)
 		if c, err = a.pool.Client(ep); err != nil {
 			return err
 		}
-		if kept != nil {
+		if loginErr != nil {
 			if err := keepOperatorLogin(ctx, c, password, acl.operatorUser); err != nil {
 				return fmt.Errorf("pod %s: %w", pod.Name, err)
 			}
