@@ -157,13 +157,23 @@ func (p Plugin) podStatus(ctx context.Context, res *resource, pod *corev1.Pod) P
 	defer stop()
 	pool := redis.NewPool(redis.Options{})
 	defer func() { _ = pool.Close() }()
-	c, err := pool.Client(redis.NewEndpoint("127.0.0.1", local, redis.Auth{Password: password}).WithTLS(tlsConfig))
+	auth := redis.Auth{Password: password}
+	if password != "" && !sentinel {
+		// An ACL file may turn the default user off: the operator's own user then logs in.
+		auth.OrUsername = redis.OperatorUser
+	}
+	c, err := pool.Client(redis.NewEndpoint("127.0.0.1", local, auth).WithTLS(tlsConfig))
 	if err != nil {
 		st.Error = err.Error()
 		return st
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// A refused first user moves the client to the second; the commands below report the rest.
+	if err := c.Ping(cctx); err != nil && !redis.IsAuthError(err) {
+		st.Error = err.Error()
+		return st
+	}
 	if err := fillFromRedis(cctx, c, res.kind == "RedisCluster", sentinel, &st); err != nil {
 		st.Error = err.Error()
 	}
