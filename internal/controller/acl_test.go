@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -292,14 +291,7 @@ func TestReplicationTurnsTheDefaultUserOffInPlace(t *testing.T) {
 
 	// The master dies: a replica is promoted, the other follows it, and the old master comes
 	// back with its data as a replica: every link logs in as the operator's user.
-	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
-	promoted := f.waitPromoted()
-	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
-		return f.redis(promoted).Set(f.ctx, "after", "failover", 0).Err()
-	})
-	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
-	f.waitReady(promoted)
-	f.checkTopology(promoted, map[string]string{"before": "off", "after": "failover"})
+	f.masterDiesAndRejoins(map[string]string{"before": "off"})
 }
 
 // A RedisCluster with an ACL Secret: a user is held to its key pattern across the shards, an

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"syscall"
 	"testing"
@@ -270,15 +271,23 @@ func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
 	if n, err := f.redis("rr-0").Wait(f.ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
 		t.Fatalf("WAIT 2 = %d, %v", n, err)
 	}
+	f.masterDiesAndRejoins(map[string]string{"before": "failover"})
+}
+
+// masterDiesAndRejoins kills the master rr-0: a replica is promoted and takes a write, the old
+// master comes back with its data as its replica, and every pod holds keys and that write.
+func (f *replicationFixture) masterDiesAndRejoins(keys map[string]string) {
+	f.t.Helper()
 	old := f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
 	promoted := f.waitPromoted()
-	waitUntil(t, 15*time.Second, promoted+" accepts writes", func() error {
+	waitUntil(f.t, 15*time.Second, promoted+" accepts writes", func() error {
 		return f.redis(promoted).Set(f.ctx, "after", "failover", 0).Err()
 	})
-
 	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, old.dataDir)
 	f.waitReady(promoted)
-	f.checkTopology(promoted, map[string]string{"before": "failover", "after": "failover"})
+	want := maps.Clone(keys)
+	want["after"] = "failover"
+	f.checkTopology(promoted, want)
 }
 
 // The master freezes (as when cut off the network) while its pod stays ready, so no pod event
