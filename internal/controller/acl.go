@@ -200,6 +200,21 @@ type aclReload struct {
 	recorder recorder.EventRecorder
 }
 
+// afterLoad keeps the operator's login on a pod that just ran ACL LOAD and returns a client
+// with fresh connections. Connections logged in before the load can restore the password of a
+// stale file (the new one may not log in until then), unless the file took their user's rights
+// (the default user turned off) or removed it: new connections then log in as the file says.
+// Either way no connection stays on a user the file changed.
+func (a aclReload) afterLoad(ctx context.Context, c *redis.Client, ep redis.Endpoint, password string, operatorUser bool) (*redis.Client, error) {
+	loginErr := keepOperatorLogin(ctx, c, password, operatorUser)
+	a.pool.Evict(ep)
+	c, err := a.pool.Client(ep)
+	if err != nil || loginErr == nil {
+		return c, err
+	}
+	return c, keepOperatorLogin(ctx, c, password, operatorUser)
+}
+
 func (a aclReload) reload(ctx context.Context, owner client.Object, objects *builder.Objects, pods []corev1.Pod,
 	port int, password string, acl aclState, tlsConfig *tls.Config, requeue func(time.Duration, string)) error {
 	marker := ""
@@ -240,19 +255,8 @@ func (a aclReload) reload(ctx context.Context, owner client.Object, objects *bui
 			errs = append(errs, fmt.Errorf("pod %s: %w", pod.Name, err))
 			continue
 		}
-		// Connections logged in before the load can restore the password of a stale file
-		// (the new one may not log in until then), unless the file took their user's rights
-		// (the default user turned off) or removed it: new connections then log in as the
-		// file says. Either way no connection stays on a user the file changed.
-		loginErr := keepOperatorLogin(ctx, c, password, acl.operatorUser)
-		a.pool.Evict(ep)
-		if c, err = a.pool.Client(ep); err != nil {
-			return err
-		}
-		if loginErr != nil {
-			if err := keepOperatorLogin(ctx, c, password, acl.operatorUser); err != nil {
-				return fmt.Errorf("pod %s: %w", pod.Name, err)
-			}
+		if c, err = a.afterLoad(ctx, c, ep, password, acl.operatorUser); err != nil {
+			return fmt.Errorf("pod %s: %w", pod.Name, err)
 		}
 		if users, err = c.ACLUsers(ctx); err != nil || !slices.Contains(users, marker) {
 			waiting = append(waiting, pod.Name)

@@ -272,13 +272,16 @@ func TestReplicationTurnsTheDefaultUserOffInPlace(t *testing.T) {
 			asDefault := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod(name).addr(builder.DefaultRedisPort), Password: f.password})
 			defer func() { _ = asDefault.Close() }()
 			if err := asDefault.Ping(f.ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
-				return fmt.Errorf("the default user still logs in: %v", err)
+				return fmt.Errorf("the default user still logs in: %w", err)
 			}
 			asOperator := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod(name).addr(builder.DefaultRedisPort), Username: redis.OperatorUser, Password: f.password})
 			defer func() { _ = asOperator.Close() }()
 			got, err := asOperator.ConfigGet(f.ctx, "masteruser").Result()
-			if err != nil || got["masteruser"] != redis.OperatorUser {
-				return fmt.Errorf("masteruser %v, %v", got, err)
+			if err != nil {
+				return err
+			}
+			if got["masteruser"] != redis.OperatorUser {
+				return fmt.Errorf("masteruser %v", got)
 			}
 			return nil
 		})
