@@ -113,8 +113,11 @@ func TestClusterACLSecret(t *testing.T) {
 	}
 	c.waitReady(deleted)
 	c.assertShape()
+	appOptions := c.clientOptions() // the pods' addresses now
+	appOptions.Username, appOptions.Password = "app", "app-pass"
+	app := c.clientWith(appOptions)
 	for i := 0; i < 100; i++ {
-		if v, err := as("app", "app-pass").Get(ctx, fmt.Sprint("app:", i)).Int(); err != nil || v != i {
+		if v, err := app.Get(ctx, fmt.Sprint("app:", i)).Int(); err != nil || v != i {
 			t.Fatalf("app GET app:%d after the leader's deletion = %d, %v", i, v, err)
 		}
 	}
