@@ -124,7 +124,7 @@ func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecord
 	}
 	state = aclState{refused: message}
 	var live corev1.Secret
-	err = c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: builder.ACLSecretName(owner.GetName())}, &live)
+	err = c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: builder.ACLSecretName(owner.GetName())}, &live, OwnedSecret)
 	switch {
 	case err == nil && metav1.IsControlledBy(&live, owner) && len(live.Data[builder.ACLFileKey]) > 0:
 		state.kept = live.Data[builder.ACLFileKey]

@@ -278,7 +278,7 @@ func (p passwordRotation) tellSentinels(ctx context.Context, owner client.Object
 // password is being added to pods that run without).
 func (p passwordRotation) inEffect(ctx context.Context, owner client.Object) (password string, known bool, err error) {
 	var secret corev1.Secret
-	err = p.client.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: builder.AuthSecretName(owner.GetName())}, &secret)
+	err = p.client.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: builder.AuthSecretName(owner.GetName())}, &secret, OwnedSecret)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", true, nil

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,11 +28,14 @@ import (
 //     Secret metadata only (names, labels, resource versions: no data).
 
 // CacheOptions are the manager's cache options: the watched namespaces (none: every
-// namespace) and, for Secrets, only those the operator owns.
+// namespace) and, for Secrets, only those the operator owns. Pods, the most numerous objects
+// cached, are kept without their managed fields, which the operator never reads for them (it
+// patches their labels with a merge patch) and which weigh as much as the rest of a pod.
 func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: ownedSecrets()},
+			&corev1.Pod{}:    {Transform: cache.TransformStripManagedFields()},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -48,10 +52,20 @@ func ownedSecrets() labels.Selector {
 }
 
 // ReadNamedSecrets returns c, except that a Secret the cache does not hold (one the operator
-// does not own) is read from the API server: an uncached, by-name read.
+// does not own) is read from the API server: an uncached, by-name read. A Get with
+// OwnedSecret stays in the cache.
 func ReadNamedSecrets(c client.Client, api client.Reader) client.Client {
 	return &secretReadingClient{Client: c, api: api}
 }
+
+// OwnedSecret marks a Get of a Secret the operator owns (an auth or ACL Secret it renders):
+// the cache holds every one that exists, so a miss means there is none, and asking the API
+// server would only cost a request per reconcile of every resource without one.
+var OwnedSecret client.GetOption = ownedSecretOption{}
+
+type ownedSecretOption struct{}
+
+func (ownedSecretOption) ApplyToGet(*client.GetOptions) {}
 
 type secretReadingClient struct {
 	client.Client
@@ -60,7 +74,7 @@ type secretReadingClient struct {
 
 func (c *secretReadingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	err := c.Client.Get(ctx, key, obj, opts...)
-	if _, isSecret := obj.(*corev1.Secret); isSecret && apierrors.IsNotFound(err) {
+	if _, isSecret := obj.(*corev1.Secret); isSecret && apierrors.IsNotFound(err) && !slices.Contains(opts, OwnedSecret) {
 		return c.api.Get(ctx, key, obj, opts...)
 	}
 	return err
