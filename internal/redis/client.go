@@ -117,6 +117,8 @@ func (c *Client) slowClient() (*goredis.Client, error) {
 		opts := c.goRedisOptions()
 		opts.ReadTimeout = slowCommandCap
 		opts.PoolSize = 1
+		opts.PipelineReadBufferSize = migrationBufferSize
+		opts.PipelineWriteBufferSize = migrationBufferSize
 		c.slow = goredis.NewClient(opts)
 		c.slow.AddHook(commandHook{c})
 	}

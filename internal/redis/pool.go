@@ -234,6 +234,14 @@ func closeAll(clients []*Client) {
 	}
 }
 
+// commandBufferSize is each connection's read and write buffer: a topology read's replies
+// fit in a few of them.
+const commandBufferSize = 4 << 10
+
+// migrationBufferSize is the buffers of the connection that moves keys, whose pipelined
+// MIGRATE batches carry up to thousands of key names.
+const migrationBufferSize = 64 << 10
+
 func newGoRedisOptions(addr string, auth Auth, o Options) *goredis.Options {
 	return &goredis.Options{
 		Addr:                  addr,
@@ -250,7 +258,15 @@ func newGoRedisOptions(addr string, auth Auth, o Options) *goredis.Options {
 		DialerRetries:   1,
 		PoolSize:        o.PoolSize,
 		ConnMaxIdleTime: o.ConnMaxIdleTime,
-		TLSConfig:       o.TLSConfig,
+		// The operator keeps a connection to every pod it manages, plus one for pipelines:
+		// go-redis's default buffers (32 KiB, 128 KiB for pipelines, each way) would hold
+		// ~320 KiB per pod, most of the operator's memory at a few hundred pods. Replies
+		// longer than a buffer are still read whole; the slot-moving client asks for more.
+		ReadBufferSize:          commandBufferSize,
+		WriteBufferSize:         commandBufferSize,
+		PipelineReadBufferSize:  commandBufferSize,
+		PipelineWriteBufferSize: commandBufferSize,
+		TLSConfig:               o.TLSConfig,
 		// Plain Redis: no client library identity or vendor maintenance handshakes.
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
