@@ -168,6 +168,9 @@ type scopeBase struct {
 	clusterStage string
 	// acl is what the acl phase found in spec.acl.secret.
 	acl aclState
+	// showStatus writes the status as it stands, before a phase that may take long (a slice
+	// of slot moves), so that users see what is under way while it runs.
+	showStatus func(context.Context) error
 }
 
 func (b *scopeBase) base() *scopeBase { return b }
@@ -205,6 +208,23 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	before := obj.DeepCopyObject().(T)
 	common := commonStatusOf(obj)
 	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(), uid: obj.GetUID()}})
+	s.base().showStatus = func(ctx context.Context) error {
+		shown := obj.DeepCopyObject().(T)
+		// Not every phase has run: the generation is not claimed as acted on yet.
+		settleObservedGeneration(commonStatusOf(shown), shown.GetGeneration(), false)
+		settleCompatibleState(shown, s.base().clusterStage)
+		if equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(shown).Interface()) {
+			return nil
+		}
+		base := shown.DeepCopyObject().(T)
+		statusOf(base).Set(statusOf(before))
+		if err := patchStatus(ctx, c, shown, base, true); err != nil {
+			return err
+		}
+		// The final write is a patch from what was shown.
+		statusOf(before).Set(statusOf(shown))
+		return nil
+	}
 	defer func() {
 		s.base().acl.report(s.base().conditions)
 		settleObservedGeneration(common, obj.GetGeneration(), err == nil)

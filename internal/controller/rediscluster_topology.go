@@ -70,6 +70,12 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 			reason = ReasonResharding
 		}
 		s.progressUnlessOutage(r, reason, summarizeSteps(plan.Steps))
+		if reason == ReasonResharding {
+			// Moving slots takes up to a slice (seconds): say so before, not after.
+			if err := s.showStatus(ctx); err != nil {
+				return false, err
+			}
+		}
 		if err := r.runSteps(ctx, s, plan.Steps); err != nil {
 			return false, err
 		}
