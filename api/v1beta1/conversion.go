@@ -3,6 +3,9 @@ package v1beta1
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,17 +29,21 @@ const (
 	V1beta1FieldsAnnotation = "redis.redis.opstreelabs.in/v1beta1-fields"
 )
 
-// The v1beta2 spec fields (JSON names) with no v1beta1 counterpart, per kind. securityContext
-// is among them: in v1beta2 it is the container's, while v1beta1's securityContext is the
-// pod's and maps to v1beta2's podSecurityContext.
+// The spec of each kind converts field by field through one specMapping: a v1beta1 field
+// converts to the v1beta2 field of the same name and type, so the parts the kinds share
+// (kubernetesConfig, storage, redisExporter, TLS, probes, placement, ...) convert by one
+// rule for all four kinds. The v1beta2 fields left unpaired are those v1beta1 cannot express.
 var (
-	redisHubOnly            = []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env"}
-	redisClusterHubOnly     = []string{"hostNetwork", "hostPort", "port", "redisConfig", "podManagementPolicy", "acl", "initContainer", "env"}
-	redisReplicationHubOnly = []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env",
-		"pdb", "podManagementPolicy", "sentinel", "topologySpreadConstraints"}
-	redisSentinelHubOnly = []string{"hostPort", "securityContext", "initContainer", "terminationGracePeriodSeconds", "env",
-		"podManagementPolicy", "redisExporter", "topologySpreadConstraints", "volumeMount"}
+	redisSpecs            = mustMapSpec[RedisSpec, v1beta2.RedisSpec]()
+	redisClusterSpecs     = mustMapSpec[RedisClusterSpec, v1beta2.RedisClusterSpec]("NodeSelector", "Tolerations")
+	redisReplicationSpecs = mustMapSpec[RedisReplicationSpec, v1beta2.RedisReplicationSpec]()
+	redisSentinelSpecs    = mustMapSpec[RedisSentinelSpec, v1beta2.RedisSentinelSpec]()
 )
+
+// spokeRenames names the v1beta1 spec fields whose v1beta2 counterpart is named otherwise.
+// v1beta1's securityContext is the pod's, v1beta2's podSecurityContext; v1beta2's
+// securityContext is the container's and has no v1beta1 counterpart.
+var spokeRenames = map[string]string{"SecurityContext": "PodSecurityContext"}
 
 var (
 	_ conversion.Convertible = &Redis{}
@@ -46,32 +53,13 @@ var (
 )
 
 // ConvertTo converts this Redis to the hub version.
-//
-//nolint:dupl // each kind's conversion copies its own fields one by one, so kinds look alike
 func (src *Redis) ConvertTo(dstRaw conversion.Hub) error {
 	dst, ok := dstRaw.(*v1beta2.Redis)
 	if !ok {
 		return fmt.Errorf("convert Redis to %T: not the hub", dstRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = v1beta2.RedisSpec{
-		KubernetesConfig:   s.KubernetesConfig,
-		RedisExporter:      s.RedisExporter,
-		RedisConfig:        s.RedisConfig,
-		Storage:            s.Storage,
-		NodeSelector:       s.NodeSelector,
-		PodSecurityContext: s.SecurityContext,
-		PriorityClassName:  s.PriorityClassName,
-		Affinity:           s.Affinity,
-		Tolerations:        s.Tolerations,
-		TLS:                s.TLS,
-		ReadinessProbe:     s.ReadinessProbe,
-		LivenessProbe:      s.LivenessProbe,
-		Sidecars:           s.Sidecars,
-		ServiceAccountName: s.ServiceAccountName,
-	}
-	dst.Status = src.Status
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisSpecs.toHub(&src.Spec, &dst.Spec)
 	return restoreHubFields(&dst.ObjectMeta, &dst.Spec)
 }
 
@@ -81,26 +69,9 @@ func (dst *Redis) ConvertFrom(srcRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("convert %T to Redis: not the hub", srcRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = RedisSpec{
-		KubernetesConfig:   s.KubernetesConfig,
-		RedisExporter:      s.RedisExporter,
-		RedisConfig:        s.RedisConfig,
-		Storage:            s.Storage,
-		NodeSelector:       s.NodeSelector,
-		SecurityContext:    s.PodSecurityContext,
-		PriorityClassName:  s.PriorityClassName,
-		Affinity:           s.Affinity,
-		Tolerations:        s.Tolerations,
-		TLS:                s.TLS,
-		ReadinessProbe:     s.ReadinessProbe,
-		LivenessProbe:      s.LivenessProbe,
-		Sidecars:           s.Sidecars,
-		ServiceAccountName: s.ServiceAccountName,
-	}
-	dst.Status = src.Status
-	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisHubOnly)
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisSpecs.fromHub(&src.Spec, &dst.Spec)
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisSpecs.hubOnly)
 }
 
 // ConvertTo converts this RedisCluster to the hub version. The top-level nodeSelector and
@@ -111,24 +82,10 @@ func (src *RedisCluster) ConvertTo(dstRaw conversion.Hub) error {
 		return fmt.Errorf("convert RedisCluster to %T: not the hub", dstRaw)
 	}
 	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = v1beta2.RedisClusterSpec{
-		Size:               s.Size,
-		KubernetesConfig:   s.KubernetesConfig,
-		ClusterVersion:     s.ClusterVersion,
-		RedisLeader:        *s.RedisLeader.DeepCopy(),
-		RedisFollower:      *s.RedisFollower.DeepCopy(),
-		RedisExporter:      s.RedisExporter,
-		Storage:            s.Storage,
-		PodSecurityContext: s.SecurityContext,
-		PriorityClassName:  s.PriorityClassName,
-		Resources:          s.Resources,
-		TLS:                s.TLS,
-		Sidecars:           s.Sidecars,
-		ServiceAccountName: s.ServiceAccountName,
-		PersistenceEnabled: s.PersistenceEnabled,
-	}
-	dst.Status = src.Status
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisClusterSpecs.toHub(&src.Spec, &dst.Spec)
+	// The roles are copies of their own, not shared with src: their placement is rewritten below.
+	dst.Spec.RedisLeader, dst.Spec.RedisFollower = *s.RedisLeader.DeepCopy(), *s.RedisFollower.DeepCopy()
 	if err := restoreHubFields(&dst.ObjectMeta, &dst.Spec); err != nil {
 		return err
 	}
@@ -160,25 +117,10 @@ func (dst *RedisCluster) ConvertFrom(srcRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("convert %T to RedisCluster: not the hub", srcRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = RedisClusterSpec{
-		Size:               s.Size,
-		KubernetesConfig:   s.KubernetesConfig,
-		ClusterVersion:     s.ClusterVersion,
-		RedisLeader:        *s.RedisLeader.DeepCopy(),
-		RedisFollower:      *s.RedisFollower.DeepCopy(),
-		RedisExporter:      s.RedisExporter,
-		Storage:            s.Storage,
-		SecurityContext:    s.PodSecurityContext,
-		PriorityClassName:  s.PriorityClassName,
-		Resources:          s.Resources,
-		TLS:                s.TLS,
-		Sidecars:           s.Sidecars,
-		ServiceAccountName: s.ServiceAccountName,
-		PersistenceEnabled: s.PersistenceEnabled,
-	}
-	dst.Status = src.Status
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisClusterSpecs.fromHub(&src.Spec, &dst.Spec)
+	// The roles are copies of their own, not shared with src: their placement is rewritten below.
+	dst.Spec.RedisLeader, dst.Spec.RedisFollower = *src.Spec.RedisLeader.DeepCopy(), *src.Spec.RedisFollower.DeepCopy()
 	if raw, ok := dst.Annotations[V1beta1FieldsAnnotation]; ok {
 		var placement clusterPlacement
 		if err := json.Unmarshal([]byte(raw), &placement); err != nil {
@@ -202,7 +144,7 @@ func (dst *RedisCluster) ConvertFrom(srcRaw conversion.Hub) error {
 			}
 		}
 	}
-	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisClusterHubOnly)
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisClusterSpecs.hubOnly)
 }
 
 // clusterPlacement is the v1beta1-only placement of a RedisCluster, kept on the v1beta2 object.
@@ -229,26 +171,8 @@ func (src *RedisReplication) ConvertTo(dstRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("convert RedisReplication to %T: not the hub", dstRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = v1beta2.RedisReplicationSpec{
-		Size:               s.Size,
-		KubernetesConfig:   s.KubernetesConfig,
-		RedisExporter:      s.RedisExporter,
-		RedisConfig:        s.RedisConfig,
-		Storage:            s.Storage,
-		NodeSelector:       s.NodeSelector,
-		PodSecurityContext: s.SecurityContext,
-		PriorityClassName:  s.PriorityClassName,
-		Affinity:           s.Affinity,
-		Tolerations:        s.Tolerations,
-		TLS:                s.TLS,
-		ReadinessProbe:     s.ReadinessProbe,
-		LivenessProbe:      s.LivenessProbe,
-		Sidecars:           s.Sidecars,
-		ServiceAccountName: s.ServiceAccountName,
-	}
-	dst.Status = src.Status
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisReplicationSpecs.toHub(&src.Spec, &dst.Spec)
 	return restoreHubFields(&dst.ObjectMeta, &dst.Spec)
 }
 
@@ -258,56 +182,19 @@ func (dst *RedisReplication) ConvertFrom(srcRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("convert %T to RedisReplication: not the hub", srcRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = RedisReplicationSpec{
-		Size:               s.Size,
-		KubernetesConfig:   s.KubernetesConfig,
-		RedisExporter:      s.RedisExporter,
-		RedisConfig:        s.RedisConfig,
-		Storage:            s.Storage,
-		NodeSelector:       s.NodeSelector,
-		SecurityContext:    s.PodSecurityContext,
-		PriorityClassName:  s.PriorityClassName,
-		Affinity:           s.Affinity,
-		Tolerations:        s.Tolerations,
-		TLS:                s.TLS,
-		ReadinessProbe:     s.ReadinessProbe,
-		LivenessProbe:      s.LivenessProbe,
-		Sidecars:           s.Sidecars,
-		ServiceAccountName: s.ServiceAccountName,
-	}
-	dst.Status = src.Status
-	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisReplicationHubOnly)
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisReplicationSpecs.fromHub(&src.Spec, &dst.Spec)
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisReplicationSpecs.hubOnly)
 }
 
 // ConvertTo converts this RedisSentinel to the hub version.
-//
-//nolint:dupl // each kind's conversion copies its own fields one by one, so kinds look alike
 func (src *RedisSentinel) ConvertTo(dstRaw conversion.Hub) error {
 	dst, ok := dstRaw.(*v1beta2.RedisSentinel)
 	if !ok {
 		return fmt.Errorf("convert RedisSentinel to %T: not the hub", dstRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = v1beta2.RedisSentinelSpec{
-		Size:                s.Size,
-		KubernetesConfig:    s.KubernetesConfig,
-		RedisSentinelConfig: s.RedisSentinelConfig,
-		NodeSelector:        s.NodeSelector,
-		PodSecurityContext:  s.SecurityContext,
-		PriorityClassName:   s.PriorityClassName,
-		Affinity:            s.Affinity,
-		Tolerations:         s.Tolerations,
-		TLS:                 s.TLS,
-		PodDisruptionBudget: s.PodDisruptionBudget,
-		ReadinessProbe:      s.ReadinessProbe,
-		LivenessProbe:       s.LivenessProbe,
-		Sidecars:            s.Sidecars,
-		ServiceAccountName:  s.ServiceAccountName,
-	}
-	dst.Status = src.Status
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisSentinelSpecs.toHub(&src.Spec, &dst.Spec)
 	return restoreHubFields(&dst.ObjectMeta, &dst.Spec)
 }
 
@@ -317,26 +204,84 @@ func (dst *RedisSentinel) ConvertFrom(srcRaw conversion.Hub) error {
 	if !ok {
 		return fmt.Errorf("convert %T to RedisSentinel: not the hub", srcRaw)
 	}
-	s := src.Spec
-	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
-	dst.Spec = RedisSentinelSpec{
-		Size:                s.Size,
-		KubernetesConfig:    s.KubernetesConfig,
-		RedisSentinelConfig: s.RedisSentinelConfig,
-		NodeSelector:        s.NodeSelector,
-		SecurityContext:     s.PodSecurityContext,
-		PriorityClassName:   s.PriorityClassName,
-		Affinity:            s.Affinity,
-		Tolerations:         s.Tolerations,
-		TLS:                 s.TLS,
-		PodDisruptionBudget: s.PodDisruptionBudget,
-		ReadinessProbe:      s.ReadinessProbe,
-		LivenessProbe:       s.LivenessProbe,
-		Sidecars:            s.Sidecars,
-		ServiceAccountName:  s.ServiceAccountName,
+	dst.ObjectMeta, dst.Status = *src.ObjectMeta.DeepCopy(), src.Status
+	redisSentinelSpecs.fromHub(&src.Spec, &dst.Spec)
+	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisSentinelSpecs.hubOnly)
+}
+
+// specMapping pairs the fields of a v1beta1 spec S with the fields of the v1beta2 spec H
+// they convert to.
+type specMapping[S, H any] struct {
+	pairs [][2]int // index of the field in S, index of its counterpart in H
+	// hubOnly are the JSON names of the fields of H that no field of S converts to.
+	hubOnly []string
+}
+
+// mustMapSpec is mapSpec for the package's own kinds, whose specs are fixed at compile time:
+// a v1beta1 field without a v1beta2 counterpart stops the operator (and every test) at start.
+func mustMapSpec[S, H any](spokeOnly ...string) specMapping[S, H] {
+	m, err := mapSpec[S, H](spokeOnly...)
+	if err != nil {
+		panic(err)
 	}
-	dst.Status = src.Status
-	return keepHubFields(&dst.ObjectMeta, &src.Spec, redisSentinelHubOnly)
+	return m
+}
+
+// mapSpec pairs each field of S, except those named in spokeOnly, with the field of H of the
+// same name (or its spokeRenames name) and the same type.
+func mapSpec[S, H any](spokeOnly ...string) (specMapping[S, H], error) {
+	var m specMapping[S, H]
+	spoke, hub := reflect.TypeFor[S](), reflect.TypeFor[H]()
+	paired := make([]bool, hub.NumField())
+	for i := range spoke.NumField() {
+		f := spoke.Field(i)
+		if slices.Contains(spokeOnly, f.Name) {
+			continue
+		}
+		name := f.Name
+		if renamed, ok := spokeRenames[name]; ok {
+			name = renamed
+		}
+		h, ok := hub.FieldByName(name)
+		if !ok || len(h.Index) != 1 || h.Type != f.Type {
+			return m, fmt.Errorf("%s.%s has no counterpart %s.%s of type %s", spoke, f.Name, hub, name, f.Type)
+		}
+		m.pairs = append(m.pairs, [2]int{i, h.Index[0]})
+		paired[h.Index[0]] = true
+	}
+	for i := range hub.NumField() {
+		if !paired[i] {
+			m.hubOnly = append(m.hubOnly, jsonName(hub.Field(i)))
+		}
+	}
+	return m, nil
+}
+
+// toHub sets hub to spoke converted: each paired field copied, the others zero.
+func (m specMapping[S, H]) toHub(spoke *S, hub *H) {
+	var zero H
+	*hub = zero
+	s, h := reflect.ValueOf(spoke).Elem(), reflect.ValueOf(hub).Elem()
+	for _, p := range m.pairs {
+		h.Field(p[1]).Set(s.Field(p[0]))
+	}
+}
+
+// fromHub sets spoke to hub converted: each paired field copied, the others zero.
+func (m specMapping[S, H]) fromHub(hub *H, spoke *S) {
+	var zero S
+	*spoke = zero
+	s, h := reflect.ValueOf(spoke).Elem(), reflect.ValueOf(hub).Elem()
+	for _, p := range m.pairs {
+		s.Field(p[0]).Set(h.Field(p[1]))
+	}
+}
+
+func jsonName(f reflect.StructField) string {
+	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" {
+		return name
+	}
+	return f.Name
 }
 
 // keepHubFields stores the named fields of a hub spec (those set) in the v1beta2-fields
