@@ -125,7 +125,7 @@ func Compute(design Design, members []Member) Plan {
 	if !ok {
 		return plan
 	}
-	stages := []func(*observed) Plan{meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, rebalance, replicasListed, depart}
+	stages := []func(*observed) Plan{meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, rebalance, replicasListed, depart, spread}
 	for _, stage := range stages {
 		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
 			return p
@@ -546,7 +546,7 @@ func (o *observed) moveSpareReplica(shards []*shard, perShard int) (Step, bool) 
 				if r.Role != Follower {
 					continue
 				}
-				if best == nil || (o.sameNode(best, needy) && !o.sameNode(r, needy)) {
+				if best == nil || o.betterToMove(r, best, needy, rich) {
 					best = r
 				}
 			}
@@ -558,6 +558,15 @@ func (o *observed) moveSpareReplica(shards []*shard, perShard int) (Step, bool) 
 		}
 	}
 	return Step{}, false
+}
+
+// betterToMove: r is a better replica than best to send from rich to needy: off needy's
+// master's node first, then one sharing rich's master's node (see spread).
+func (o *observed) betterToMove(r, best *Member, needy, rich *shard) bool {
+	if o.sameNode(r, needy) != o.sameNode(best, needy) {
+		return !o.sameNode(r, needy)
+	}
+	return o.sameNode(r, rich) && !o.sameNode(best, rich)
 }
 
 func (o *observed) sameNode(m *Member, s *shard) bool {
