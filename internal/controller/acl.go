@@ -173,11 +173,6 @@ func keepOperatorLogin(ctx context.Context, c *redis.Client, password string, op
 	}
 	sum := sha256.Sum256([]byte(password))
 	hash := hex.EncodeToString(sum[:])
-	// A new connection may first try a user the loaded file lacks: its refusal moves the
-	// client to the other one, which the commands below then use (their errors are reported).
-	if err := c.Ping(ctx); err != nil && !redis.IsAuthError(err) {
-		return err
-	}
 	if operatorUser {
 		if err := c.EnsureOperatorUser(ctx, hash); err != nil {
 			return err

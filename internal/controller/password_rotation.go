@@ -301,21 +301,15 @@ func (p passwordRotation) connect(ctx context.Context, ep redis.Endpoint, passwo
 		if err != nil {
 			return nil, err
 		}
-		// With two users to log in as, a refusal switches the client to the other one.
-		attempts := 1
-		if ep.Auth.OrUsername != "" {
-			attempts = 2
+		// The client itself tries the second user, if any, when the first is refused.
+		err = c.Ping(ctx)
+		if err == nil {
+			return c, nil
 		}
-		for range attempts {
-			err = c.Ping(ctx)
-			if err == nil {
-				return c, nil
-			}
-			if !redis.IsAuthError(err) {
-				return nil, err
-			}
-			last = err
+		if !redis.IsAuthError(err) {
+			return nil, err
 		}
+		last = err
 	}
 	return nil, fmt.Errorf("neither the new nor the old password is accepted: %w", last)
 }

@@ -169,11 +169,6 @@ func (p Plugin) podStatus(ctx context.Context, res *resource, pod *corev1.Pod) P
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	// A refused first user moves the client to the second; the commands below report the rest.
-	if err := c.Ping(cctx); err != nil && !redis.IsAuthError(err) {
-		st.Error = err.Error()
-		return st
-	}
 	if err := fillFromRedis(cctx, c, res.kind == "RedisCluster", sentinel, &st); err != nil {
 		st.Error = err.Error()
 	}

@@ -1,7 +1,15 @@
 package redis_test
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -9,9 +17,31 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
+// commandTally counts, by name, the commands a pool sends (logins included).
+type commandTally struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (t *commandTally) onCommand(_, command string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[string]int{}
+	}
+	t.seen[command]++
+}
+
+func (t *commandTally) count(command string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seen[command]
+}
+
 // A client with a second user logs in as whichever of the two the server accepts: the
 // operator's own ACL user appears (or the default user is turned off) only once a pod has
-// loaded its new aclfile, and the client follows without being rebuilt.
+// loaded its new aclfile, and the client follows without being rebuilt, the command that met
+// the refusal included.
 func TestClientFallsBackToItsSecondUser(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -20,18 +50,19 @@ func TestClientFallsBackToItsSecondUser(t *testing.T) {
 	admin := goredis.NewClient(&goredis.Options{Addr: server.Addr(), Password: password})
 	t.Cleanup(func() { _ = admin.Close() })
 
-	// The server knows only the default user: the operator's user is refused, then the
-	// default user is used.
-	pool := newPool(t, redis.Options{})
+	// The server knows only the default user: the operator's user is refused, and the same
+	// PING is sent again as the default user.
+	var tally commandTally
+	pool := newPool(t, redis.Options{OnCommand: tally.onCommand})
 	c, err := pool.Client(server.Endpoint(redis.Auth{Username: "redis-operator", Password: password, OrUsername: redis.DefaultUser}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Ping(ctx); err == nil || !redis.IsAuthError(err) {
-		t.Fatalf("first PING as an unknown user = %v, want an authentication error", err)
-	}
 	if err := c.Ping(ctx); err != nil {
-		t.Fatalf("PING as the default user: %v", err)
+		t.Fatalf("first PING, the operator's user unknown: %v", err)
+	}
+	if pings, logins := tally.count("ping"), tally.count("hello"); pings != 2 || logins != 2 {
+		t.Errorf("first PING: %d PING tries and %d logins, want 2 and 2 (one refused, one accepted)", pings, logins)
 	}
 
 	// The aclfile now adds the operator's user and turns the default user off: a client that
@@ -42,27 +73,209 @@ func TestClientFallsBackToItsSecondUser(t *testing.T) {
 	if err := admin.Do(ctx, "acl", "setuser", "default", "off").Err(); err != nil {
 		t.Fatal(err)
 	}
-	other := newPool(t, redis.Options{})
-	c, err = other.Client(server.Endpoint(redis.Auth{Password: password, OrUsername: "redis-operator"}))
+	tally = commandTally{}
+	c, err = newPool(t, redis.Options{OnCommand: tally.onCommand}).Client(server.Endpoint(redis.Auth{Password: password, OrUsername: "redis-operator"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Ping(ctx); err == nil || !redis.IsAuthError(err) {
-		t.Fatalf("first PING as the disabled default user = %v, want an authentication error", err)
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("first PING, the default user off: %v", err)
 	}
-	for range 3 { // the next connections keep the user that worked
+	for range 3 { // the connection logged in as the user that worked is kept
 		if err := c.Ping(ctx); err != nil {
 			t.Fatalf("PING as redis-operator: %v", err)
 		}
 	}
-	// Wrong credentials are refused as both users, never taken as some other login.
-	wrong, err := newPool(t, redis.Options{}).Client(server.Endpoint(redis.Auth{Password: "wrong", OrUsername: "redis-operator"}))
+	if logins := tally.count("hello"); logins != 2 {
+		t.Errorf("%d logins for 4 PINGs, want 2", logins)
+	}
+
+	// A pipeline's first login is refused the same way, and its commands are sent once more.
+	c, err = newPool(t, redis.Options{}).Client(server.Endpoint(redis.Auth{Password: password, OrUsername: "redis-operator"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.ObserveCluster(ctx); o.RoleErr != nil || o.Role.Kind != redis.RoleMaster || redis.IsAuthError(o.NodesErr) {
+		t.Errorf("first pipeline, the default user off: role %v, %v; CLUSTER NODES: %v", o.Role.Kind, o.RoleErr, o.NodesErr)
+	}
+}
+
+// Credentials neither user logs in with fail: the command is tried once as each user, not in
+// a loop, and a pipeline's commands each carry the refusal rather than an empty success.
+func TestClientWithWrongPasswordFailsAfterOneRetry(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	server := redistest.StartServer(t, redistest.ServerOptions{Password: "s3cret"})
+	var tally commandTally
+	wrong, err := newPool(t, redis.Options{OnCommand: tally.onCommand}).Client(server.Endpoint(redis.Auth{Password: "wrong", OrUsername: "redis-operator"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if err := wrong.Ping(ctx); err == nil || !redis.IsAuthError(err) {
+			t.Fatalf("PING with a wrong password = %v, want an authentication error", err)
+		}
+		if pings, logins := tally.count("ping"), tally.count("hello"); pings != 2*i || logins != 2*i {
+			t.Errorf("after %d PINGs with a wrong password: %d PING tries and %d logins, want %d each", i, pings, logins, 2*i)
+		}
+	}
+	if o := wrong.ObserveCluster(ctx); !redis.IsAuthError(o.RoleErr) || !redis.IsAuthError(o.NodesErr) || !redis.IsAuthError(o.InfoErr) {
+		t.Errorf("pipeline with a wrong password: ROLE %v, CLUSTER NODES %v, CLUSTER INFO %v; want authentication errors", o.RoleErr, o.NodesErr, o.InfoErr)
+	}
+
+	// Without a second user there is nothing to retry, and a pipeline fails the same.
+	tally = commandTally{}
+	single, err := newPool(t, redis.Options{OnCommand: tally.onCommand}).Client(server.Endpoint(redis.Auth{Password: "wrong"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Ping(ctx); err == nil || !redis.IsAuthError(err) || tally.count("ping") != 1 {
+		t.Errorf("PING with a wrong password and one user = %v after %d tries, want an authentication error after 1", err, tally.count("ping"))
+	}
+	if o := single.ObserveCluster(ctx); !redis.IsAuthError(o.RoleErr) {
+		t.Errorf("pipeline with a wrong password and one user: ROLE %v, want an authentication error", o.RoleErr)
+	}
+}
+
+// A refusal Redis replies to the command itself, on a connection that logged in, means the
+// command was executed: it is not sent again, and new connections keep their user.
+func TestClientDoesNotRetryACommandRefusedAfterLogin(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	server := startNoAuthServer(t)
+	// Idle connections expire at once, so that each PING logs a new connection in.
+	pool := newPool(t, redis.Options{ConnMaxIdleTime: time.Millisecond})
+	c, err := pool.Client(redis.NewEndpoint("127.0.0.1", server.port, redis.Auth{Username: "redis-operator", Password: "s3cret", OrUsername: redis.DefaultUser}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := wrong.Ping(ctx); err == nil || !redis.IsAuthError(err) {
-			t.Fatalf("PING with a wrong password = %v, want an authentication error", err)
+		if err := c.Ping(ctx); err == nil || !redis.IsAuthError(err) {
+			t.Fatalf("PING answered NOAUTH = %v, want an authentication error", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pings, users := server.seen()
+	if pings != 2 || len(users) != 2 || users[0] != "redis-operator" || users[1] != "redis-operator" {
+		t.Errorf("2 PINGs answered NOAUTH: server saw %d PINGs and logins as %v, want 2 PINGs, both logins as redis-operator", pings, users)
+	}
+}
+
+// noAuthServer speaks just enough RESP2 to accept AUTH (refusing HELLO, as a server before
+// Redis 6 does) and to answer every PING NOAUTH.
+type noAuthServer struct {
+	port  int
+	mu    sync.Mutex
+	pings int
+	users []string
+}
+
+func startNoAuthServer(t *testing.T) *noAuthServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &noAuthServer{port: l.Addr().(*net.TCPAddr).Port}
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	var connsMu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			connsMu.Lock()
+			conns = append(conns, conn)
+			connsMu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.serve(conn)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		connsMu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		connsMu.Unlock()
+		wg.Wait()
+	})
+	return s
+}
+
+func (s *noAuthServer) serve(conn net.Conn) {
+	rd := bufio.NewReader(conn)
+	for {
+		args, err := readCommand(rd)
+		if err != nil {
+			return
+		}
+		var reply string
+		switch strings.ToLower(args[0]) {
+		case "auth":
+			s.mu.Lock()
+			s.users = append(s.users, args[1])
+			s.mu.Unlock()
+			reply = "+OK\r\n"
+		case "ping":
+			s.mu.Lock()
+			s.pings++
+			s.mu.Unlock()
+			reply = "-NOAUTH Authentication required.\r\n"
+		default:
+			reply = "-ERR unknown command '" + args[0] + "'\r\n"
+		}
+		if _, err := io.WriteString(conn, reply); err != nil {
+			return
 		}
 	}
+}
+
+func (s *noAuthServer) seen() (pings int, users []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pings, append([]string(nil), s.users...)
+}
+
+// readCommand reads one command, an array of bulk strings, as clients send them.
+func readCommand(rd *bufio.Reader) ([]string, error) {
+	header, err := readLine(rd, '*')
+	if err != nil {
+		return nil, err
+	}
+	args := make([]string, header)
+	for i := range args {
+		size, err := readLine(rd, '$')
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("empty command")
+	}
+	return args, nil
+}
+
+func readLine(rd *bufio.Reader, kind byte) (int, error) {
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" || line[0] != kind {
+		return 0, fmt.Errorf("want %q, got %q", kind, line)
+	}
+	return strconv.Atoi(line[1:])
 }

@@ -27,7 +27,7 @@ type Client struct {
 	commands  atomic.Uint64
 	poolTotal *atomic.Uint64
 	lastUsed  atomic.Int64 // Unix nanoseconds
-	// orUser: new connections log in as auth.OrUsername, the first user having been refused.
+	// orUser: new connections log in as auth.OrUsername, the other user having been refused.
 	orUser atomic.Bool
 }
 
@@ -45,28 +45,77 @@ func (c *Client) goRedisOptions() *goredis.Options {
 	o := newGoRedisOptions(c.addr, c.auth, c.opts)
 	if c.auth.OrUsername != "" {
 		o.Username, o.Password = "", ""
-		o.CredentialsProviderContext = func(context.Context) (string, string, error) {
-			return c.loginUser(), c.auth.Password, nil
+		o.CredentialsProviderContext = func(ctx context.Context) (string, string, error) {
+			orUser := c.orUser.Load()
+			if a := loginAttemptOf(ctx, c); a != nil {
+				a.asOrUser = orUser
+			}
+			if orUser {
+				return c.auth.OrUsername, c.auth.Password, nil
+			}
+			return c.auth.Username, c.auth.Password, nil
 		}
 	}
 	return o
 }
 
-// loginUser is the user new connections log in as.
-func (c *Client) loginUser() string {
-	if c.orUser.Load() {
-		return c.auth.OrUsername
-	}
-	return c.auth.Username
+// loginAttempt follows, through the context of one command (or pipeline), the login of the
+// connection it waits for: go-redis logs a new connection in (HELLO, then AUTH if HELLO
+// failed) with the command's context before writing the command, and a refused login
+// fails the command unsent, the connection discarded.
+type loginAttempt struct {
+	client *Client
+	// asOrUser: the last login tried auth.OrUsername.
+	asOrUser bool
+	// refused is the last login's refusal, nil when it was not refused.
+	refused error
 }
 
-// refusedAs switches new connections to the other user when Redis refused the credentials:
-// the pod has not loaded (or no longer has) the user tried. Connections already logged in
-// stay as they are.
-func (c *Client) refusedAs(err error) {
-	if err != nil && c.auth.OrUsername != "" && IsAuthError(err) {
-		c.orUser.Store(!c.orUser.Load())
+type loginAttemptKey struct{}
+
+func (c *Client) withLoginAttempt(ctx context.Context) (context.Context, *loginAttempt) {
+	a := &loginAttempt{client: c}
+	return context.WithValue(ctx, loginAttemptKey{}, a), a
+}
+
+func loginAttemptOf(ctx context.Context, c *Client) *loginAttempt {
+	if a, ok := ctx.Value(loginAttemptKey{}).(*loginAttempt); ok && a.client == c {
+		return a
 	}
+	return nil
+}
+
+// loggedIn records the outcome of a connection's login (its HELLO or AUTH). A refusal
+// switches new connections to the other user: the pod has not loaded (or no longer has) the
+// user tried. Away from the user tried rather than a toggle, so that concurrent refusals of
+// one user, or HELLO and AUTH both refused, switch once. Connections already logged in stay
+// as they are.
+func (c *Client) loggedIn(ctx context.Context, err error) {
+	a := loginAttemptOf(ctx, c)
+	if a == nil {
+		return
+	}
+	if !IsAuthError(err) {
+		a.refused = nil
+		return
+	}
+	a.refused = err
+	if c.auth.OrUsername != "" {
+		c.orUser.CompareAndSwap(a.asOrUser, !a.asOrUser)
+	}
+}
+
+// loginRefused reports whether err is the refusal of the login of the connection the command
+// waited for, which means the command was never sent. A refusal Redis replied to the command
+// itself (NOAUTH on a connection logged in earlier) is another error value.
+func (a *loginAttempt) loginRefused(err error) bool {
+	return a.refused != nil && errors.Is(err, a.refused)
+}
+
+// retriesRefusedLogin reports whether a command whose login was refused is worth sending once
+// more: the refusal switched new connections to the second user.
+func (a *loginAttempt) retriesRefusedLogin(err error) bool {
+	return a.client.auth.OrUsername != "" && a.loginRefused(err)
 }
 
 // Addr is the "host:port" this client talks to.

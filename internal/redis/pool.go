@@ -274,7 +274,9 @@ func newGoRedisOptions(addr string, auth Auth, o Options) *goredis.Options {
 }
 
 // commandHook counts commands and refuses, before anything is sent, any command that is
-// not on the allow-list.
+// not on the allow-list. It also sees the logins of new connections (HELLO, AUTH), which
+// go-redis sends through the same hooks, and sends a command once more, as the second user,
+// when its connection's login was refused.
 type commandHook struct{ c *Client }
 
 func (h commandHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
@@ -286,8 +288,20 @@ func (h commandHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 			return err
 		}
 		h.c.count(cmd.Args())
+		if name, _ := commandName(cmd.Args()); name == "hello" || name == "auth" {
+			err := next(ctx, cmd)
+			h.c.loggedIn(ctx, err)
+			return err
+		}
+		ctx, login := h.c.withLoginAttempt(ctx)
 		err := next(ctx, cmd)
-		h.c.refusedAs(err)
+		if login.retriesRefusedLogin(err) {
+			// Unsent, so sending it again is its first execution; once only, so that
+			// credentials neither user accepts fail rather than loop.
+			login.refused = nil
+			h.c.count(cmd.Args())
+			err = next(ctx, cmd)
+		}
 		return err
 	}
 }
@@ -303,6 +317,24 @@ func (h commandHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 		for _, cmd := range cmds {
 			h.c.count(cmd.Args())
 		}
-		return next(ctx, cmds)
+		ctx, login := h.c.withLoginAttempt(ctx)
+		err := next(ctx, cmds)
+		if login.retriesRefusedLogin(err) {
+			login.refused = nil
+			for _, cmd := range cmds {
+				h.c.count(cmd.Args())
+			}
+			err = next(ctx, cmds)
+		}
+		if login.loginRefused(err) {
+			// go-redis gives a pipeline's commands only errors that are not Redis replies, so
+			// after a refused login they would read as empty successes.
+			for _, cmd := range cmds {
+				if cmd.Err() == nil {
+					cmd.SetErr(err)
+				}
+			}
+		}
+		return err
 	}
 }
