@@ -45,7 +45,7 @@ func (w *workload) handOverHook() *corev1.Lifecycle {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), w.authSecretName != "", wait)},
+		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), w.authSecretName != "", w.busPort > 0, wait)},
 	}}}
 }
 
@@ -69,20 +69,28 @@ func (w *workload) tlsCLIFlags() string {
 // may have no replica connected for a moment: a cluster replica that won the election has left
 // it before it learns it is a replica.) A master that became a replica answers as one
 // for a second more, so that the operator sees whom it handed over to (a RedisReplication
-// records its new master from it).
-func handOverScript(port int32, cliFlags string, withPassword bool, wait int64) string {
+// records its new master from it). A cluster master that serves no slot (a scale-in's
+// departing master, its slots moved) has nothing to hand over and stops at once too, even if
+// a replica still follows it.
+func handOverScript(port int32, cliFlags string, withPassword, cluster bool, wait int64) string {
 	var lines []string
 	if withPassword {
 		lines = append(lines, fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, passwordFilePath, redisCLIAuthEnv),
 			fmt.Sprintf(`u="$(cat %s 2>/dev/null)"`, userFilePath))
 		cliFlags += ` ${u:+--user "$u"}`
 	}
-	return strings.Join(append(lines,
+	lines = append(lines,
 		fmt.Sprintf("end=$(($(date +%%s)+%d)); first=1", wait),
 		`while [ "$(date +%s)" -lt "$end" ]; do`,
 		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, cliFlags),
 		`  case "$r" in *role:master*) ;; *) [ -z "$first" ] && sleep 1; exit 0 ;; esac`,
-		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`,
+		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`)
+	if cluster {
+		// Its own CLUSTER NODES line has 8 fields, slot ranges follow them; a failed query
+		// counts none and waits as before.
+		lines = append(lines, fmt.Sprintf(`  if [ -n "$first" ]; then n=0; for f in $(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s cluster nodes 2>/dev/null | grep myself); do n=$((n+1)); done; [ "$n" -eq 8 ] && exit 0; fi`, port, cliFlags))
+	}
+	return strings.Join(append(lines,
 		fmt.Sprintf(`  if [ -n "$first" ]; then case "$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s client list 2>/dev/null)" in *name=sentinel-*) exit 0 ;; esac; fi`, port, cliFlags),
 		`  first=`,
 		`  sleep 0.2 2>/dev/null || sleep 1`,

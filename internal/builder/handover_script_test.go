@@ -1,0 +1,76 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
+)
+
+// The preStop script, run by a real shell with redis-cli against real cluster-mode servers: a
+// master that serves no slot (a scale-in's departing master) stops at once even though a
+// replica still follows it, while a master serving slots with a replica waits for its
+// hand-over.
+func TestHandOverScriptLetsAnEmptyClusterMasterStop(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatalf("redis-cli is needed (make packages installs redis-tools): %v", err)
+	}
+	servers := redistest.StartServers(t, 2, redistest.ServerOptions{Cluster: true})
+	master, replica := servers[0], servers[1]
+	ctx := context.Background()
+	mc := goredis.NewClient(&goredis.Options{Addr: master.Addr()})
+	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { _ = mc.Close(); _ = rc.Close() })
+	masterID, err := mc.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(ctx, "CLUSTER", "MEET", master.Host, master.Port, master.BusPort).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, 20*time.Second, "the replica attached to the empty master", func() error {
+		if err := rc.ClusterReplicate(ctx, masterID).Err(); err != nil {
+			return err
+		}
+		info, err := mc.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "connected_slaves:1") {
+			return errors.New("no replica connected yet")
+		}
+		return nil
+	})
+
+	run := func(limit time.Duration) error {
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		script := handOverScript(int32(master.Port), "", false, true, 60)
+		out, err := exec.CommandContext(ctx, "/bin/sh", "-c", script).CombinedOutput()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			t.Fatalf("hook failed: %v %s", err, out)
+		}
+		return nil
+	}
+	started := time.Now()
+	err = run(30 * time.Second)
+	t.Logf("the empty master's hook returned after %v", time.Since(started))
+	if err != nil {
+		t.Fatalf("the hook of a master serving no slot, with a replica, still waited (%v): a scale-in would hold its pod for the whole wait", err)
+	}
+	if err := mc.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(3 * time.Second); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the hook of a master serving slots, with a replica, did not wait for its hand-over: %v", err)
+	}
+}
