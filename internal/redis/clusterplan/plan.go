@@ -371,7 +371,8 @@ func replicate(o *observed) Plan {
 	}
 	var plan Plan
 	var waits []string
-	parked := 0 // designed replicas still with a departing master that serves slots
+	parked := 0        // designed replicas still with a departing master that serves slots
+	var attached []int // steps attaching an empty follower pod, whose targets may be exchanged
 	for _, m := range o.members {
 		if o.departing(&m) {
 			continue
@@ -384,6 +385,9 @@ func replicate(o *observed) Plan {
 		}
 		switch {
 		case p.step != nil:
+			if p.step.Kind == StepReplicate && m.Role == Follower && !o.self[m.Pod].IsReplica() {
+				attached = append(attached, len(plan.Steps))
+			}
 			plan.Steps = append(plan.Steps, *p.step)
 		case p.wait != "":
 			waits = append(waits, p.wait)
@@ -394,6 +398,7 @@ func replicate(o *observed) Plan {
 		}
 	}
 	if len(plan.Steps) > 0 {
+		o.uncolocate(plan.Steps, attached)
 		plan.Problems = nil
 		return plan
 	}

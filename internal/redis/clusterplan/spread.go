@@ -1,6 +1,10 @@
 package clusterplan
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rediskube/redis-operator/internal/redis"
+)
 
 // spread keeps each shard across two Kubernetes nodes at least. The scheduler places leader
 // and follower pods independently, so a follower can end up on its master's node (a pod
@@ -70,4 +74,51 @@ func (o *observed) allReplicasInSync() bool {
 		}
 	}
 	return true
+}
+
+// uncolocate exchanges the masters of two new followers' attachments when one would follow
+// a master on its own node and the exchange puts both off their master's node: followers are
+// attached one by one, so the last may find only its own node's shard left (which spread
+// would then have to undo with two full syncs). Each follower must already know its new
+// master, or REPLICATE would be refused.
+func (o *observed) uncolocate(steps []Step, attached []int) {
+	for _, i := range attached {
+		if !o.colocated(steps[i]) {
+			continue
+		}
+		for _, j := range attached {
+			a, b := steps[i], steps[j]
+			a.NodeID, b.NodeID, a.Reason, b.Reason = b.NodeID, a.NodeID, b.Reason, a.Reason
+			if i == j || o.colocated(a) || o.colocated(b) || !o.knowsNode(a.On, a.NodeID) || !o.knowsNode(b.On, b.NodeID) {
+				continue
+			}
+			steps[i], steps[j] = a, b
+			break
+		}
+	}
+}
+
+// colocated: the step makes its pod replicate a master on the pod's own node.
+func (o *observed) colocated(step Step) bool {
+	master, ok := o.ids[step.NodeID]
+	if !ok || master.NodeName == "" {
+		return false
+	}
+	for i := range o.members {
+		if o.members[i].Pod == step.On {
+			return o.members[i].NodeName == master.NodeName
+		}
+	}
+	return false
+}
+
+// knowsNode: the pod's view lists the node, past its handshake.
+func (o *observed) knowsNode(pod, id string) bool {
+	for i := range o.members {
+		if m := &o.members[i]; m.Pod == pod && m.View != nil {
+			n, ok := m.View.NodeByID(id)
+			return ok && !n.Is(redis.FlagHandshake)
+		}
+	}
+	return false
 }

@@ -117,3 +117,35 @@ func TestNoSwapWhenItWouldNotHelpOrIsUnsafe(t *testing.T) {
 		})
 	}
 }
+
+// Followers attached one by one in a bootstrap: the last would find only the shard on its own
+// node left; its target is exchanged with another new follower's so that none follows a master
+// on its node (no swap needed afterwards).
+func TestNewFollowersAreAttachedOffTheirMastersNodes(t *testing.T) {
+	nodes := healthy()
+	for i := 3; i < 6; i++ {
+		nodes[i].master = ""
+	}
+	nodeOf := map[string]string{
+		"c-leader-0": "a", "c-leader-1": "b", "c-leader-2": "c",
+		"c-follower-0": "b", "c-follower-1": "a", "c-follower-2": "c",
+	}
+	c := cluster{known: nodes}
+	members := placeOn(c.members(nodes), nodeOf)
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepReplicate, 3)
+	masters := map[string]bool{}
+	for _, s := range plan.Steps {
+		for _, n := range nodes {
+			if n.id() == s.NodeID {
+				if nodeOf[n.pod] == nodeOf[s.On] {
+					t.Errorf("%s would replicate %s on its own node %s: %v", s.On, n.pod, nodeOf[s.On], plan.Steps)
+				}
+				masters[n.pod] = true
+			}
+		}
+	}
+	if len(masters) != 3 {
+		t.Errorf("want one new follower per master, got %v", plan.Steps)
+	}
+}
