@@ -144,10 +144,15 @@ func measureOperatorResharding(t *testing.T, r *Resharding) {
 	moved = dbSizes(t, ns, "reshard-leader-3", "reshard-leader-4", "reshard-leader-5")
 	start := time.Now()
 	patchSize(t, ns, "reshard", 3)
+	shrinking := &conditionLog{}
 	waitFor(t, 10*time.Minute, "three masters Ready, the others gone", func() bool {
+		shrinking.observe(ns, "reshard")
 		return readyForGeneration(t, ns, "reshard") && len(clusterPodAddrs(t, ns)) == 6
 	})
 	r.OperatorIn = newReshard(moved, time.Since(start))
+	fmt.Println("\nscale-in 6→3 (seconds after the patch):")
+	printTimeline(t, ns, start)
+	shrinking.print(start)
 	t.Logf("operator 6→3: %+v", *r.OperatorIn)
 	cc = clusterClientOf(t, clusterPodAddrs(t, ns))
 	readKeys(t, cc)
