@@ -543,7 +543,7 @@ func bootstrap(t *testing.T) (ns string, start, podsReady, done time.Time) {
 		return !podsReady.IsZero() && clusterReady(t, ns, "bench", time.Time{})
 	})
 	done = time.Now()
-	printTimeline(t, ns, podsReady)
+	printTimeline(t, ns, "bootstrap timeline (seconds after every pod was ready)", podsReady)
 	waits.print(podsReady)
 	printStateOK(stateOK, podsReady)
 	fmt.Printf("pods ready at %s, pods ready → Ready %.2f s\n", podsReady.Format("15:04:05.000"), done.Sub(podsReady).Seconds())
@@ -608,17 +608,17 @@ func printStateOK(seen map[string]time.Time, ref time.Time) {
 
 // printTimeline shows the operator's Events of the bootstrap relative to all pods being ready,
 // to tell where the time after it goes.
-func printTimeline(t *testing.T, ns string, podsReady time.Time) {
+func printTimeline(t *testing.T, ns, title string, ref time.Time) {
 	var events eventsv1.EventList
 	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].EventTime.Time.Before(events.Items[j].EventTime.Time) })
-	fmt.Println("\nbootstrap timeline (seconds after every pod was ready):")
+	fmt.Printf("\n%s:\n", title)
 	for _, e := range events.Items {
 		if e.EventTime.IsZero() {
 			continue // the kubelet's and controllers' events, of the core API
 		}
-		fmt.Printf("  %+6.2f  %-20s %s\n", e.EventTime.Time.Sub(podsReady).Seconds(), e.Reason, e.Note)
+		fmt.Printf("  %+6.2f  %-20s %s\n", e.EventTime.Time.Sub(ref).Seconds(), e.Reason, e.Note)
 	}
 }

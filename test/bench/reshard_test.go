@@ -130,7 +130,7 @@ func measureOperatorResharding(t *testing.T, r *Resharding) {
 		return !newReady.IsZero() && readyForGeneration(t, ns, "reshard")
 	})
 	took := time.Since(newReady)
-	printTimeline(t, ns, newReady)
+	printTimeline(t, ns, "scale-out 3→6 (seconds after the new leader pods were ready)", newReady)
 	waits.print(newReady)
 	moved := dbSizes(t, ns, "reshard-leader-3", "reshard-leader-4", "reshard-leader-5")
 	r.OperatorOut = newReshard(moved, took)
@@ -150,8 +150,7 @@ func measureOperatorResharding(t *testing.T, r *Resharding) {
 		return readyForGeneration(t, ns, "reshard") && len(clusterPodAddrs(t, ns)) == 6
 	})
 	r.OperatorIn = newReshard(moved, time.Since(start))
-	fmt.Println("\nscale-in 6→3 (seconds after the patch):")
-	printTimeline(t, ns, start)
+	printTimeline(t, ns, "scale-in 6→3 (seconds after the patch)", start)
 	shrinking.print(start)
 	t.Logf("operator 6→3: %+v", *r.OperatorIn)
 	cc = clusterClientOf(t, clusterPodAddrs(t, ns))
@@ -235,7 +234,11 @@ spec:
 	for i := 0; i < 12; i++ {
 		all = append(all, addr(i))
 	}
-	waitKnown(t, addr(0), 12)
+	// Every node must know every other: redis-cli sends SETSLOT NODE to all masters, and one
+	// that has not heard of the target yet refuses it ("Unknown node").
+	for _, a := range all {
+		waitKnown(t, a, 12)
+	}
 	waitClusterOK(t, all)
 	waitAgreed(t, addr(0))
 
@@ -299,7 +302,7 @@ func (l *conditionLog) observe(ns, name string) {
 }
 
 func (l *conditionLog) print(ref time.Time) {
-	fmt.Println("Ready condition messages (seconds after the reference time: pods ready):")
+	fmt.Println("Ready condition messages (seconds after the same time):")
 	for i, line := range l.lines {
 		fmt.Printf("  %+6.2f  %.160s\n", l.times[i].Sub(ref).Seconds(), line)
 	}
@@ -356,8 +359,15 @@ func waitKnown(t *testing.T, addr string, n int) {
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
 	defer func() { _ = c.Close() }()
 	waitFor(t, time.Minute, fmt.Sprintf("%s to know %d nodes", addr, n), func() bool {
-		info, err := c.ClusterInfo(context.Background()).Result()
-		return err == nil && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r", n))
+		// Nodes still in handshake are listed under a temporary ID: not known yet.
+		text, err := c.ClusterNodes(context.Background()).Result()
+		known := 0
+		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			if line != "" && !strings.Contains(line, "handshake") {
+				known++
+			}
+		}
+		return err == nil && known == n
 	})
 }
 
