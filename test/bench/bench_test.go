@@ -124,6 +124,7 @@ func TestBenchmark(t *testing.T) {
 			})
 			r.LeaderDeletedToReadySeconds = time.Since(deleted).Seconds()
 			r.LeaderDeletedWritePauseSeconds = gap.Stop().Seconds()
+			printTimeline(t, ns, "leader pod deleted (seconds after the deletion)", deleted)
 
 		}
 
