@@ -1,22 +1,18 @@
 package clusterplan
 
-import (
-	"fmt"
-
-	"github.com/rediskube/redis-operator/internal/redis"
-)
+import "fmt"
 
 // spread keeps each shard across two Kubernetes nodes at least. The scheduler places leader
 // and follower pods independently, so a follower can end up on its master's node (a pod
 // rescheduled, the last follower of a bootstrap left one choice): draining or losing that node
 // would then take the whole shard, master and replica at once, and the hand-over of a planned
-// deletion has no replica to go to. On a converged cluster whose replicas are all in sync, a
-// replica sharing its master's node swaps with a replica of another shard when that puts each
+// deletion has no replica to go to. On a converged cluster (the stages before it have left
+// every pod answering and every replica in sync), a replica sharing its master's node swaps with a replica of another shard when that puts each
 // off its master's node: first the other replica joins this shard (the colocated one still
 // covers it while the newcomer syncs), then moveSpareReplica sends the colocated one to the
 // shard left short. One swap at a time; nothing is done while a node name is unknown.
 func spread(o *observed) Plan {
-	if o.design.Followers == 0 || !o.allReplicasInSync() {
+	if o.design.Followers == 0 {
 		return Plan{}
 	}
 	shards := o.shards()
@@ -61,21 +57,6 @@ func (o *observed) followerOn(s *shard, nodeName string) *Member {
 	return nil
 }
 
-// allReplicasInSync: every member that is a replica has its link to its master up, and every
-// member answered.
-func (o *observed) allReplicasInSync() bool {
-	for i := range o.members {
-		m := &o.members[i]
-		if m.View == nil {
-			return false
-		}
-		if o.self[m.Pod].IsReplica() && !m.Replication.LinkUp() {
-			return false
-		}
-	}
-	return true
-}
-
 // uncolocate exchanges the masters of two new followers' attachments when one would follow
 // a master on its own node and the exchange puts both off their master's node: followers are
 // attached one by one, so the last may find only its own node's shard left (which spread
@@ -89,7 +70,7 @@ func (o *observed) uncolocate(steps []Step, attached []int) {
 		for _, j := range attached {
 			a, b := steps[i], steps[j]
 			a.NodeID, b.NodeID, a.Reason, b.Reason = b.NodeID, a.NodeID, b.Reason, a.Reason
-			if i == j || o.colocated(a) || o.colocated(b) || !o.knowsNode(a.On, a.NodeID) || !o.knowsNode(b.On, b.NodeID) {
+			if i == j || o.colocated(a) || o.colocated(b) || !o.knowsMaster(a) || !o.knowsMaster(b) {
 				continue
 			}
 			steps[i], steps[j] = a, b
@@ -100,25 +81,12 @@ func (o *observed) uncolocate(steps []Step, attached []int) {
 
 // colocated: the step makes its pod replicate a master on the pod's own node.
 func (o *observed) colocated(step Step) bool {
-	master, ok := o.ids[step.NodeID]
-	if !ok || master.NodeName == "" {
-		return false
-	}
-	for i := range o.members {
-		if o.members[i].Pod == step.On {
-			return o.members[i].NodeName == master.NodeName
-		}
-	}
-	return false
+	m, master := o.byPod(step.On), o.ids[step.NodeID]
+	return m != nil && master != nil && master.NodeName != "" && m.NodeName == master.NodeName
 }
 
-// knowsNode: the pod's view lists the node, past its handshake.
-func (o *observed) knowsNode(pod, id string) bool {
-	for i := range o.members {
-		if m := &o.members[i]; m.Pod == pod && m.View != nil {
-			n, ok := m.View.NodeByID(id)
-			return ok && !n.Is(redis.FlagHandshake)
-		}
-	}
-	return false
+// knowsMaster: the step's pod already knows the master it is to replicate.
+func (o *observed) knowsMaster(step Step) bool {
+	m, master := o.byPod(step.On), o.ids[step.NodeID]
+	return m != nil && master != nil && m.View != nil && o.knows(m, master)
 }
