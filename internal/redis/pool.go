@@ -293,6 +293,9 @@ func (h commandHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 			h.c.loggedIn(ctx, err)
 			return err
 		}
+		if h.c.auth.OrUsername == "" {
+			return next(ctx, cmd) // one user: no one else to retry as
+		}
 		ctx, login := h.c.withLoginAttempt(ctx)
 		err := next(ctx, cmd)
 		if login.retriesRefusedLogin(err) {
