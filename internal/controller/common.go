@@ -208,31 +208,27 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	before := obj.DeepCopyObject().(T)
 	common := commonStatusOf(obj)
 	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(), uid: obj.GetUID()}})
-	s.base().showStatus = func(ctx context.Context) error {
-		shown := obj.DeepCopyObject().(T)
-		// Not every phase has run: the generation is not claimed as acted on yet.
-		settleObservedGeneration(commonStatusOf(shown), shown.GetGeneration(), false)
-		settleCompatibleState(shown, s.base().clusterStage)
-		if equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(shown).Interface()) {
-			return nil
-		}
-		base := shown.DeepCopyObject().(T)
+	// writeStatus settles the derived fields of target's status and patches them, when they
+	// changed, from what the API server was last given (before), which it then becomes.
+	writeStatus := func(ctx context.Context, target T, succeeded bool) error {
+		settleObservedGeneration(commonStatusOf(target), target.GetGeneration(), succeeded)
+		settleCompatibleState(target, s.base().clusterStage)
+		changed := !equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(target).Interface())
+		base := target.DeepCopyObject().(T)
 		statusOf(base).Set(statusOf(before))
-		if err := patchStatus(ctx, c, shown, base, true); err != nil {
+		if err := patchStatus(ctx, c, target, base, changed); err != nil {
 			return err
 		}
-		// The final write is a patch from what was shown.
-		statusOf(before).Set(statusOf(shown))
+		statusOf(before).Set(statusOf(target))
 		return nil
+	}
+	s.base().showStatus = func(ctx context.Context) error {
+		// A copy: not every phase has run, so the generation is not claimed as acted on yet.
+		return writeStatus(ctx, obj.DeepCopyObject().(T), false)
 	}
 	defer func() {
 		s.base().acl.report(s.base().conditions)
-		settleObservedGeneration(common, obj.GetGeneration(), err == nil)
-		settleCompatibleState(obj, s.base().clusterStage)
-		changed := !equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(obj).Interface())
-		base := obj.DeepCopyObject().(T)
-		statusOf(base).Set(statusOf(before))
-		err = errors.Join(err, patchStatus(ctx, c, obj, base, changed))
+		err = errors.Join(err, writeStatus(ctx, obj, err == nil))
 		observeReady(obj)
 	}()
 	if err := runPhases(ctx, kindName(obj), k.phases, s); err != nil {
