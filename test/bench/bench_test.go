@@ -382,13 +382,7 @@ func keyServedBy(t *testing.T, ns, podName string) string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	pollEvery(t, 50*time.Millisecond, timeout, what, cond)
 }
 
 func readyPods(t *testing.T, ns, name string) int {

@@ -230,7 +230,7 @@ func statefulSetsAlone(t *testing.T, n int) float64 {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: copyLabels},
 			Spec:       *template.Spec.DeepCopy(),
 		}
-		podLabels := map[string]string{"bench": "statefulsets-alone", "copy": name}
+		podLabels := map[string]string{"bench": copyLabels["bench"], "copy": name}
 		sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: podLabels}
 		sts.Spec.Template.Labels = podLabels
 		if err := sb.Client.Create(ctx, sts); err != nil {
