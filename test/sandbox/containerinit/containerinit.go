@@ -45,13 +45,41 @@ type Spec struct {
 	WorkingDir string   `json:"workingDir,omitempty"`
 	Args       []string `json:"args"`
 	Env        []string `json:"env"`
-	// RedisDefaults emulates the official Redis image (see images.Image).
+	// RedisDefaults: the image's redis-server defaults to protected-mode no, as the
+	// official images build it.
 	RedisDefaults bool `json:"redisDefaults,omitempty"`
+	// Entrypoint is the image's emulated entrypoint, run when Args start with it.
+	Entrypoint *Entrypoint `json:"entrypoint,omitempty"`
+	// Lacks are host programs (globs, in the PATH directories) the image does not contain.
+	Lacks []string `json:"lacks,omitempty"`
+	// ScratchImage hides every PATH directory of the host: the image has only its own files.
+	ScratchImage bool `json:"scratchImage,omitempty"`
+	// Dirs and Files are the image's own, created in the root before volumes are mounted
+	// (a volume at the same path hides them, as on a real node).
+	Dirs  []Dir  `json:"dirs,omitempty"`
+	Files []File `json:"files,omitempty"`
 	// User is the identity the command runs as (securityContext); nil keeps root.
 	User *User `json:"user,omitempty"`
 	// ReadOnlyRoot makes the root file system read-only (readOnlyRootFilesystem): only
 	// volumes and /dev/shm stay writable.
 	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
+}
+
+// Dir is a directory of the image.
+type Dir struct {
+	Path string      `json:"path"`
+	UID  int         `json:"uid"`
+	GID  int         `json:"gid"`
+	Mode os.FileMode `json:"mode"`
+}
+
+// File is a file of the image.
+type File struct {
+	Path    string      `json:"path"`
+	Content string      `json:"content"`
+	UID     int         `json:"uid"`
+	GID     int         `json:"gid"`
+	Mode    os.FileMode `json:"mode"`
 }
 
 // User is a process identity: uid, gid and supplementary groups.
@@ -75,6 +103,13 @@ func init() {
 func Main(path string) {
 	status := os.NewFile(StatusFD, "status")
 	err := run(path)
+	var exit *exitError
+	if errors.As(err, &exit) {
+		// The entrypoint ran and failed: the container started, printed and exited.
+		_ = status.Close()
+		fmt.Fprintln(os.Stderr, exit.msg)
+		os.Exit(exit.code)
+	}
 	msg := err.Error()
 	if status != nil {
 		_, _ = status.WriteString(msg)
@@ -128,15 +163,14 @@ func run(path string) error {
 			return fmt.Errorf("set hostname: %w", err)
 		}
 	}
-	args := s.Args
-	if s.RedisDefaults {
-		args = redisDefaults(args)
+	args, user := s.Args, s.User
+	emulated := s.Entrypoint.runsEntrypoint(args, s.Env)
+	if emulated {
+		if args, user, err = s.Entrypoint.beforeUser(args, user); err != nil {
+			return err
+		}
 	}
-	bin, err := lookPath(args[0], s.Env)
-	if err != nil {
-		return err
-	}
-	if u := s.User; u != nil {
+	if u := user; u != nil {
 		// Groups first: once the uid is not 0 the process may not change them.
 		if err := syscall.Setgroups(u.Groups); err != nil {
 			return fmt.Errorf("set supplementary groups: %w", err)
@@ -147,6 +181,21 @@ func run(path string) error {
 		if err := syscall.Setuid(u.UID); err != nil {
 			return fmt.Errorf("set uid %d: %w", u.UID, err)
 		}
+	}
+	if emulated {
+		if args, err = s.Entrypoint.afterUser(args, s.Env); err != nil {
+			return err
+		}
+	}
+	if len(args) == 0 {
+		return errors.New("no command specified")
+	}
+	if s.RedisDefaults {
+		args = protectedModeOff(args)
+	}
+	bin, err := lookPath(args[0], s.Env)
+	if err != nil {
+		return err
 	}
 	if _, err := unix.FcntlInt(StatusFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return fmt.Errorf("mark status descriptor close-on-exec: %w", err)
@@ -199,6 +248,9 @@ func buildRoot(s *Spec) (string, error) {
 		if err := st.do(); err != nil {
 			return "", fmt.Errorf("mount %s: %w", st.what, err)
 		}
+	}
+	if err := imageFiles(s, in); err != nil {
+		return "", err
 	}
 	for _, h := range s.Hide {
 		if fi, err := os.Stat(in(h)); err == nil && fi.IsDir() {
@@ -333,34 +385,6 @@ func setupDev(dev string) error {
 	return nil
 }
 
-// redisDefaults emulates the official image's entrypoint: a first argument that is a flag or
-// a config file runs redis-server with it, and redis-server defaults to protected-mode no
-// (the image patches the default at build time) unless the config file sets it.
-func redisDefaults(args []string) []string {
-	if strings.HasPrefix(args[0], "-") || strings.HasSuffix(args[0], ".conf") {
-		args = append([]string{"redis-server"}, args...)
-	}
-	base := filepath.Base(args[0])
-	if base != "redis-server" && base != "redis-sentinel" {
-		return args
-	}
-	for _, a := range args[1:] {
-		if a == "--protected-mode" {
-			return args
-		}
-	}
-	if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
-		if b, err := os.ReadFile(args[1]); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "protected-mode") {
-					return args
-				}
-			}
-		}
-	}
-	return append(args, "--protected-mode", "no")
-}
-
 // lookPath resolves name against the PATH of the container's environment.
 func lookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
@@ -394,6 +418,78 @@ func executable(p string) error {
 	}
 	if fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return errors.New("permission denied")
+	}
+	return nil
+}
+
+// pathDirs are the directories an image's programs are looked up in.
+var pathDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// imageFiles makes the root look like the image's: the host programs it lacks are removed
+// from the overlay (whiteouts in the writable layer, the host is untouched), a scratch
+// image's PATH directories are emptied, and its own directories and files are created.
+func imageFiles(s *Spec, in func(string) string) error {
+	if s.ScratchImage {
+		seen := map[string]bool{}
+		for _, d := range pathDirs {
+			p := in(d)
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+				continue
+			}
+			if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+				return fmt.Errorf("empty %s: %w", d, err)
+			}
+		}
+	}
+	for _, pattern := range s.Lacks {
+		for _, d := range pathDirs {
+			matches, err := filepath.Glob(filepath.Join(in(d), pattern))
+			if err != nil {
+				return fmt.Errorf("hide %s: %w", pattern, err)
+			}
+			for _, m := range matches {
+				if err := os.Remove(m); err != nil && !os.IsNotExist(err) {
+					return fmt.Errorf("hide %s: %w", m, err)
+				}
+			}
+		}
+	}
+	for _, d := range s.Dirs {
+		p := in(d.Path)
+		// The image's directory, not the host's: /etc/redis of the host's packages holds
+		// their files (a sentinel.conf only root may write), which the image does not have.
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("image directory %s: %w", d.Path, err)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("image directory %s: %w", d.Path, err)
+		}
+		if err := os.Chown(p, d.UID, d.GID); err != nil {
+			return fmt.Errorf("image directory %s: %w", d.Path, err)
+		}
+		if err := os.Chmod(p, d.Mode.Perm()); err != nil {
+			return fmt.Errorf("image directory %s: %w", d.Path, err)
+		}
+	}
+	for _, f := range s.Files {
+		p := in(f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("image file %s: %w", f.Path, err)
+		}
+		_ = os.Remove(p)
+		if err := os.WriteFile(p, []byte(f.Content), f.Mode.Perm()); err != nil {
+			return fmt.Errorf("image file %s: %w", f.Path, err)
+		}
+		if err := os.Chown(p, f.UID, f.GID); err != nil {
+			return fmt.Errorf("image file %s: %w", f.Path, err)
+		}
+		if err := os.Chmod(p, f.Mode.Perm()); err != nil {
+			return fmt.Errorf("image file %s: %w", f.Path, err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package containerinit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -35,7 +36,7 @@ func TestResolveInRoot(t *testing.T) {
 	}
 }
 
-func TestRedisDefaults(t *testing.T) {
+func TestProtectedModeOff(t *testing.T) {
 	dir := t.TempDir()
 	withSetting := filepath.Join(dir, "with.conf")
 	without := filepath.Join(dir, "without.conf")
@@ -47,15 +48,98 @@ func TestRedisDefaults(t *testing.T) {
 	}
 	cases := []struct{ in, want []string }{
 		{[]string{"redis-server"}, []string{"redis-server", "--protected-mode", "no"}},
-		{[]string{"--port", "7000"}, []string{"redis-server", "--port", "7000", "--protected-mode", "no"}},
-		{[]string{withSetting}, []string{"redis-server", withSetting}},
-		{[]string{"redis-server", without}, []string{"redis-server", without, "--protected-mode", "no"}},
+		{[]string{"valkey-server", "--port", "7000"}, []string{"valkey-server", "--port", "7000", "--protected-mode", "no"}},
+		{[]string{"redis-server", withSetting}, []string{"redis-server", withSetting}},
+		{[]string{"/usr/local/bin/redis-server", without}, []string{"/usr/local/bin/redis-server", without, "--protected-mode", "no"}},
 		{[]string{"redis-server", "--protected-mode", "yes"}, []string{"redis-server", "--protected-mode", "yes"}},
 		{[]string{"sh", "-c", "redis-server"}, []string{"sh", "-c", "redis-server"}},
 	}
 	for _, tc := range cases {
-		if got := redisDefaults(append([]string(nil), tc.in...)); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("redisDefaults(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := protectedModeOff(append([]string(nil), tc.in...)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("protectedModeOff(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// The official images' entrypoint: flags or a .conf run the server, which drops to uid 999
+// when started as root; anything else runs as given, as the container's user.
+func TestDockerLibraryEntrypoint(t *testing.T) {
+	ep := &Entrypoint{Path: "docker-entrypoint.sh", Behaviour: dockerLibrary, Server: "valkey-server", ServerUser: &User{UID: 999, GID: 999}}
+	t.Chdir(t.TempDir())
+	cases := []struct {
+		in       []string
+		user     *User
+		want     []string
+		wantUser *User
+	}{
+		{[]string{"docker-entrypoint.sh", "valkey-server"}, nil, []string{"valkey-server"}, &User{UID: 999, GID: 999}},
+		{[]string{"docker-entrypoint.sh", "/etc/valkey/valkey.conf"}, nil, []string{"valkey-server", "/etc/valkey/valkey.conf"}, &User{UID: 999, GID: 999}},
+		{[]string{"docker-entrypoint.sh", "--port", "7000"}, &User{UID: 0}, []string{"valkey-server", "--port", "7000"}, &User{UID: 999, GID: 999}},
+		{[]string{"docker-entrypoint.sh", "valkey-server"}, &User{UID: 1000, GID: 1000}, []string{"valkey-server"}, &User{UID: 1000, GID: 1000}},
+		{[]string{"docker-entrypoint.sh", "redis-server"}, nil, []string{"redis-server"}, nil},
+		{[]string{"docker-entrypoint.sh", "sh", "-c", "id"}, nil, []string{"sh", "-c", "id"}, nil},
+	}
+	for _, tc := range cases {
+		got, user, err := ep.beforeUser(tc.in, tc.user)
+		if err != nil || !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(user, tc.wantUser) {
+			t.Errorf("beforeUser(%q, %+v) = %q %+v %v, want %q %+v", tc.in, tc.user, got, user, err, tc.want, tc.wantUser)
+		}
+	}
+}
+
+// The opstree images' entrypoints drop their arguments: Redis runs on /etc/redis/redis.conf
+// (appended to from the environment where the user may write it), the sentinel on the file
+// it writes from its environment, which without any variable watches 0.0.0.0.
+func TestOpstreeEntrypoints(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc/redis"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, opstreeRedisConf), []byte("port 6379\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	redis := &Entrypoint{Path: "/usr/bin/entrypoint.sh", Behaviour: opstreeRedis, root: root}
+	args, _, _ := redis.beforeUser([]string{"/usr/bin/entrypoint.sh", "redis-server", "/etc/redis/ours.conf", "--cluster-announce-ip", "10.0.0.1"}, nil)
+	got, err := redis.afterUser(args, []string{"REDIS_PASSWORD=pw", "SETUP_MODE=cluster"})
+	if err != nil || !reflect.DeepEqual(got, []string{"redis-server", opstreeRedisConf}) {
+		t.Errorf("opstree redis runs %q (%v), want redis-server %s without the arguments", got, err, opstreeRedisConf)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, opstreeRedisConf))
+	if want := "port 6379\nrequirepass pw\nmasterauth pw\ncluster-enabled yes\ncluster-config-file /node-conf/nodes.conf\n"; string(b) != want {
+		t.Errorf("opstree redis.conf = %q, want %q", b, want)
+	}
+
+	sentinel := &Entrypoint{Path: "/usr/bin/entrypoint-sentinel.sh", Behaviour: opstreeSentinel, root: root}
+	got, err = sentinel.afterUser([]string{"redis-server", "/data/sentinel.conf", "--sentinel"}, nil)
+	if err != nil || !reflect.DeepEqual(got, []string{"redis-sentinel", opstreeSentinelConf}) {
+		t.Errorf("opstree sentinel runs %q (%v)", got, err)
+	}
+	b, _ = os.ReadFile(filepath.Join(root, opstreeSentinelConf))
+	if want := "port 26379\nsentinel monitor mymaster 0.0.0.0 6379 2\n"; string(b) != want {
+		t.Errorf("opstree sentinel.conf = %q, want %q", b, want)
+	}
+	if _, err := sentinel.afterUser(nil, []string{"MASTER_GROUP_NAME=g", "IP=10.1.2.3", "QUORUM=1"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(filepath.Join(root, opstreeSentinelConf))
+	if want := "port 26379\nsentinel monitor g 10.1.2.3 6379 1\n"; string(b) != want {
+		t.Errorf("opstree sentinel.conf from its environment = %q, want %q", b, want)
+	}
+}
+
+func TestBitnamiEntrypoint(t *testing.T) {
+	ep := &Entrypoint{Path: "/opt/bitnami/scripts/redis/entrypoint.sh", Behaviour: bitnami}
+	args, _, _ := ep.beforeUser([]string{ep.Path, bitnamiRunScript}, nil)
+	var exit *exitError
+	if _, err := ep.afterUser(args, nil); !errors.As(err, &exit) || exit.code != 1 {
+		t.Errorf("run.sh without a password: %v, want exit 1", err)
+	}
+	got, err := ep.afterUser(args, []string{"REDIS_PASSWORD=pw"})
+	if want := []string{"redis-server", bitnamiRedisConf, "--requirepass", "pw", "--masterauth", "pw"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("run.sh with a password = %q %v, want %q", got, err, want)
+	}
+	args, _, _ = ep.beforeUser([]string{ep.Path, "redis-server", "/etc/redis/redis.conf"}, nil)
+	if got, err := ep.afterUser(args, nil); err != nil || !reflect.DeepEqual(got, []string{"redis-server", "/etc/redis/redis.conf"}) {
+		t.Errorf("bitnami with arguments runs %q %v, want them as given", got, err)
 	}
 }

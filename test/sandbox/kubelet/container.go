@@ -367,7 +367,7 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 	if len(argv) == 0 {
 		return nil, containerinit.Spec{}, errors.New("no command specified")
 	}
-	user, err := identity(pod, spec)
+	user, err := identity(pod, spec, img)
 	if err != nil {
 		return nil, containerinit.Spec{}, err
 	}
@@ -407,9 +407,44 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 		Args:          argv,
 		Env:           env,
 		RedisDefaults: img.RedisDefaults,
+		Entrypoint:    entrypointOf(img),
+		Lacks:         img.Lacks,
+		ScratchImage:  img.Scratch,
+		Dirs:          imageDirs(img),
+		Files:         imageFileList(img),
 		User:          user,
 		ReadOnlyRoot:  spec.SecurityContext != nil && spec.SecurityContext.ReadOnlyRootFilesystem != nil && *spec.SecurityContext.ReadOnlyRootFilesystem,
 	}, nil
+}
+
+// entrypointOf is the image's entrypoint that containerinit emulates, if any.
+func entrypointOf(img images.Image) *containerinit.Entrypoint {
+	if img.Behaviour == "" || len(img.Entrypoint) == 0 {
+		return nil
+	}
+	ep := &containerinit.Entrypoint{Path: img.Entrypoint[0], Behaviour: img.Behaviour}
+	if img.Behaviour == images.DockerLibrary && len(img.Cmd) > 0 {
+		// The official images' script runs the server (their CMD) as the server's user.
+		ep.Server = img.Cmd[0]
+		ep.ServerUser = &containerinit.User{UID: 999, GID: img.Groups[999]}
+	}
+	return ep
+}
+
+func imageDirs(img images.Image) []containerinit.Dir {
+	var out []containerinit.Dir
+	for _, d := range img.Dirs {
+		out = append(out, containerinit.Dir{Path: d.Path, UID: d.UID, GID: d.GID, Mode: d.Mode})
+	}
+	return out
+}
+
+func imageFileList(img images.Image) []containerinit.File {
+	var out []containerinit.File
+	for _, f := range img.Files {
+		out = append(out, containerinit.File{Path: f.Path, Content: f.Content, UID: f.UID, GID: f.GID, Mode: f.Mode})
+	}
+	return out
 }
 
 // hiddenDirs are the state directories of this and every other running sandbox: a

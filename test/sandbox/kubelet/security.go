@@ -10,13 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/images"
 )
 
-// identity resolves the user a container runs as from the pod's and the container's
-// securityContext, as the kubelet does. Images run as root unless told otherwise; a
-// runAsNonRoot container without a non-zero runAsUser is refused, as the kubelet refuses it
-// for a root image. nil means root with no extra groups.
-func identity(pod *corev1.Pod, c *corev1.Container) (*containerinit.User, error) {
+// identity resolves the user a container runs as, as the kubelet and the container runtime
+// do: the container's securityContext over the pod's over the image's USER; a runAsUser
+// without runAsGroup takes that user's primary group in the image (0 for a user the image
+// does not know). A runAsNonRoot container that would run as root is refused, as the kubelet
+// refuses it. nil means root with no extra groups.
+func identity(pod *corev1.Pod, c *corev1.Container, img images.Image) (*containerinit.User, error) {
 	var uid, gid *int64
 	var nonRoot *bool
 	var groups []int64
@@ -37,6 +39,18 @@ func identity(pod *corev1.Pod, c *corev1.Container) (*containerinit.User, error)
 		if csc.RunAsNonRoot != nil {
 			nonRoot = csc.RunAsNonRoot
 		}
+	}
+	switch {
+	case uid == nil && img.User != nil:
+		u := int64(img.User.UID)
+		uid = &u
+		if gid == nil {
+			g := int64(img.User.GID)
+			gid = &g
+		}
+	case uid != nil && gid == nil:
+		g := int64(img.Groups[int(*uid)])
+		gid = &g
 	}
 	if nonRoot != nil && *nonRoot && (uid == nil || *uid == 0) {
 		return nil, configErrorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)",

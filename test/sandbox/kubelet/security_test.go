@@ -11,15 +11,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
+	"github.com/rediskube/redis-operator/test/sandbox/images"
 )
 
 func TestIdentity(t *testing.T) {
 	i64 := func(v int64) *int64 { return &v }
 	yes := true
+	opstree := images.Image{User: &images.User{UID: 1000, GID: 0}, Groups: map[int]int{1000: 0}}
+	stock := images.Image{Groups: map[int]int{999: 999}}
 	cases := []struct {
 		name string
 		pod  *corev1.PodSecurityContext
 		ctr  *corev1.SecurityContext
+		img  images.Image
 		want *containerinit.User
 		err  bool
 	}{
@@ -34,10 +38,19 @@ func TestIdentity(t *testing.T) {
 		{name: "non-root with a user", pod: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(7)}, want: &containerinit.User{UID: 7}},
 		{name: "non-root without a user is refused", ctr: &corev1.SecurityContext{RunAsNonRoot: &yes}, err: true},
 		{name: "non-root as uid 0 is refused", pod: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: i64(0)}, err: true},
+		{name: "the image's user when the pod sets none", img: opstree, want: &containerinit.User{UID: 1000, GID: 0}},
+		{name: "non-root with the image's non-root user", ctr: &corev1.SecurityContext{RunAsNonRoot: &yes}, img: opstree,
+			want: &containerinit.User{UID: 1000, GID: 0}},
+		{name: "the pod's user over the image's", pod: &corev1.PodSecurityContext{RunAsUser: i64(999), FSGroup: i64(999)}, img: stock,
+			want: &containerinit.User{UID: 999, GID: 999, Groups: []int{999}}},
+		{name: "a user the image does not know gets group 0", pod: &corev1.PodSecurityContext{RunAsUser: i64(4321)}, img: stock,
+			want: &containerinit.User{UID: 4321, GID: 0}},
+		{name: "the image's group goes with the pod's runAsGroup", pod: &corev1.PodSecurityContext{RunAsGroup: i64(5)}, img: opstree,
+			want: &containerinit.User{UID: 1000, GID: 5}},
 	}
 	for _, tc := range cases {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: tc.pod}}
-		got, err := identity(pod, &corev1.Container{Name: "c", SecurityContext: tc.ctr})
+		got, err := identity(pod, &corev1.Container{Name: "c", SecurityContext: tc.ctr}, tc.img)
 		var ce *configError
 		if tc.err != errors.As(err, &ce) || (!tc.err && err != nil) {
 			t.Errorf("%s: error %v, want error %v", tc.name, err, tc.err)

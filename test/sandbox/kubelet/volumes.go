@@ -89,7 +89,12 @@ func (v *volumeSet) prepare(ctx context.Context, pod *corev1.Pod, vol *corev1.Vo
 	rt := v.sb.p.c
 	switch {
 	case vol.EmptyDir != nil:
-		return dir, os.MkdirAll(dir, 0o777)
+		// World-writable as the kubelet makes it (MkdirAll's mode is cut by the umask), so
+		// any image's user may write it without an fsGroup.
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return dir, err
+		}
+		return dir, os.Chmod(dir, 0o777)
 	case vol.HostPath != nil:
 		return hostPath(vol.HostPath)
 	case vol.PersistentVolumeClaim != nil:
