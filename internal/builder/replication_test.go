@@ -84,7 +84,8 @@ func TestBuildRedisReplication(t *testing.T) {
 			wantEqual(t, "sentinel node selector", pod.NodeSelector, map[string]string{"pool": "sentinel"})
 			wantEqual(t, "sentinel service account", pod.ServiceAccountName, "sentinel-sa")
 			sentinel := container(t, pod, sts.Name)
-			wantEqual(t, "sentinel args", sentinel.Args, []string{"redis-server", "/data/sentinel.conf", "--sentinel"})
+			// redis-sentinel: the opstree sentinel image has no redis-server.
+			wantEqual(t, "sentinel command", sentinel.Command, []string{"redis-sentinel", "/data/sentinel.conf"})
 			wantEqual(t, "sentinel ports", containerPorts(sentinel), map[string]int32{sentinelPortName: 26379})
 			wantEqual(t, "sentinel mounts", mounts(sentinel), map[string]string{"/data": "repl-s", "/tls": "tls-certs"})
 			wantEqual(t, "sentinel service ports", portsOf(o.Service("repl-s")), map[string]int32{sentinelPortName: 26379})

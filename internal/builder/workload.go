@@ -314,19 +314,21 @@ func (w *workload) serverContainer() corev1.Container {
 	if w.server == redisServer {
 		c.Lifecycle = w.handOverHook()
 	}
-	// Only args, no command: the stock image's entrypoint then drops root privileges for
-	// "redis-server" (and an image without an entrypoint runs the args as the command).
+	// A command, not args: the images users run start Redis from an entrypoint that ignores
+	// args (quay.io/opstree/*), and the sentinel image has no redis-server, so only a
+	// command runs our configuration on every image. It bypasses the official images'
+	// privilege drop, which the pod's security context (uid 999 by default) replaces.
 	c.Name = w.serverContainerName()
 	switch w.server {
 	case sentinelServer:
-		c.Args = []string{"redis-server", sentinelConfPath, "--sentinel"}
+		c.Command = []string{"redis-sentinel", sentinelConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: sentinelPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 	default:
-		c.Args = []string{"redis-server", redisConfPath}
+		c.Command = []string{"redis-server", redisConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 		if w.busPort != 0 {
-			// redis.conf cannot expand variables; the kubelet expands $(POD_IP) in args.
-			c.Args = append(c.Args, "--cluster-announce-ip", "$("+podIPEnv+")")
+			// redis.conf cannot expand variables; the kubelet expands $(POD_IP) in a command.
+			c.Command = append(c.Command, "--cluster-announce-ip", "$("+podIPEnv+")")
 			c.Ports = append(c.Ports, corev1.ContainerPort{Name: busPortName, ContainerPort: w.busPort, Protocol: corev1.ProtocolTCP})
 		}
 	}
