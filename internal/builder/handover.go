@@ -45,7 +45,7 @@ func (w *workload) handOverHook() *corev1.Lifecycle {
 		return nil
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), w.authSecretName != "", w.busPort > 0, wait)},
+		Command: []string{"/bin/sh", "-c", handOverScript(w.port, w.tlsCLIFlags(), w.credentialFiles(), w.busPort > 0, wait)},
 	}}}
 }
 
@@ -58,13 +58,27 @@ func (w *workload) tlsCLIFlags() string {
 	return fmt.Sprintf(" --tls --cacert %s/%s --cert %s/%s --key %s/%s", tlsDir, ca, tlsDir, cert, tlsDir, key)
 }
 
+// credentialFiles are the files a script in the pod logs in with: the password and the user
+// projected from the auth Secret.
+type credentialFiles struct{ password, user string }
+
+// credentialFiles returns the pod's projected credential files, nil without a password.
+func (w *workload) credentialFiles() *credentialFiles {
+	if w.authSecretName == "" {
+		return nil
+	}
+	return &credentialFiles{password: passwordFilePath, user: userFilePath}
+}
+
 // handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
 // redis-cli reads the password (withPassword) from REDISCLI_AUTH, set from the projected
 // password file, and logs in as the user of the user file (the operator's own ACL user when the
 // default one is off). A replica, a master without a replica connected when the pod starts to stop,
-// a server that does not answer or refuses (no
-// redis-cli, a rotated password) stop at once, as they would without the hook, and so does a
-// master that sentinels watch (their connections are named sentinel-...): they, not the
+// a server that does not answer (or no redis-cli) stop at once, as they would without the
+// hook. A refused login holds on, reading the files again each round: after an in-place
+// rotation the kubelet updates the projected file only after its sync period (about a minute),
+// and stopping at once would skip the hand-over of every master deleted meanwhile. Stopping
+// at once is right for a master that sentinels watch (their connections are named sentinel-...): they, not the
 // operator, choose the next master, once this one is gone. (Later a master
 // may have no replica connected for a moment: a cluster replica that won the election has left
 // it before it learns it is a replica.) A master that became a replica answers as one
@@ -72,17 +86,19 @@ func (w *workload) tlsCLIFlags() string {
 // records its new master from it). A cluster master that serves no slot (a scale-in's
 // departing master, its slots moved) has nothing to hand over and stops at once too, even if
 // a replica still follows it.
-func handOverScript(port int32, cliFlags string, withPassword, cluster bool, wait int64) string {
-	var lines []string
-	if withPassword {
-		lines = append(lines, fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, passwordFilePath, redisCLIAuthEnv),
-			fmt.Sprintf(`u="$(cat %s 2>/dev/null)"`, userFilePath))
+func handOverScript(port int32, cliFlags string, credentials *credentialFiles, cluster bool, wait int64) string {
+	lines := []string{
+		fmt.Sprintf("end=$(($(date +%%s)+%d)); first=1", wait),
+		`while [ "$(date +%s)" -lt "$end" ]; do`,
+	}
+	if credentials != nil {
+		lines = append(lines, fmt.Sprintf(`  %s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, credentials.password, redisCLIAuthEnv),
+			fmt.Sprintf(`  u="$(cat %s 2>/dev/null)"`, credentials.user))
 		cliFlags += ` ${u:+--user "$u"}`
 	}
 	lines = append(lines,
-		fmt.Sprintf("end=$(($(date +%%s)+%d)); first=1", wait),
-		`while [ "$(date +%s)" -lt "$end" ]; do`,
 		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, cliFlags),
+		`  case "$r" in *NOAUTH*|*WRONGPASS*|*NOPERM*) sleep 1; continue ;; esac`,
 		`  case "$r" in *role:master*) ;; *) [ -z "$first" ] && sleep 1; exit 0 ;; esac`,
 		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`)
 	if cluster {

@@ -3,7 +3,10 @@ package builder
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +54,7 @@ func TestHandOverScriptLetsAnEmptyClusterMasterStop(t *testing.T) {
 	run := func(limit time.Duration) error {
 		ctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		script := handOverScript(int32(master.Port), "", false, true, 60)
+		script := handOverScript(int32(master.Port), "", nil, true, 60)
 		out, err := exec.CommandContext(ctx, "/bin/sh", "-c", script).CombinedOutput()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -72,5 +75,66 @@ func TestHandOverScriptLetsAnEmptyClusterMasterStop(t *testing.T) {
 	}
 	if err := run(3 * time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the hook of a master serving slots, with a replica, did not wait for its hand-over: %v", err)
+	}
+}
+
+// After an in-place password rotation the projected file lags behind the password Redis
+// requires: the hook must hold on (reading the file again) instead of stopping at once, which
+// would skip the hand-over; once the file is current it sees the master and, when it has
+// become a replica, lets it stop.
+func TestHandOverScriptHoldsOnWhileItsPasswordFileIsStale(t *testing.T) {
+	servers := redistest.StartServers(t, 2, redistest.ServerOptions{Password: "new-pass"})
+	master, replica := servers[0], servers[1]
+	ctx := context.Background()
+	mc := goredis.NewClient(&goredis.Options{Addr: master.Addr(), Password: "new-pass"})
+	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr(), Password: "new-pass"})
+	t.Cleanup(func() { _ = mc.Close(); _ = rc.Close() })
+	if err := rc.ReplicaOf(ctx, master.Host, fmt.Sprint(master.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, 20*time.Second, "the replica connected", func() error {
+		info, err := mc.Info(ctx, "replication").Result()
+		if err != nil || !strings.Contains(info, "connected_slaves:1") {
+			return fmt.Errorf("not yet: %v", err)
+		}
+		return nil
+	})
+	dir := t.TempDir()
+	files := &credentialFiles{password: filepath.Join(dir, "redis-password"), user: filepath.Join(dir, "redis-user")}
+	if err := os.WriteFile(files.password, []byte("old-pass"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hookCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	hook := exec.CommandContext(hookCtx, "/bin/sh", "-c", handOverScript(int32(master.Port), "", files, false, 25))
+	done := make(chan error, 1)
+	if err := hook.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- hook.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the hook stopped at once on a refused login (%v): the hand-over of a master deleted after a rotation is skipped", err)
+	case <-time.After(2 * time.Second):
+	}
+	// The kubelet catches up; the master hands over (here: it becomes a replica).
+	if err := os.WriteFile(files.password, []byte("new-pass"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the hook stopped while its Redis was still a master with a replica (%v)", err)
+	case <-time.After(2 * time.Second):
+	}
+	if err := mc.ReplicaOf(ctx, replica.Host, fmt.Sprint(replica.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("hook failed: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hook did not let the pod stop once its Redis was a replica")
 	}
 }
