@@ -5,7 +5,8 @@
 # client pods' scripts use (nslookup/dig, nc; curl and getent come with the base system),
 # the Redis exporter the sandbox runs for exporter images (prometheus-redis-exporter), Prometheus
 # (promtool tests the alert rules; make sandbox MONITORING=1 runs prometheus), and gcc with the
-# C library headers for cgo, which `go test -race` needs.
+# C library headers for cgo, which `go test -race` needs; and Valkey 8 from Debian's
+# bookworm-backports (valkey-server, valkey-cli), which the sandbox runs for valkey/valkey images.
 set -euo pipefail
 
 declare -A wanted=(
@@ -29,18 +30,36 @@ for command in "${!wanted[@]}"; do
 	# shellcheck disable=SC2206
 	command -v "$command" >/dev/null 2>&1 || missing+=(${wanted[$command]})
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+# Valkey 8 (valkey/valkey images run it in the sandbox) comes from bookworm-backports.
+valkey_missing=false
+command -v valkey-server >/dev/null 2>&1 && command -v valkey-cli >/dev/null 2>&1 || valkey_missing=true
+[[ ${#missing[@]} -eq 0 && $valkey_missing == false ]] && exit 0
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "missing packages: ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
 	exit 1
 fi
-echo ">> installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ $valkey_missing == true ]]; then
+	. /etc/os-release
+	backports=/etc/apt/sources.list.d/${VERSION_CODENAME}-backports.sources
+	if [[ $VERSION_CODENAME == bookworm ]] && ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" "Suites: bookworm-backports" "Components: main" \
+			"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" >"$backports"
+	fi
+fi
+if [[ ${#missing[@]} -gt 0 ]]; then
+	echo ">> installing ${missing[*]}" >&2
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [[ $valkey_missing == true ]]; then
+	echo ">> installing valkey-server valkey-tools (bookworm-backports)" >&2
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends -t bookworm-backports valkey-server valkey-tools >/dev/null
+fi
 # The packages start system services; the tests start their own processes instead.
-for service in redis-server redis-sentinel prometheus-redis-exporter prometheus; do
+for service in redis-server redis-sentinel valkey-server prometheus-redis-exporter prometheus; do
 	if command -v systemctl >/dev/null 2>&1; then systemctl disable --now "$service" >/dev/null 2>&1 || true; fi
 	service "$service" stop >/dev/null 2>&1 || true
 done

@@ -17,21 +17,11 @@ import (
 // once its follower has taken the shard over with CLUSTER FAILOVER, the new leader pod taking
 // it back. A client writing the whole time loses no acknowledged write, and Redis never has
 // to fail a master over by itself.
-func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
-	start := time.Now()
-	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
-	c.waitReady(start)
-	c.writeKeys("r", 500)
-
-	checker := c.startWriting("roll")
-
-	since := faultTime()
-	cr := c.get()
-	cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: "1"}}
-	if err := sb.Client.Update(c.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	sb.WaitFor(t, c.ns, "every pod on the new revision", 6*time.Minute, func(ctx context.Context) (bool, string, error) {
+// waitRolledOut waits until the cluster's pods, want of them, run their StatefulSet's update
+// revision.
+func (c *cluster) waitRolledOut(want int) {
+	c.t.Helper()
+	sb.WaitFor(c.t, c.ns, "every pod on the new revision", 6*time.Minute, func(ctx context.Context) (bool, string, error) {
 		updated, total := 0, 0
 		for _, role := range []string{"leader", "follower"} {
 			var sts appsv1.StatefulSet
@@ -47,8 +37,25 @@ func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
 				}
 			}
 		}
-		return updated == 6 && total == 6, fmt.Sprintf("%d of %d pods updated", updated, total), nil
+		return updated == want && total == want, fmt.Sprintf("%d of %d pods updated", updated, total), nil
 	})
+}
+
+func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
+	start := time.Now()
+	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
+	c.waitReady(start)
+	c.writeKeys("r", 500)
+
+	checker := c.startWriting("roll")
+
+	since := faultTime()
+	cr := c.get()
+	cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: "1"}}
+	if err := sb.Client.Update(c.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	c.waitRolledOut(6)
 	c.waitReady(since)
 	c.assertShape()
 
