@@ -187,7 +187,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 			nodesDir = nodeConfDir
 		}
 	}
-	w.readinessProbe, w.livenessProbe = probes(w.port, r.ReadinessProbe, r.LivenessProbe)
+	w.readinessProbe, w.livenessProbe = probes(r.ReadinessProbe, r.LivenessProbe)
 
 	conf, err := w.redisConfFor(mergeRedisConfig(s.RedisConfig, r.RedisConfig), ClusterPersistence(cr))
 	if err != nil {

@@ -269,14 +269,10 @@ func pdbBounds(p *v1beta2.RedisPodDisruptionBudget) (minAvailable, maxUnavailabl
 	}
 }
 
-// tcpProbe is the default liveness and readiness check: a TCP connect to the server port.
-// Redis accepts connections while it loads its dataset, so a large restore does not get the
-// container killed, and no password or redis-cli is needed in the probe.
-func tcpProbe(port int32, initialDelay, failureThreshold int32) *corev1.Probe {
+// probeTimings is a probe with the default timings and no check: serverContainer adds the
+// check (a PING for Redis, a TCP connect for sentinels).
+func probeTimings(initialDelay, failureThreshold int32) *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{
-			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)},
-		},
 		InitialDelaySeconds: initialDelay,
 		PeriodSeconds:       defaultProbePeriodSeconds,
 		TimeoutSeconds:      defaultProbeTimeoutSeconds,
@@ -285,23 +281,26 @@ func tcpProbe(port int32, initialDelay, failureThreshold int32) *corev1.Probe {
 	}
 }
 
-// probes returns the user's probes where given, the TCP defaults elsewhere. A user's probe
-// that names no check (the first v1beta1 shape had only timings) gets the TCP connect: a
-// container probe without one is refused by the API server.
-func probes(port int32, readiness, liveness *corev1.Probe) (r, l *corev1.Probe) {
-	return userOrTCPProbe(port, readiness, defaultReadinessInitialDelay, defaultReadinessFailureThresh),
-		userOrTCPProbe(port, liveness, defaultLivenessInitialDelay, defaultLivenessFailureThresh)
+// probes returns the user's probes where given, the default timings elsewhere. A probe that
+// names no check (the defaults, and the first v1beta1 shape, which had only timings) gets the
+// server's own check from serverContainer: a container probe without one is refused by the
+// API server.
+func probes(readiness, liveness *corev1.Probe) (r, l *corev1.Probe) {
+	return userOrDefaultProbe(readiness, defaultReadinessInitialDelay, defaultReadinessFailureThresh),
+		userOrDefaultProbe(liveness, defaultLivenessInitialDelay, defaultLivenessFailureThresh)
 }
 
-func userOrTCPProbe(port int32, user *corev1.Probe, initialDelay, failureThreshold int32) *corev1.Probe {
+func userOrDefaultProbe(user *corev1.Probe, initialDelay, failureThreshold int32) *corev1.Probe {
 	if user == nil {
-		return tcpProbe(port, initialDelay, failureThreshold)
+		return probeTimings(initialDelay, failureThreshold)
 	}
-	p := user.DeepCopy()
-	if h := p.ProbeHandler; h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil && h.GRPC == nil {
-		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}
-	}
-	return p
+	return user.DeepCopy()
+}
+
+// hasCheck tells whether a probe names what to check.
+func hasCheck(p *corev1.Probe) bool {
+	h := p.ProbeHandler
+	return h.Exec != nil || h.HTTPGet != nil || h.TCPSocket != nil || h.GRPC != nil
 }
 
 // exporterPort is the exporter's listen port, 9121 by default.

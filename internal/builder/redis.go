@@ -73,7 +73,7 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 		return nil, err
 	}
 	w.applyStorage(s.Storage)
-	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
+	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
 
 	out := &Objects{}
 	if ref != nil {

@@ -2,10 +2,12 @@ package builder
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
@@ -43,9 +45,10 @@ func TestBuildRedis(t *testing.T) {
 			wantEqual(t, "mounts", mounts(redis), map[string]string{"/data": "cache", "/etc/redis": "redis-config"})
 			wantEqual(t, "container ports", containerPorts(redis), map[string]int32{redisPortName: 6379})
 			wantEqual(t, "pull policy", redis.ImagePullPolicy, corev1.PullIfNotPresent)
-			if redis.ReadinessProbe.TCPSocket == nil || redis.ReadinessProbe.TCPSocket.Port.IntValue() != 6379 ||
-				redis.LivenessProbe.TCPSocket == nil || redis.LivenessProbe.TCPSocket.Port.IntValue() != 6379 {
-				t.Errorf("default probes are not TCP on 6379: %+v %+v", redis.ReadinessProbe, redis.LivenessProbe)
+			for _, p := range []*corev1.Probe{redis.ReadinessProbe, redis.LivenessProbe} {
+				if p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "-p 6379 ping") {
+					t.Errorf("default probe is not a PING of 6379: %+v", p)
+				}
 			}
 			wantEqual(t, "default pod security", pod.SecurityContext, defaultPodSecurityContext())
 			wantEqual(t, "default container security", redis.SecurityContext, defaultContainerSecurityContext())
@@ -274,19 +277,20 @@ func TestBuildDoesNotModifyInput(t *testing.T) {
 }
 
 // TestAProbeWithTimingsOnlyChecksTheRedisPort: the first v1beta1 shape's probes carry only
-// timings; the pod gets the TCP check with them, as a probe must name a check.
+// timings; the pod gets the PING check of its port with them, as a probe must name a check.
 func TestAProbeWithTimingsOnlyChecksTheRedisPort(t *testing.T) {
-	r, l := probes(6380, &corev1.Probe{PeriodSeconds: 7}, &corev1.Probe{InitialDelaySeconds: 9, FailureThreshold: 4})
-	for name, p := range map[string]*corev1.Probe{"readiness": r, "liveness": l} {
-		if p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 6380 {
-			t.Errorf("%s probe checks %+v, want a TCP connect to 6380", name, p.ProbeHandler)
+	r, l := probes(&corev1.Probe{PeriodSeconds: 7}, &corev1.Probe{InitialDelaySeconds: 9, FailureThreshold: 4})
+	w := &workload{server: redisServer, port: 6380}
+	for name, p := range map[string]*corev1.Probe{"readiness": w.withCheck(r, false), "liveness": w.withCheck(l, true)} {
+		if p.Exec == nil || !strings.Contains(strings.Join(p.Exec.Command, " "), "-p 6380 ping") {
+			t.Errorf("%s probe checks %+v, want a PING of 6380", name, p.ProbeHandler)
 		}
 	}
 	if r.PeriodSeconds != 7 || l.InitialDelaySeconds != 9 || l.FailureThreshold != 4 {
 		t.Errorf("the user's timings were not kept: readiness %+v, liveness %+v", r, l)
 	}
-	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
-	if r, _ := probes(6379, exec, nil); r.TCPSocket != nil || r.Exec == nil {
+	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6379)}}}
+	if r, _ := probes(exec, nil); w.withCheck(r, false).Exec != nil || r.TCPSocket == nil {
 		t.Errorf("a probe naming its check was changed: %+v", r.ProbeHandler)
 	}
 }

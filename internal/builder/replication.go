@@ -105,7 +105,7 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 		return nil, err
 	}
 	w.applyStorage(s.Storage)
-	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
+	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
 
 	out := &Objects{}
 	if ref != nil {
@@ -195,7 +195,7 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		tls:                    cr.Spec.TLS,
 		passwordRef:            ref,
 	}
-	w.readinessProbe, w.livenessProbe = probes(w.port, nil, nil)
+	w.readinessProbe, w.livenessProbe = probes(nil, nil)
 	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), embeddedSentinelQuorum(sn.Size))
 	if err != nil {
 		return err

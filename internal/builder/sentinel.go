@@ -90,7 +90,7 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 	if s.VolumeMount != nil {
 		w.extraVolumes = *s.VolumeMount
 	}
-	w.readinessProbe, w.livenessProbe = probes(w.port, s.ReadinessProbe, s.LivenessProbe)
+	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
 	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, redisSentinelQuorum(replicas))
 	if err != nil {
 		return nil, err

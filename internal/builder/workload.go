@@ -307,8 +307,8 @@ func (w *workload) serverContainer() corev1.Container {
 		ImagePullPolicy: w.pullPolicy,
 		Resources:       derefResources(w.resources),
 		SecurityContext: w.ownSecurityContext(w.securityContext),
-		ReadinessProbe:  w.readinessProbe.DeepCopy(),
-		LivenessProbe:   w.livenessProbe.DeepCopy(),
+		ReadinessProbe:  w.withCheck(w.readinessProbe, false),
+		LivenessProbe:   w.withCheck(w.livenessProbe, true),
 		VolumeMounts:    w.serverMounts(),
 	}
 	if w.server == redisServer {
