@@ -481,7 +481,8 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 1, 0)
 	f.runPods()
-	f.waitReady(60 * time.Second)
+	cr := f.waitReady(60 * time.Second)
+	waitCompat(t, cr, map[string]float64{"rediscluster_healthy": 1, "rediscluster_skipreconcile": 0, "rediscluster_replicas_size_desired": 1})
 
 	f.setSkip(true)
 	waitUntil(t, 10*time.Second, "skip condition", func() error {
@@ -491,6 +492,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 		}
 		return fmt.Errorf("progressing is %+v", c)
 	})
+	waitCompat(t, cr, map[string]float64{"rediscluster_skipreconcile": 1})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "shards-master"}}
 	if err := f.c.Delete(f.ctx, svc); err != nil {
 		t.Fatal(err)
@@ -504,6 +506,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 	waitUntil(t, 10*time.Second, "Service recreated", func() error {
 		return f.c.Get(f.ctx, client.ObjectKeyFromObject(svc), svc)
 	})
+	waitCompat(t, cr, map[string]float64{"rediscluster_skipreconcile": 0})
 }
 
 func TestMissingPasswordSecretIsReported(t *testing.T) {

@@ -54,6 +54,12 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	}
 	observeClusterMembers(s.cr, s.members)
 	plan := clusterplan.Compute(design, s.members)
+	if len(plan.Steps) == 0 && plan.Wait == "" {
+		// A run of slot moves lasts until the cluster settles: the meets and replicas of a
+		// scale-out's later pods come between slices of the same rebalance.
+		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceRebalance)
+		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceReshard)
+	}
 
 	if wait := r.migrationBlocked(ctx, s, plan.Steps); wait != "" {
 		plan = clusterplan.Plan{Wait: wait}
@@ -247,6 +253,11 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	slots := 0 // slots moved by a Migrate step
 	switch step.Kind {
 	case clusterplan.StepMeet:
+		// A node met by a member of a cluster that serves every slot is added to it (a
+		// scale-out, a pod back empty, a follower joining after the leaders formed it).
+		if member.View != nil && member.View.AllSlotsCovered() {
+			clusterAddNodeAttempts.With(compatLabelValues(s.cr)).Inc()
+		}
 		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
 	case clusterplan.StepForget:
 		err = c.ClusterForget(ctx, step.NodeID)
@@ -294,6 +305,8 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 		failovers.With(resourceLabelValues(s.cr)).Inc()
 	case clusterplan.StepMigrate:
 		slotsMoved.With(resourceLabelValues(s.cr)).Add(float64(slots))
+		design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+		observeSlotsMoved(s.cr, clusterplan.Departing(design, member))
 	}
 	log.FromContext(ctx).Info("ran cluster step", "step", step.Kind, "pod", step.On, "reason", step.Reason)
 	// The events API folds the events of one reason about one related pod into a series: the

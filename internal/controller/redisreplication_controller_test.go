@@ -202,6 +202,9 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 	if ci := f.cr.Status.ConnectionInfo; ci == nil || ci.Host != f.kubelet.pod("rr-0").ip || ci.Port != builder.DefaultRedisPort {
 		t.Errorf("connectionInfo = %+v, want the master's address", ci)
 	}
+	waitCompat(t, f.cr, map[string]float64{"redisreplication_has_master": 1, "redisreplication_connected_slaves_total": 2,
+		"redisreplication_replicas_size_desired": 3, "redisreplication_replicas_size_current": 3,
+		"redisreplication_master_role_changes_total": 0, "redisreplication_skipreconcile": 0})
 
 	// A steady state writes nothing, to the API or to Redis.
 	apiBefore, redisBefore := f.op.apiWrites.Load(), f.op.redisWrites.Load()
@@ -382,6 +385,9 @@ func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
 	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-2", syscall.SIGTERM)
 	f.waitReady(handedTo)
 	f.checkTopology(handedTo, map[string]string{"written": "before-scale-in"})
+	// rr-0 to rr-2 by hand, rr-2 to handedTo before the scale-in.
+	waitCompat(t, f.cr, map[string]float64{"redisreplication_master_role_changes_total": 2, "redisreplication_has_master": 1,
+		"redisreplication_connected_slaves_total": 1, "redisreplication_replicas_size_current": 2})
 }
 
 // Every replica gone: the master still answers, but the data has a single copy. Past the
