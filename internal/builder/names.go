@@ -36,8 +36,8 @@ const (
 	LabelComponent   = "app.kubernetes.io/component"
 	ComponentMetrics = "metrics"
 
-	// AnnotationManaged ("true") and AnnotationInstance (the StatefulSet's name) mark the
-	// StatefulSets and Services the operator made; tools that find them so rely on both.
+	// AnnotationManaged ("true") and AnnotationInstance (the resource's name) mark the
+	// StatefulSets, Services and pods the operator made; tools that find them so rely on both.
 	AnnotationManaged  = "redis.opstreelabs.in"
 	AnnotationInstance = "redis.opstreelabs.instance"
 	// AnnotationPrometheusScrape ("true") and AnnotationPrometheusPort (the exporter port) on

@@ -148,9 +148,11 @@ func (w *workload) meta(name string, labels, annotations map[string]string) meta
 	return objectMeta(w.owner, w.namespace, name, labels, annotations)
 }
 
-// workloadAnnotations go on the workload's StatefulSet and Services.
+// workloadAnnotations go on the workload's StatefulSet, Services and pod template. The
+// instance is the resource's name, whatever object carries it: tools that find the objects
+// of a resource by it rely on that.
 func (w *workload) workloadAnnotations() map[string]string {
-	return map[string]string{AnnotationManaged: "true", AnnotationInstance: w.name}
+	return map[string]string{AnnotationManaged: "true", AnnotationInstance: w.instance}
 }
 
 // serviceAnnotations are the annotations of a Service of the workload: ours, then the user's
@@ -254,10 +256,15 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 			}
 		}
 	}
+	annotations := w.workloadAnnotations()
+	for _, k := range w.ignoreAnnotations {
+		delete(annotations, k)
+	}
+	annotations[AnnotationConfigHash] = w.configHash // rolls the pods: never ignored
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      w.labels(),
-			Annotations: map[string]string{AnnotationConfigHash: w.configHash},
+			Annotations: annotations,
 		},
 		Spec: spec,
 	}
