@@ -17,6 +17,12 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedByValue = "redis-operator"
 
+	// LabelCluster (the RedisCluster's name) is on a cluster's pods and on its -master
+	// Service, which selects on it, as the replaced operator's are: users' selectors and
+	// NetworkPolicies use it. Pod templates carry it, not the StatefulSets' immutable
+	// selectors; the controller also puts it on running pods, with redis-role.
+	LabelCluster = "cluster"
+
 	SetupStandalone  = "standalone"
 	SetupCluster     = "cluster"
 	SetupReplication = "replication"

@@ -126,6 +126,9 @@ type workload struct {
 	// ignoreAnnotations are keys the operator never sets on the objects of this workload, so
 	// that whoever else manages them keeps them.
 	ignoreAnnotations []string
+	// podLabels are labels of the pods alone (not of the StatefulSet's selector, nor of its
+	// claim templates, both immutable).
+	podLabels map[string]string
 }
 
 func (w *workload) selectorLabels() map[string]string {
@@ -261,9 +264,11 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 		delete(annotations, k)
 	}
 	annotations[AnnotationConfigHash] = w.configHash // rolls the pods: never ignored
+	labels := w.labels()
+	maps.Copy(labels, w.podLabels)
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      w.labels(),
+			Labels:      labels,
 			Annotations: annotations,
 		},
 		Spec: spec,

@@ -336,7 +336,9 @@ func (s *clusterScope) pod(match func(*corev1.Pod) bool) runtime.Object {
 }
 
 // labelPodRoles keeps the redis-role label of every pod on what Redis says it is, for the
-// -master Service and for users' selectors.
+// -master Service and for users' selectors. It also gives pods made from an older template
+// the cluster label the -master Service selects on, so that it keeps its endpoints while
+// those pods wait for the rolling update that brings the label in their template.
 func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterScope) (bool, error) {
 	pods := append(append([]corev1.Pod{}, s.leaders...), s.followers...)
 	for i := range pods {
@@ -353,7 +355,7 @@ func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterSc
 		if me.IsReplica() {
 			want = builder.RedisRoleSlave
 		}
-		if err := setPodRoleLabel(ctx, r.Client, pod, want); err != nil {
+		if err := setPodLabels(ctx, r.Client, pod, map[string]string{builder.LabelRedisRole: want, builder.LabelCluster: s.cr.Name}); err != nil {
 			return false, err
 		}
 	}
@@ -362,7 +364,19 @@ func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterSc
 
 // setPodRoleLabel sets the pod's redis-role label, writing only when it differs.
 func setPodRoleLabel(ctx context.Context, c client.Client, pod *corev1.Pod, want string) error {
-	if pod.Labels[builder.LabelRedisRole] == want {
+	return setPodLabels(ctx, c, pod, map[string]string{builder.LabelRedisRole: want})
+}
+
+// setPodLabels sets the pod's labels to the values given, in one patch, writing only when one
+// differs.
+func setPodLabels(ctx context.Context, c client.Client, pod *corev1.Pod, want map[string]string) error {
+	differs := false
+	for k, v := range want {
+		if value, ok := pod.Labels[k]; !ok || value != v {
+			differs = true
+		}
+	}
+	if !differs {
 		return nil
 	}
 	original := pod.DeepCopy()
@@ -370,10 +384,10 @@ func setPodRoleLabel(ctx context.Context, c client.Client, pod *corev1.Pod, want
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[builder.LabelRedisRole] = want
+	maps.Copy(labels, want)
 	pod.Labels = labels
 	if err := c.Patch(ctx, pod, client.MergeFrom(original)); err != nil {
-		return fmt.Errorf("label pod %s %s=%s: %w", pod.Name, builder.LabelRedisRole, want, err)
+		return fmt.Errorf("label pod %s %v: %w", pod.Name, want, err)
 	}
 	return nil
 }
