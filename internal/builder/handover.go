@@ -58,6 +58,17 @@ func (w *workload) tlsCLIFlags() string {
 	return fmt.Sprintf(" --tls --cacert %s/%s --cert %s/%s --key %s/%s", tlsDir, ca, tlsDir, cert, tlsDir, key)
 }
 
+// readTrimmed is sh that sets the variable to the file's content without the whitespace around
+// it, as the operator reads passwords (SecretPassword), with nothing but the shell: the
+// leading run of whitespace, then the trailing one, are cut off as literal strings, so no
+// character of the password is taken for a pattern.
+func readTrimmed(variable, path string) string {
+	v := variable
+	return v + `="$(cat ` + path + ` 2>/dev/null)"; ` +
+		v + `="${` + v + `#"${` + v + `%%[![:space:]]*}"}"; ` +
+		v + `="${` + v + `%"${` + v + `##*[![:space:]]}"}"`
+}
+
 // handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
 // redis-cli reads the password (withPassword) from REDISCLI_AUTH, set from the projected
 // password file, and logs in as the user of the user file (the operator's own ACL user when the
@@ -75,7 +86,7 @@ func (w *workload) tlsCLIFlags() string {
 func handOverScript(port int32, cliFlags string, withPassword, cluster bool, wait int64) string {
 	var lines []string
 	if withPassword {
-		lines = append(lines, fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, passwordFilePath, redisCLIAuthEnv),
+		lines = append(lines, readTrimmed(redisCLIAuthEnv, passwordFilePath)+"; export "+redisCLIAuthEnv,
 			fmt.Sprintf(`u="$(cat %s 2>/dev/null)"`, userFilePath))
 		cliFlags += ` ${u:+--user "$u"}`
 	}

@@ -444,3 +444,38 @@ func warnings(t *testing.T, c client.Client, namespace, reason string) int {
 	}
 	return n
 }
+
+// A password Secret made with `echo pw | base64` ends in a newline that no client types: the
+// operator reads the password without the whitespace around it, as the replaced operator does.
+// The pods run on the requirepass and masterauth it renders (the auth file included as
+// rendered), replicas sync with it, clients typing "pw" write and read keys, and the password
+// file of the preStop hook holds it trimmed too.
+func TestReplicationPasswordSecretWithATrailingNewline(t *testing.T) {
+	f := newReplicationFixture(t, func(f *replicationFixture) {
+		var secret corev1.Secret
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "redis-secret"}, &secret); err != nil {
+			t.Fatal(err)
+		}
+		secret.Data["password"] = []byte("pw\n")
+		if err := f.c.Update(f.ctx, &secret); err != nil {
+			t.Fatal(err)
+		}
+		f.password = "pw"
+		f.kubelet.password, f.kubelet.authSecret = "", builder.AuthSecretName(f.cr.Name)
+	})
+	f.waitReady("rr-0")
+	f.writeAcknowledged("trimmed", "yes") // WAIT 2: both replicas synced, with masterauth "pw"
+	f.checkTopology("rr-0", map[string]string{"trimmed": "yes"})
+	var auth corev1.Secret
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: builder.AuthSecretName(f.cr.Name)}, &auth); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(auth.Data[builder.RedisPasswordKey]); got != "pw" {
+		t.Errorf("the hook's password file holds %q, want \"pw\"", got)
+	}
+	untrimmed := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod("rr-0").addr(builder.DefaultRedisPort), Password: "pw\n"})
+	defer func() { _ = untrimmed.Close() }()
+	if err := untrimmed.Ping(f.ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Errorf("the Secret's raw value logged in (%v): the server requires it untrimmed", err)
+	}
+}
