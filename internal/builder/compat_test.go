@@ -414,3 +414,38 @@ func TestACLFromClaim(t *testing.T) {
 		t.Error("an ACL from a Secret mounts something at /data/redis")
 	}
 }
+
+// TestRedisCLIAuthEnv: with a password, every Redis container has REDISCLI_AUTH, so that
+// `kubectl exec POD -- redis-cli ping` needs no -a: a reference to the key of the operator's
+// auth Secret that holds the bare (trimmed) password, never a value in the pod spec. Without a
+// password, and in sentinel and exporter containers, there is none.
+func TestRedisCLIAuthEnv(t *testing.T) {
+	for name, o := range allBuilds(t) {
+		t.Run(name, func(t *testing.T) {
+			auth := ""
+			for _, s := range o.Secrets {
+				if strings.HasSuffix(s.Name, "-redis-auth") {
+					auth = s.Name
+				}
+			}
+			for _, sts := range o.StatefulSets {
+				sentinel := sts.Labels[LabelSetupType] == SetupSentinel
+				for _, c := range sts.Spec.Template.Spec.Containers {
+					e := envNamed(c.Env, redisCLIAuthEnv)
+					if c.Name != sts.Name || sentinel || auth == "" {
+						if e != nil {
+							t.Errorf("%s container %s has %s: %+v", sts.Name, c.Name, redisCLIAuthEnv, e)
+						}
+						continue
+					}
+					if e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+						t.Errorf("%s container %s: %s %+v, want a secretKeyRef", sts.Name, c.Name, redisCLIAuthEnv, e)
+						continue
+					}
+					wantEqual(t, sts.Name+" "+redisCLIAuthEnv+" Secret", e.ValueFrom.SecretKeyRef.Name, auth)
+					wantEqual(t, sts.Name+" "+redisCLIAuthEnv+" key", e.ValueFrom.SecretKeyRef.Key, RedisPasswordKey)
+				}
+			}
+		})
+	}
+}

@@ -355,6 +355,19 @@ func (w *workload) serverContainer() corev1.Container {
 		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
 		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
 	}
+	if w.server == redisServer && w.authSecretName != "" {
+		// redis-cli reads it, so that `kubectl exec POD -- redis-cli ping` needs no -a, as the
+		// replaced operator's runbooks have it. A reference to the operator's auth Secret,
+		// whose password is the Secret's trimmed, never a value in the pod spec. Set at
+		// container start, it keeps the old password after a rotation until the pod restarts;
+		// the preStop hook reads the projected file instead, which follows a rotation.
+		env = append(env, corev1.EnvVar{Name: redisCLIAuthEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
+				Key:                  RedisPasswordKey,
+			},
+		}})
+	}
 	c.Env = mergeEnv(env, w.env)
 	return c
 }
