@@ -207,7 +207,7 @@ func TestCompatibleMetricsOfSkippedResourcesGoWithThem(t *testing.T) {
 	for _, obj := range []client.Object{replication, cluster} {
 		waitUntil(t, 10*time.Second, "the series of the deleted resources gone", func() error {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there: %v", err)
+				return fmt.Errorf("still there: %w", err)
 			}
 			for _, name := range []string{"redisreplication_skipreconcile", "redisreplication_replicas_size_desired",
 				"redisreplication_replicas_size_mismatch", "rediscluster_skipreconcile", "rediscluster_healthy",
