@@ -102,8 +102,8 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		out.add(w)
 	}
 	// <name>-master reaches whichever pods are masters now, of either StatefulSet.
-	selector := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster}
-	labels := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelManagedBy: ManagedByValue}
+	selector := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelCluster: cr.Name}
+	labels := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelManagedBy: ManagedByValue, LabelCluster: cr.Name}
 	out.Services = append(out.Services, roleService(leader, MasterServiceName(cr.Name), RedisRoleMaster, selector, labels))
 	return out, nil
 }
@@ -141,6 +141,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 		passwordRef:            ref,
 		authSecretName:         authName,
 		handOverOnStop:         true,
+		podLabels:              map[string]string{LabelCluster: cr.Name},
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err

@@ -51,8 +51,9 @@ func TestBuildRedisCluster(t *testing.T) {
 			wantNames(t, "Secrets", o.Secrets)
 			master := o.Service("shards-master")
 			wantEqual(t, "master selector", master.Spec.Selector, map[string]string{
-				LabelInstance: "shards", LabelSetupType: SetupCluster, LabelRedisRole: RedisRoleMaster,
+				LabelInstance: "shards", LabelSetupType: SetupCluster, LabelRedisRole: RedisRoleMaster, LabelCluster: "shards",
 			})
+			wantEqual(t, "master label cluster", master.Labels[LabelCluster], "shards")
 			// The master Service must reach pods of both StatefulSets: its selector is a subset
 			// of both pod label sets (with redis-role added by the controller).
 			for _, sts := range o.StatefulSets {
@@ -61,6 +62,9 @@ func TestBuildRedisCluster(t *testing.T) {
 						t.Errorf("%s pods lack %s=%s", sts.Name, k, v)
 					}
 				}
+				// The StatefulSet's selector is immutable: the cluster label is the pods' alone.
+				wantEqual(t, sts.Name+" selector", sts.Spec.Selector.MatchLabels, map[string]string{
+					LabelApp: sts.Name, LabelSetupType: SetupCluster, LabelRole: sts.Labels[LabelRole]})
 			}
 		},
 	}, {

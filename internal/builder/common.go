@@ -3,6 +3,7 @@ package builder
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,11 @@ func checkCR(obj metav1.Object, isNil bool) error {
 	}
 	return nil
 }
+
+// SecretPassword is the password a password Secret's value holds: without the whitespace
+// around it, as the replaced operator reads it, since a Secret made with `echo pw | base64`
+// ends in a newline that no client types.
+func SecretPassword(value []byte) string { return strings.TrimSpace(string(value)) }
 
 // passwordRef checks that the resolved password agrees with the spec: a password exactly when
 // the spec names a Secret key. It returns the reference, or nil when there is no password.

@@ -92,41 +92,32 @@ func allBuilds(t *testing.T) map[string]*Objects {
 	return out
 }
 
-// TestWorkloadAnnotations: every StatefulSet and Service carries redis.opstreelabs.in: "true"
-// and redis.opstreelabs.instance: <its StatefulSet's name>; every Service also the
-// prometheus.io scrape annotations with the exporter port.
+// TestWorkloadAnnotations: every StatefulSet, its pod template and every Service carry
+// redis.opstreelabs.in: "true" and redis.opstreelabs.instance: <the resource's name> (the
+// cluster's, whichever role; the replication's, for its embedded sentinels too); every
+// Service also the prometheus.io scrape annotations with the exporter port.
 func TestWorkloadAnnotations(t *testing.T) {
-	// stsOf is the StatefulSet each Service fronts, by name.
-	stsOf := map[string]string{
-		"cache": "cache", "cache-headless": "cache", "cache-additional": "cache", "cache-metrics": "cache",
-		"shards-leader": "shards-leader", "shards-leader-headless": "shards-leader", "shards-leader-additional": "shards-leader",
-		"shards-leader-metrics": "shards-leader", "shards-follower": "shards-follower", "shards-follower-headless": "shards-follower",
-		"shards-follower-additional": "shards-follower", "shards-follower-metrics": "shards-follower",
-		// The cluster's -master Service reaches masters of both roles; it is built with the leaders.
-		"shards-master": "shards-leader",
-		"repl":          "repl", "repl-headless": "repl", "repl-additional": "repl", "repl-metrics": "repl",
-		"repl-master": "repl", "repl-replica": "repl",
-		"repl-s": "repl-s", "repl-s-hl": "repl-s",
-		"watch-sentinel": "watch-sentinel", "watch-sentinel-headless": "watch-sentinel",
-		"watch-sentinel-additional": "watch-sentinel", "watch-sentinel-metrics": "watch-sentinel",
-	}
+	// resourceOf is the resource each build's objects belong to, by the build's kind.
+	resourceOf := map[string]string{"redis": "cache", "rediscluster": "shards", "redisreplication": "repl", "redissentinel": "watch"}
 	for name, o := range allBuilds(t) {
 		t.Run(name, func(t *testing.T) {
+			want, ok := resourceOf[strings.Split(name, "-")[0]]
+			if !ok {
+				t.Fatalf("build %s not in the table", name)
+			}
 			// The full fixtures run the exporter on port 9200; without one the default is named.
 			port := "9121"
 			if strings.HasSuffix(name, "-full") {
 				port = "9200"
 			}
 			for _, sts := range o.StatefulSets {
-				wantEqual(t, "StatefulSet "+sts.Name+" "+AnnotationManaged, sts.Annotations[AnnotationManaged], "true")
-				wantEqual(t, "StatefulSet "+sts.Name+" "+AnnotationInstance, sts.Annotations[AnnotationInstance], sts.Name)
+				for what, a := range map[string]map[string]string{"StatefulSet " + sts.Name: sts.Annotations,
+					"pod template of " + sts.Name: sts.Spec.Template.Annotations} {
+					wantEqual(t, what+" "+AnnotationManaged, a[AnnotationManaged], "true")
+					wantEqual(t, what+" "+AnnotationInstance, a[AnnotationInstance], want)
+				}
 			}
 			for _, svc := range o.Services {
-				want, ok := stsOf[svc.Name]
-				if !ok {
-					t.Errorf("Service %s not in the table", svc.Name)
-					continue
-				}
 				a := svc.Annotations
 				wantEqual(t, "Service "+svc.Name+" "+AnnotationManaged, a[AnnotationManaged], "true")
 				wantEqual(t, "Service "+svc.Name+" "+AnnotationInstance, a[AnnotationInstance], want)
@@ -421,5 +412,40 @@ func TestACLFromClaim(t *testing.T) {
 	wantLines(t, "redis.conf with a Secret ACL", confOf(t, o, "cache-config", RedisConfKey), "aclfile /etc/redis/user.acl")
 	if _, ok := mounts(container(t, o.StatefulSet("cache").Spec.Template.Spec, "cache"))["/data/redis"]; ok {
 		t.Error("an ACL from a Secret mounts something at /data/redis")
+	}
+}
+
+// TestRedisCLIAuthEnv: with a password, every Redis container has REDISCLI_AUTH, so that
+// `kubectl exec POD -- redis-cli ping` needs no -a: a reference to the key of the operator's
+// auth Secret that holds the bare (trimmed) password, never a value in the pod spec. Without a
+// password, and in sentinel and exporter containers, there is none.
+func TestRedisCLIAuthEnv(t *testing.T) {
+	for name, o := range allBuilds(t) {
+		t.Run(name, func(t *testing.T) {
+			auth := ""
+			for _, s := range o.Secrets {
+				if strings.HasSuffix(s.Name, "-redis-auth") {
+					auth = s.Name
+				}
+			}
+			for _, sts := range o.StatefulSets {
+				sentinel := sts.Labels[LabelSetupType] == SetupSentinel
+				for _, c := range sts.Spec.Template.Spec.Containers {
+					e := envNamed(c.Env, redisCLIAuthEnv)
+					if c.Name != sts.Name || sentinel || auth == "" {
+						if e != nil {
+							t.Errorf("%s container %s has %s: %+v", sts.Name, c.Name, redisCLIAuthEnv, e)
+						}
+						continue
+					}
+					if e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+						t.Errorf("%s container %s: %s %+v, want a secretKeyRef", sts.Name, c.Name, redisCLIAuthEnv, e)
+						continue
+					}
+					wantEqual(t, sts.Name+" "+redisCLIAuthEnv+" Secret", e.ValueFrom.SecretKeyRef.Name, auth)
+					wantEqual(t, sts.Name+" "+redisCLIAuthEnv+" key", e.ValueFrom.SecretKeyRef.Key, RedisPasswordKey)
+				}
+			}
+		})
 	}
 }

@@ -70,6 +70,17 @@ func (w *workload) credentialFiles() *credentialFiles {
 	return &credentialFiles{password: passwordFilePath, user: userFilePath}
 }
 
+// readTrimmed is sh that sets the variable to the file's content without the whitespace around
+// it, as the operator reads passwords (SecretPassword), with nothing but the shell: the
+// leading run of whitespace, then the trailing one, are cut off as literal strings, so no
+// character of the password is taken for a pattern.
+func readTrimmed(variable, path string) string {
+	v := variable
+	return v + `="$(cat ` + path + ` 2>/dev/null)"; ` +
+		v + `="${` + v + `#"${` + v + `%%[![:space:]]*}"}"; ` +
+		v + `="${` + v + `%"${` + v + `##*[![:space:]]}"}"`
+}
+
 // handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
 // redis-cli reads the password (withPassword) from REDISCLI_AUTH, set from the projected
 // password file, and logs in as the user of the user file (the operator's own ACL user when the
@@ -92,7 +103,7 @@ func handOverScript(port int32, cliFlags string, credentials *credentialFiles, c
 		`while [ "$(date +%s)" -lt "$end" ]; do`,
 	}
 	if credentials != nil {
-		lines = append(lines, fmt.Sprintf(`  %s="$(cat %s 2>/dev/null)"; export %s`, redisCLIAuthEnv, credentials.password, redisCLIAuthEnv),
+		lines = append(lines, "  "+readTrimmed(redisCLIAuthEnv, credentials.password)+"; export "+redisCLIAuthEnv,
 			fmt.Sprintf(`  u="$(cat %s 2>/dev/null)"`, credentials.user))
 		cliFlags += ` ${u:+--user "$u"}`
 	}

@@ -138,3 +138,27 @@ func TestHandOverScriptHoldsOnWhileItsPasswordFileIsStale(t *testing.T) {
 		t.Fatal("the hook did not let the pod stop once its Redis was a replica")
 	}
 }
+
+// The hook reads the projected password as the operator reads the Secret: without the
+// whitespace around it, and every other character kept literally.
+func TestHandOverScriptTrimsThePasswordFile(t *testing.T) {
+	for _, c := range []struct{ content, want string }{
+		{"pw\n", "pw"},
+		{"  pw\t\r\n\n", "pw"},
+		{"p w*?[x]\\$HOME", "p w*?[x]\\$HOME"},
+		{" \n", ""},
+		{"", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "redis-password")
+		if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("/bin/sh", "-c", readTrimmed("REDISCLI_AUTH", path)+`; printf '%s' "$REDISCLI_AUTH"`).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v %s", c.content, err, out)
+		}
+		if string(out) != c.want {
+			t.Errorf("file %q read as %q, want %q", c.content, out, c.want)
+		}
+	}
+}

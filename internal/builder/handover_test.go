@@ -26,8 +26,9 @@ func TestHandOverWait(t *testing.T) {
 }
 
 // Masters that can hand over (cluster, replication) wait in preStop with redis-cli authenticated
-// from the projected password file (it follows a rotation, an environment variable would not);
-// a standalone Redis and a sentinel have nothing to hand over.
+// from the projected password file (it follows a rotation; the container's REDISCLI_AUTH, set at
+// its start, would not, so the hook sets its own); a standalone Redis and a sentinel have
+// nothing to hand over.
 func TestHandOverHookOnlyWhereAReplicaCanTakeOver(t *testing.T) {
 	cluster, err := BuildRedisCluster(RedisClusterInput{CR: fullCluster(), Password: "pw"})
 	if err != nil {
@@ -45,8 +46,8 @@ func TestHandOverHookOnlyWhereAReplicaCanTakeOver(t *testing.T) {
 				t.Errorf("%s: preStop %q lacks %q", sts.Name, script, want)
 			}
 		}
-		if hasEnv(c.Env, redisCLIAuthEnv) {
-			t.Errorf("%s: the password is also an environment variable, stale after a rotation: %+v", sts.Name, c.Env)
+		if !strings.Contains(script, redisCLIAuthEnv+`="$(cat `) || !strings.Contains(script, "export "+redisCLIAuthEnv) {
+			t.Errorf("%s: the hook does not set %s from the file over the container's, stale after a rotation: %q", sts.Name, redisCLIAuthEnv, script)
 		}
 		if !projectsKey(sts.Spec.Template.Spec.Volumes, RedisPasswordKey, passwordRelPath) {
 			t.Errorf("%s: the password file is not projected at %s", sts.Name, passwordRelPath)
@@ -66,13 +67,14 @@ func TestHandOverHookOnlyWhereAReplicaCanTakeOver(t *testing.T) {
 	}
 }
 
-func hasEnv(env []corev1.EnvVar, name string) bool {
-	for _, e := range env {
-		if e.Name == name {
-			return true
+// envNamed is the variable of that name, nil when there is none.
+func envNamed(env []corev1.EnvVar, name string) *corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == name {
+			return &env[i]
 		}
 	}
-	return false
+	return nil
 }
 
 func projectsKey(volumes []corev1.Volume, key, path string) bool {

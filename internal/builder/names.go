@@ -17,6 +17,12 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedByValue = "redis-operator"
 
+	// LabelCluster (the RedisCluster's name) is on a cluster's pods and on its -master
+	// Service, which selects on it, as the replaced operator's are: users' selectors and
+	// NetworkPolicies use it. Pod templates carry it, not the StatefulSets' immutable
+	// selectors; the controller also puts it on running pods, with redis-role.
+	LabelCluster = "cluster"
+
 	SetupStandalone  = "standalone"
 	SetupCluster     = "cluster"
 	SetupReplication = "replication"
@@ -36,8 +42,8 @@ const (
 	LabelComponent   = "app.kubernetes.io/component"
 	ComponentMetrics = "metrics"
 
-	// AnnotationManaged ("true") and AnnotationInstance (the StatefulSet's name) mark the
-	// StatefulSets and Services the operator made; tools that find them so rely on both.
+	// AnnotationManaged ("true") and AnnotationInstance (the resource's name) mark the
+	// StatefulSets, Services and pods the operator made; tools that find them so rely on both.
 	AnnotationManaged  = "redis.opstreelabs.in"
 	AnnotationInstance = "redis.opstreelabs.instance"
 	// AnnotationPrometheusScrape ("true") and AnnotationPrometheusPort (the exporter port) on

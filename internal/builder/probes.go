@@ -38,7 +38,7 @@ func pingScript(port int32, cliFlags string, credentials *credentialFiles, liven
 	}
 	s := "command -v redis-cli >/dev/null 2>&1 || exit 0\n"
 	if credentials != nil {
-		s += fmt.Sprintf(`%s="$(cat %s 2>/dev/null)"; export %s`+"\n", redisCLIAuthEnv, credentials.password, redisCLIAuthEnv) +
+		s += readTrimmed(redisCLIAuthEnv, credentials.password) + "; export " + redisCLIAuthEnv + "\n" +
 			fmt.Sprintf(`u="$(cat %s 2>/dev/null)"`+"\n", credentials.user)
 		cliFlags += ` ${u:+--user "$u"}`
 	}

@@ -113,8 +113,12 @@ func TestBuildRedis(t *testing.T) {
 			wantEqual(t, "security", redis.SecurityContext, cr.Spec.SecurityContext)
 			wantEqual(t, "readiness", redis.ReadinessProbe, cr.Spec.ReadinessProbe)
 			wantEqual(t, "liveness", redis.LivenessProbe, cr.Spec.LivenessProbe)
-			// maxMemoryPercentOfLimit 75 of the 1Gi limit, then the user's variables.
-			wantEqual(t, "env", redis.Env, append([]corev1.EnvVar{{Name: "REDIS_MAX_MEMORY", Value: "805306368"}}, *cr.Spec.EnvVars...))
+			// maxMemoryPercentOfLimit 75 of the 1Gi limit, redis-cli's password from the auth
+			// Secret, then the user's variables.
+			wantEqual(t, "env", redis.Env, append([]corev1.EnvVar{{Name: "REDIS_MAX_MEMORY", Value: "805306368"},
+				{Name: "REDISCLI_AUTH", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "cache-redis-auth"}, Key: RedisPasswordKey}}}},
+				*cr.Spec.EnvVars...))
 			wantEqual(t, "host port", redis.Ports[0].HostPort, int32(16379))
 			wantEqual(t, "mounts", mounts(redis), map[string]string{
 				"/data": "cache", "/etc/redis": "redis-config", "/tls": "tls-certs", "/extra": "extra",

@@ -126,6 +126,9 @@ type workload struct {
 	// ignoreAnnotations are keys the operator never sets on the objects of this workload, so
 	// that whoever else manages them keeps them.
 	ignoreAnnotations []string
+	// podLabels are labels of the pods alone (not of the StatefulSet's selector, nor of its
+	// claim templates, both immutable).
+	podLabels map[string]string
 }
 
 func (w *workload) selectorLabels() map[string]string {
@@ -148,9 +151,11 @@ func (w *workload) meta(name string, labels, annotations map[string]string) meta
 	return objectMeta(w.owner, w.namespace, name, labels, annotations)
 }
 
-// workloadAnnotations go on the workload's StatefulSet and Services.
+// workloadAnnotations go on the workload's StatefulSet, Services and pod template. The
+// instance is the resource's name, whatever object carries it: tools that find the objects
+// of a resource by it rely on that.
 func (w *workload) workloadAnnotations() map[string]string {
-	return map[string]string{AnnotationManaged: "true", AnnotationInstance: w.name}
+	return map[string]string{AnnotationManaged: "true", AnnotationInstance: w.instance}
 }
 
 // serviceAnnotations are the annotations of a Service of the workload: ours, then the user's
@@ -254,10 +259,17 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 			}
 		}
 	}
+	annotations := w.workloadAnnotations()
+	for _, k := range w.ignoreAnnotations {
+		delete(annotations, k)
+	}
+	annotations[AnnotationConfigHash] = w.configHash // rolls the pods: never ignored
+	labels := w.labels()
+	maps.Copy(labels, w.podLabels)
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      w.labels(),
-			Annotations: map[string]string{AnnotationConfigHash: w.configHash},
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: spec,
 	}
@@ -344,6 +356,19 @@ func (w *workload) serverContainer() corev1.Container {
 	if w.maxMemoryBytes > 0 {
 		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
 		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
+	}
+	if w.server == redisServer && w.authSecretName != "" {
+		// redis-cli reads it, so that `kubectl exec POD -- redis-cli ping` needs no -a, as the
+		// replaced operator's runbooks have it. A reference to the operator's auth Secret,
+		// whose password is the Secret's trimmed, never a value in the pod spec. Set at
+		// container start, it keeps the old password after a rotation until the pod restarts;
+		// the preStop hook reads the projected file instead, which follows a rotation.
+		env = append(env, corev1.EnvVar{Name: redisCLIAuthEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
+				Key:                  RedisPasswordKey,
+			},
+		}})
 	}
 	c.Env = mergeEnv(env, w.env)
 	return c

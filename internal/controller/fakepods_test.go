@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
@@ -47,6 +48,9 @@ type fakeKubelet struct {
 	// masterUser, when set, is the user replicas log in to their master as (masteruser), as
 	// the auth Secret says when the ACL file turns the default user off.
 	masterUser string
+	// authSecret, when set, is the operator's auth Secret: pods include its requirepass and
+	// masterauth file, as rendered (password is then unused), written at start.
+	authSecret string
 	net        int
 	base       string // the pods' volumes
 	mu         sync.Mutex
@@ -118,6 +122,9 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	}
 	if k.aclSecret != "" {
 		k.writeACLFile(ctx, sts.Namespace, p)
+	}
+	if k.authSecret != "" {
+		k.writeAuthFile(ctx, sts.Namespace, p)
 	}
 	p.start(k.t, k.port, conf(p))
 
@@ -218,6 +225,9 @@ func (k *fakeKubelet) config(p *fakePod) string {
 	if k.aclSecret != "" {
 		conf += fmt.Sprintf("aclfile %s\n", filepath.Join(p.dataDir, "user.acl"))
 	}
+	if k.authSecret != "" {
+		conf += fmt.Sprintf("include %s\n", filepath.Join(p.dataDir, builder.RedisAuthKey))
+	}
 	if k.masterUser != "" {
 		conf += "masteruser " + k.masterUser + "\n"
 	}
@@ -232,6 +242,18 @@ func (k *fakeKubelet) writeACLFile(ctx context.Context, namespace string, p *fak
 		return k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.aclSecret}, &secret)
 	})
 	if err := os.WriteFile(filepath.Join(p.dataDir, "user.acl"), secret.Data["user.acl"], 0o600); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// writeAuthFile writes the pod's auth file from the operator's auth Secret, as kubelet projects it.
+func (k *fakeKubelet) writeAuthFile(ctx context.Context, namespace string, p *fakePod) {
+	k.t.Helper()
+	var secret corev1.Secret
+	waitUntil(k.t, 30*time.Second, "auth Secret "+k.authSecret+" exists", func() error {
+		return k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.authSecret}, &secret)
+	})
+	if err := os.WriteFile(filepath.Join(p.dataDir, builder.RedisAuthKey), secret.Data[builder.RedisAuthKey], 0o600); err != nil {
 		k.t.Fatal(err)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,9 +82,94 @@ var (
 	}, []string{"kind", "phase"})
 )
 
+// The replaced operator's metrics, under its names, types and labels (namespace, and instance:
+// the resource's name), so that the alerts and dashboards of users who switch keep working.
+// Ours above say more; these are only kept in step with what the operator observes.
+var (
+	compatLabels = []string{"namespace", "instance"}
+
+	clusterSkipReconcile = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "rediscluster_skipreconcile",
+		Help: "1 while the RedisCluster's skip-reconcile annotation is \"true\", else 0.",
+	}, compatLabels)
+	clusterHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "rediscluster_healthy",
+		Help: "1 while the RedisCluster's Ready condition is True, else 0.",
+	}, compatLabels)
+	clusterPodsDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "rediscluster_replicas_size_desired",
+		Help: "Pods the RedisCluster's spec asks for, leaders and followers.",
+	}, compatLabels)
+	clusterRebalances = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rediscluster_rebalance_total",
+		Help: "Runs of slot moves onto masters that stay (a scale-out's rebalance), each counted once however many reconciles it takes.",
+	}, compatLabels)
+	clusterReshards = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rediscluster_reshard_total",
+		Help: "Runs of slot moves off departing masters (a scale-in), each counted once however many reconciles it takes.",
+	}, compatLabels)
+	clusterRemoveFollowerAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rediscluster_remove_follower_attempt",
+		Help: "Follower pods the operator let a scale-in remove (the follower StatefulSet shrunk by one), each counted once.",
+	}, compatLabels)
+	clusterAddNodeAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rediscluster_adding_node_attempt",
+		Help: "CLUSTER MEETs the operator sent to bring a node into a cluster that serves every slot (a scale-out, a pod back empty, a follower joining after the leaders formed it).",
+	}, compatLabels)
+
+	replicationSkipReconcile = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redisreplication_skipreconcile",
+		Help: "1 while the RedisReplication's skip-reconcile annotation is \"true\", else 0.",
+	}, compatLabels)
+	replicationPodsDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redisreplication_replicas_size_desired",
+		Help: "Pods the RedisReplication's spec asks for (spec.clusterSize).",
+	}, compatLabels)
+	replicationPodsCurrent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redisreplication_replicas_size_current",
+		Help: "Pods of the RedisReplication that are running.",
+	}, compatLabels)
+	replicationPodsMismatch = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "redisreplication_replicas_size_mismatch",
+		Help: "Reconciles that found fewer or more running pods than the spec asks for.",
+	}, compatLabels)
+	replicationHasMaster = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redisreplication_has_master",
+		Help: "1 while a pod of the RedisReplication answers ROLE as master, else 0.",
+	}, compatLabels)
+	replicationMasterChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "redisreplication_master_role_changes_total",
+		Help: "Times the master of the RedisReplication moved to another pod.",
+	}, compatLabels)
+	replicationConnectedReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redisreplication_connected_slaves_total",
+		Help: "Replicas connected to the master, as its ROLE lists them.",
+	}, compatLabels)
+
+	compatClusterSeries = []interface{ Delete(prometheus.Labels) bool }{clusterSkipReconcile, clusterHealthy, clusterPodsDesired,
+		clusterRebalances, clusterReshards, clusterRemoveFollowerAttempts, clusterAddNodeAttempts}
+	compatReplicationSeries = []interface{ Delete(prometheus.Labels) bool }{replicationSkipReconcile, replicationPodsDesired,
+		replicationPodsCurrent, replicationPodsMismatch, replicationHasMaster, replicationMasterChanges, replicationConnectedReplicas}
+)
+
 func init() {
 	metrics.Registry.MustRegister(apiWrites, resourceReady, resourceMasters, resourceReplicasLinked, resourceReplicasDesired,
 		clusterSlotsServed, replicationLagBytes, replicationLagSeconds, failovers, slotsMoved, keysMoved, reconcileErrors)
+	metrics.Registry.MustRegister(clusterSkipReconcile, clusterHealthy, clusterPodsDesired, clusterRebalances, clusterReshards,
+		clusterRemoveFollowerAttempts, clusterAddNodeAttempts, replicationSkipReconcile, replicationPodsDesired,
+		replicationPodsCurrent, replicationPodsMismatch, replicationHasMaster, replicationMasterChanges, replicationConnectedReplicas)
+}
+
+// compatLabelValues are the labels of the replaced operator's metrics for the resource.
+func compatLabelValues(obj client.Object) prometheus.Labels {
+	return prometheus.Labels{"namespace": obj.GetNamespace(), "instance": obj.GetName()}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func resourceLabelValues(obj client.Object) prometheus.Labels {
@@ -102,13 +189,27 @@ func observeReady(obj client.Object) {
 	resourceReady.With(l).Set(ready)
 	// Counters of what the operator does exist at 0 from the start, so that rate() and
 	// increase() see the first one.
-	switch obj.(type) {
+	compat := compatLabelValues(obj)
+	switch cr := obj.(type) {
 	case *v1beta2.RedisCluster:
 		failovers.With(l)
 		slotsMoved.With(l)
 		keysMoved.With(l)
+		clusterHealthy.With(compat).Set(ready)
+		clusterSkipReconcile.With(compat).Set(boolGauge(cr.Annotations[SkipReconcileClusterAnnotation] == "true"))
+		clusterPodsDesired.With(compat).Set(float64(builder.LeaderReplicas(cr) + builder.FollowerReplicas(cr)))
+		clusterRebalances.With(compat)
+		clusterReshards.With(compat)
+		clusterRemoveFollowerAttempts.With(compat)
+		clusterAddNodeAttempts.With(compat)
 	case *v1beta2.RedisReplication:
 		failovers.With(l)
+		replicationSkipReconcile.With(compat).Set(boolGauge(cr.Annotations[SkipReconcileReplicationAnnotation] == "true"))
+		if cr.Spec.Size != nil {
+			replicationPodsDesired.With(compat).Set(float64(*cr.Spec.Size))
+		}
+		replicationPodsMismatch.With(compat)
+		replicationMasterChanges.With(compat)
 	}
 }
 
@@ -120,6 +221,82 @@ func forgetResource(kind, namespace, name string) {
 		replicationLagSeconds, failovers, slotsMoved, keysMoved,
 	} {
 		v.DeletePartialMatch(l)
+	}
+	compat := prometheus.Labels{"namespace": namespace, "instance": name}
+	var series []interface{ Delete(prometheus.Labels) bool }
+	switch kind {
+	case "RedisCluster":
+		series = compatClusterSeries
+		countedOnce.forget(namespace, name, "")
+	case "RedisReplication":
+		series = compatReplicationSeries
+	}
+	for _, v := range series {
+		v.Delete(compat)
+	}
+}
+
+// countedOnce remembers what a counter of the replaced operator's has counted, by
+// namespace/name/what, for what lasts several reconciles but counts once: a run of slot moves
+// (a slice of moves each reconcile; a rebalance onto masters that stay, a reshard off departing
+// ones), a follower pod let go (a stale cache may show its StatefulSet unshrunk once more). An
+// operator restarted meanwhile counts what it resumes once more.
+var countedOnce = &onceMemory{seen: map[string]bool{}}
+
+type onceMemory struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// first reports whether what was not counted for the resource yet, and notes it counted.
+func (m *onceMemory) first(obj client.Object, what string) bool {
+	key := obj.GetNamespace() + "/" + obj.GetName() + "/" + what
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[key] {
+		return false
+	}
+	m.seen[key] = true
+	return true
+}
+
+// forget ends what the resource's entries starting with prefix were counted for; "" forgets
+// them all (the resource is gone).
+func (m *onceMemory) forget(namespace, name, prefix string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key := range m.seen {
+		if strings.HasPrefix(key, namespace+"/"+name+"/"+prefix) {
+			delete(m.seen, key)
+		}
+	}
+}
+
+// Entries of countedOnce.
+const (
+	onceRebalance      = "rebalance"
+	onceReshard        = "reshard"
+	onceFollowerRemove = "remove-follower/"
+)
+
+// observeSlotsMoved counts a run of slot moves, a reshard when they leave a departing master,
+// else a rebalance, once per run (see countedOnce).
+func observeSlotsMoved(cr *v1beta2.RedisCluster, offDeparting bool) {
+	counter, what := clusterRebalances, onceRebalance
+	if offDeparting {
+		counter, what = clusterReshards, onceReshard
+	}
+	if countedOnce.first(cr, what) {
+		counter.With(compatLabelValues(cr)).Inc()
+	}
+}
+
+// observeFollowersRemoved counts each follower ordinal in [from, to) let go by a scale-in once.
+func observeFollowersRemoved(cr *v1beta2.RedisCluster, from, to int32) {
+	for ordinal := from; ordinal < to; ordinal++ {
+		if countedOnce.first(cr, onceFollowerRemove+strconv.Itoa(int(ordinal))) {
+			clusterRemoveFollowerAttempts.With(compatLabelValues(cr)).Inc()
+		}
 	}
 }
 
@@ -159,10 +336,12 @@ func observeClusterMembers(cr *v1beta2.RedisCluster, members []clusterplan.Membe
 func observeReplicationMembers(cr *v1beta2.RedisReplication, members []replicationplan.Member) {
 	var masters, linked float64
 	var masterOffset int64 = -1
+	connected := 0 // to the master with the most replicas, should there be two
 	for _, m := range members {
 		if m.Role != nil && m.Role.Kind == redis.RoleMaster {
 			masters++
 			masterOffset = max(masterOffset, m.Role.ReplicationOffset)
+			connected = max(connected, len(m.Role.Replicas))
 		}
 	}
 	var lag int64
@@ -184,6 +363,33 @@ func observeReplicationMembers(cr *v1beta2.RedisReplication, members []replicati
 		resourceReplicasDesired.With(l).Set(float64(max(*cr.Spec.Size-1, 0)))
 	}
 	replicationLagBytes.With(l).Set(float64(lag))
+	compat := compatLabelValues(cr)
+	replicationHasMaster.With(compat).Set(boolGauge(masters > 0))
+	replicationConnectedReplicas.With(compat).Set(float64(connected))
+}
+
+// observeReplicationPods records the running pods of a replication, and counts a reconcile
+// that found a number other than the spec's.
+func observeReplicationPods(cr *v1beta2.RedisReplication, pods []corev1.Pod) {
+	running := 0
+	for i := range pods {
+		if pods[i].Status.Phase == corev1.PodRunning && pods[i].DeletionTimestamp == nil {
+			running++
+		}
+	}
+	compat := compatLabelValues(cr)
+	replicationPodsCurrent.With(compat).Set(float64(running))
+	if cr.Spec.Size != nil && int(*cr.Spec.Size) != running {
+		replicationPodsMismatch.With(compat).Inc()
+	}
+}
+
+// observeMasterChange counts the master of a replication moving from one pod to another
+// (not the first master found).
+func observeMasterChange(cr *v1beta2.RedisReplication, from, to string) {
+	if from != "" && to != from {
+		replicationMasterChanges.With(compatLabelValues(cr)).Inc()
+	}
 }
 
 // acknowledgmentLags are the lags, in seconds since their last acknowledgment, of the replicas

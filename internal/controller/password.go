@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
 )
 
 // SecretKeyError says that the password Secret or its key is missing: the user has to create
@@ -26,8 +27,10 @@ func (e *SecretKeyError) Error() string {
 
 func (e *SecretKeyError) Unwrap() error { return e.Err }
 
-// readPassword returns the password that kubernetesConfig.redisSecret points at, or "" when no
-// password is configured.
+// readPassword returns the password that kubernetesConfig.redisSecret points at, trimmed of
+// the whitespace around it (builder.SecretPassword), or "" when no password is configured.
+// Everything the operator renders or sends (redis.conf, the auth Secret its pods and hooks
+// read, its own logins) takes the password from here.
 func readPassword(ctx context.Context, c client.Reader, namespace string, ref *v1beta2.ExistingPasswordSecret) (string, error) {
 	if ref == nil || ref.Name == nil || *ref.Name == "" {
 		return "", nil
@@ -44,5 +47,9 @@ func readPassword(ctx context.Context, c client.Reader, namespace string, ref *v
 	if !ok || len(value) == 0 {
 		return "", &SecretKeyError{Name: *ref.Name, Key: key}
 	}
-	return string(value), nil
+	password := builder.SecretPassword(value)
+	if password == "" {
+		return "", &SecretKeyError{Name: *ref.Name, Key: key, Err: fmt.Errorf("key %q holds only whitespace", key)}
+	}
+	return password, nil
 }

@@ -481,7 +481,8 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 1, 0)
 	f.runPods()
-	f.waitReady(60 * time.Second)
+	cr := f.waitReady(60 * time.Second)
+	waitCompat(t, cr, map[string]float64{"rediscluster_healthy": 1, "rediscluster_skipreconcile": 0, "rediscluster_replicas_size_desired": 1})
 
 	f.setSkip(true)
 	waitUntil(t, 10*time.Second, "skip condition", func() error {
@@ -491,6 +492,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 		}
 		return fmt.Errorf("progressing is %+v", c)
 	})
+	waitCompat(t, cr, map[string]float64{"rediscluster_skipreconcile": 1})
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "shards-master"}}
 	if err := f.c.Delete(f.ctx, svc); err != nil {
 		t.Fatal(err)
@@ -504,6 +506,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 	waitUntil(t, 10*time.Second, "Service recreated", func() error {
 		return f.c.Get(f.ctx, client.ObjectKeyFromObject(svc), svc)
 	})
+	waitCompat(t, cr, map[string]float64{"rediscluster_skipreconcile": 0})
 }
 
 func TestMissingPasswordSecretIsReported(t *testing.T) {
@@ -600,4 +603,60 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 	if err := f.c.List(f.ctx, &pods, client.InNamespace(f.ns)); err != nil || len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil {
 		t.Errorf("the pod must survive the recreation: %d pods, %v", len(pods.Items), err)
 	}
+}
+
+// The -master Service selects on cluster=<name>, as the replaced operator's does: it reaches
+// the masters, and a pod made from a template without that label (an operator upgrade, before
+// the rolling update) is given it, so that the Service does not lose its endpoints meanwhile.
+func TestMasterServiceSelectsTheClusterLabel(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 1, 0)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	var svc corev1.Service
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: builder.MasterServiceName(f.name)}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Labels[builder.LabelCluster] != f.name || svc.Spec.Selector[builder.LabelCluster] != f.name {
+		t.Fatalf("-master Service labels %v selector %v, want %s=%s in both", svc.Labels, svc.Spec.Selector, builder.LabelCluster, f.name)
+	}
+	selected := func() []string {
+		var pods corev1.PodList
+		if err := f.c.List(f.ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels(svc.Spec.Selector)); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	waitUntil(t, 10*time.Second, "the master selected", func() error {
+		if got := selected(); !slices.Equal(got, []string{f.name + "-leader-0"}) {
+			return fmt.Errorf("selected %v", got)
+		}
+		return nil
+	})
+
+	// An older pod without the label.
+	var pod corev1.Pod
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: f.name + "-leader-0"}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	original := pod.DeepCopy()
+	delete(pod.Labels, builder.LabelCluster)
+	if err := f.c.Patch(f.ctx, &pod, client.MergeFrom(original)); err != nil {
+		t.Fatal(err)
+	}
+	cr := f.get()
+	cr.Annotations = map[string]string{"test/poke": "1"}
+	if err := f.c.Update(f.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the label back on the pod, the master selected", func() error {
+		if got := selected(); !slices.Equal(got, []string{f.name + "-leader-0"}) {
+			return fmt.Errorf("selected %v", got)
+		}
+		return nil
+	})
 }

@@ -42,6 +42,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 		return false, err
 	}
 	if have.Leaders <= want.Leaders && have.Followers <= want.Followers {
+		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceFollowerRemove) // the pods let go are gone
 		return false, nil
 	}
 	if err := r.listPods(ctx, s); err != nil {
@@ -65,6 +66,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 	design := clusterplan.Design{Leaders: int(want.Leaders), Followers: int(want.Followers)}
 	leaders, followers, reason := clusterplan.Keep(design, r.observeMembers(ctx, s))
 	s.pods = builder.ClusterPods{Leaders: keptReplicas(leaders, have.Leaders), Followers: keptReplicas(followers, have.Followers)}
+	observeFollowersRemoved(s.cr, s.pods.Followers, have.Followers)
 	// The reference shows a scale-in as initializing leaders, then followers, until the
 	// departing pods are gone.
 	switch {

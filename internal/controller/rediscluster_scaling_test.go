@@ -118,6 +118,14 @@ func TestScaleOutAndInMoveSlotsWithTheirKeys(t *testing.T) {
 	if n := f.dbSize(f.name + "-leader-3"); n == 0 {
 		t.Errorf("the new leader holds no keys: the slots moved without them")
 	}
+	// The replaced operator's metrics: one rebalance, two nodes (at least) met into the
+	// established cluster.
+	cr := f.get()
+	waitCompat(t, cr, map[string]float64{"rediscluster_rebalance_total": 1, "rediscluster_reshard_total": 0,
+		"rediscluster_replicas_size_desired": 8, "rediscluster_healthy": 1, "rediscluster_remove_follower_attempt": 0})
+	if added, _ := compatSample(t, "rediscluster_adding_node_attempt", cr); added < 2 {
+		t.Errorf("rediscluster_adding_node_attempt = %v after two pods joined", added)
+	}
 
 	// The scale-in: the departing leader-3 stays a master until its pod goes (it never
 	// becomes a replica of a receiver, so no receiver serves it a full sync), and it keeps
@@ -162,6 +170,10 @@ func TestScaleOutAndInMoveSlotsWithTheirKeys(t *testing.T) {
 	if fmt.Sprint(counts) != "[5461 5461 5462]" {
 		t.Errorf("slots per leader after the scale-in: %v; want 5462, 5461, 5461", got)
 	}
+
+	// One reshard off the departing leader, its follower let go once.
+	waitCompat(t, cr, map[string]float64{"rediscluster_rebalance_total": 1, "rediscluster_reshard_total": 1,
+		"rediscluster_replicas_size_desired": 6, "rediscluster_healthy": 1, "rediscluster_remove_follower_attempt": 1})
 
 	checker.StopAndRequire(f.ctx, t, f.clusterClient(), "while scaling")
 	f.readKeys(2000)

@@ -54,6 +54,12 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	}
 	observeClusterMembers(s.cr, s.members)
 	plan := clusterplan.Compute(design, s.members)
+	if len(plan.Steps) == 0 && plan.Wait == "" {
+		// A run of slot moves lasts until the cluster settles: the meets and replicas of a
+		// scale-out's later pods come between slices of the same rebalance.
+		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceRebalance)
+		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceReshard)
+	}
 
 	if wait := r.migrationBlocked(ctx, s, plan.Steps); wait != "" {
 		plan = clusterplan.Plan{Wait: wait}
@@ -247,6 +253,11 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	slots := 0 // slots moved by a Migrate step
 	switch step.Kind {
 	case clusterplan.StepMeet:
+		// A node met by a member of a cluster that serves every slot is added to it (a
+		// scale-out, a pod back empty, a follower joining after the leaders formed it).
+		if member.View != nil && member.View.AllSlotsCovered() {
+			clusterAddNodeAttempts.With(compatLabelValues(s.cr)).Inc()
+		}
 		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
 	case clusterplan.StepForget:
 		err = c.ClusterForget(ctx, step.NodeID)
@@ -294,6 +305,8 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 		failovers.With(resourceLabelValues(s.cr)).Inc()
 	case clusterplan.StepMigrate:
 		slotsMoved.With(resourceLabelValues(s.cr)).Add(float64(slots))
+		design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+		observeSlotsMoved(s.cr, clusterplan.Departing(design, member))
 	}
 	log.FromContext(ctx).Info("ran cluster step", "step", step.Kind, "pod", step.On, "reason", step.Reason)
 	// The events API folds the events of one reason about one related pod into a series: the
@@ -323,7 +336,9 @@ func (s *clusterScope) pod(match func(*corev1.Pod) bool) runtime.Object {
 }
 
 // labelPodRoles keeps the redis-role label of every pod on what Redis says it is, for the
-// -master Service and for users' selectors.
+// -master Service and for users' selectors. It also gives pods made from an older template
+// the cluster label the -master Service selects on, so that it keeps its endpoints while
+// those pods wait for the rolling update that brings the label in their template.
 func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterScope) (bool, error) {
 	pods := append(append([]corev1.Pod{}, s.leaders...), s.followers...)
 	for i := range pods {
@@ -340,7 +355,7 @@ func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterSc
 		if me.IsReplica() {
 			want = builder.RedisRoleSlave
 		}
-		if err := setPodRoleLabel(ctx, r.Client, pod, want); err != nil {
+		if err := setPodLabels(ctx, r.Client, pod, map[string]string{builder.LabelRedisRole: want, builder.LabelCluster: s.cr.Name}); err != nil {
 			return false, err
 		}
 	}
@@ -349,7 +364,19 @@ func (r *RedisClusterReconciler) labelPodRoles(ctx context.Context, s *clusterSc
 
 // setPodRoleLabel sets the pod's redis-role label, writing only when it differs.
 func setPodRoleLabel(ctx context.Context, c client.Client, pod *corev1.Pod, want string) error {
-	if pod.Labels[builder.LabelRedisRole] == want {
+	return setPodLabels(ctx, c, pod, map[string]string{builder.LabelRedisRole: want})
+}
+
+// setPodLabels sets the pod's labels to the values given, in one patch, writing only when one
+// differs.
+func setPodLabels(ctx context.Context, c client.Client, pod *corev1.Pod, want map[string]string) error {
+	differs := false
+	for k, v := range want {
+		if value, ok := pod.Labels[k]; !ok || value != v {
+			differs = true
+		}
+	}
+	if !differs {
 		return nil
 	}
 	original := pod.DeepCopy()
@@ -357,10 +384,10 @@ func setPodRoleLabel(ctx context.Context, c client.Client, pod *corev1.Pod, want
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[builder.LabelRedisRole] = want
+	maps.Copy(labels, want)
 	pod.Labels = labels
 	if err := c.Patch(ctx, pod, client.MergeFrom(original)); err != nil {
-		return fmt.Errorf("label pod %s %s=%s: %w", pod.Name, builder.LabelRedisRole, want, err)
+		return fmt.Errorf("label pod %s %v: %w", pod.Name, want, err)
 	}
 	return nil
 }

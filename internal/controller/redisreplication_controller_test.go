@@ -202,6 +202,9 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 	if ci := f.cr.Status.ConnectionInfo; ci == nil || ci.Host != f.kubelet.pod("rr-0").ip || ci.Port != builder.DefaultRedisPort {
 		t.Errorf("connectionInfo = %+v, want the master's address", ci)
 	}
+	waitCompat(t, f.cr, map[string]float64{"redisreplication_has_master": 1, "redisreplication_connected_slaves_total": 2,
+		"redisreplication_replicas_size_desired": 3, "redisreplication_replicas_size_current": 3,
+		"redisreplication_master_role_changes_total": 0, "redisreplication_skipreconcile": 0})
 
 	// A steady state writes nothing, to the API or to Redis.
 	apiBefore, redisBefore := f.op.apiWrites.Load(), f.op.redisWrites.Load()
@@ -382,6 +385,9 @@ func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
 	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-2", syscall.SIGTERM)
 	f.waitReady(handedTo)
 	f.checkTopology(handedTo, map[string]string{"written": "before-scale-in"})
+	// rr-0 to rr-2 by hand, rr-2 to handedTo before the scale-in.
+	waitCompat(t, f.cr, map[string]float64{"redisreplication_master_role_changes_total": 2, "redisreplication_has_master": 1,
+		"redisreplication_connected_slaves_total": 1, "redisreplication_replicas_size_current": 2})
 }
 
 // Every replica gone: the master still answers, but the data has a single copy. Past the
@@ -437,4 +443,39 @@ func warnings(t *testing.T, c client.Client, namespace, reason string) int {
 		}
 	}
 	return n
+}
+
+// A password Secret made with `echo pw | base64` ends in a newline that no client types: the
+// operator reads the password without the whitespace around it, as the replaced operator does.
+// The pods run on the requirepass and masterauth it renders (the auth file included as
+// rendered), replicas sync with it, clients typing "pw" write and read keys, and the password
+// file of the preStop hook holds it trimmed too.
+func TestReplicationPasswordSecretWithATrailingNewline(t *testing.T) {
+	f := newReplicationFixture(t, func(f *replicationFixture) {
+		var secret corev1.Secret
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "redis-secret"}, &secret); err != nil {
+			t.Fatal(err)
+		}
+		secret.Data["password"] = []byte("pw\n")
+		if err := f.c.Update(f.ctx, &secret); err != nil {
+			t.Fatal(err)
+		}
+		f.password = "pw"
+		f.kubelet.password, f.kubelet.authSecret = "", builder.AuthSecretName(f.cr.Name)
+	})
+	f.waitReady("rr-0")
+	f.writeAcknowledged("trimmed", "yes") // WAIT 2: both replicas synced, with masterauth "pw"
+	f.checkTopology("rr-0", map[string]string{"trimmed": "yes"})
+	var auth corev1.Secret
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: builder.AuthSecretName(f.cr.Name)}, &auth); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(auth.Data[builder.RedisPasswordKey]); got != "pw" {
+		t.Errorf("the hook's password file holds %q, want \"pw\"", got)
+	}
+	untrimmed := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod("rr-0").addr(builder.DefaultRedisPort), Password: "pw\n"})
+	defer func() { _ = untrimmed.Close() }()
+	if err := untrimmed.Ping(f.ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Errorf("the Secret's raw value logged in (%v): the server requires it untrimmed", err)
+	}
 }

@@ -22,6 +22,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 		return false, err
 	}
 	observeReplicationMembers(s.cr, s.members)
+	observeReplicationPods(s.cr, s.pods)
 	r.observeLagSeconds(ctx, s)
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
@@ -171,6 +172,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		if s.cr.Status.MasterNode != "" {
 			r.Recorder.Eventf(s.cr, s.podNamed(s.plan.Master), corev1.EventTypeNormal, "MasterChanged", "Observe", "the master is now %s (was %s)", s.plan.Master, s.cr.Status.MasterNode)
 		}
+		observeMasterChange(s.cr, s.cr.Status.MasterNode, s.plan.Master)
 		s.cr.Status.MasterNode = s.plan.Master
 	}
 	for _, step := range s.plan.Steps {

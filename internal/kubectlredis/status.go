@@ -103,7 +103,7 @@ func (p Plugin) password(ctx context.Context, ref *v1beta2.ExistingPasswordSecre
 	if err != nil {
 		return "", fmt.Errorf("password Secret %s: %w", *ref.Name, err)
 	}
-	return string(s.Data[*ref.Key]), nil
+	return builder.SecretPassword(s.Data[*ref.Key]), nil // as the operator reads it
 }
 
 // tlsConfig is how to reach the resource's pods when they serve TLS only: the chain verified

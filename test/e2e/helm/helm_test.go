@@ -180,6 +180,8 @@ func TestHelmInstallCluster(t *testing.T) {
 			"redis_operator_masters" + labels + " 3",
 			"redis_operator_replicas_linked" + labels + " 3",
 			"redis_operator_cluster_slots_served" + labels + " 16384",
+			// The replaced operator's name for it, which its users' alerts query.
+			fmt.Sprintf(`rediscluster_healthy{instance="shop",namespace=%q} 1`, ns),
 		} {
 			if !strings.Contains(body, want) {
 				return false, "no " + want, nil
@@ -301,6 +303,8 @@ func installOtherCharts(t *testing.T, operatorIP string, clusterPods []corev1.Po
 			"redis_operator_resource_ready" + labels + " 1",
 			"redis_operator_masters" + labels + " 1",
 			"redis_operator_replicas_linked" + labels + " 1",
+			fmt.Sprintf(`redisreplication_has_master{instance="cache",namespace=%q} 1`, ns),
+			fmt.Sprintf(`redisreplication_connected_slaves_total{instance="cache",namespace=%q} 1`, ns),
 			fmt.Sprintf(`redis_operator_resource_ready{kind="Redis",name="solo",namespace=%q} 1`, ns),
 			fmt.Sprintf(`redis_operator_resource_ready{kind="RedisSentinel",name="watch",namespace=%q} 1`, ns),
 		} {
