@@ -94,8 +94,11 @@ func TestHandOverScriptHoldsOnWhileItsPasswordFileIsStale(t *testing.T) {
 	}
 	redistest.WaitFor(t, 20*time.Second, "the replica connected", func() error {
 		info, err := mc.Info(ctx, "replication").Result()
-		if err != nil || !strings.Contains(info, "connected_slaves:1") {
-			return fmt.Errorf("not yet: %v", err)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "connected_slaves:1") {
+			return errors.New("no replica connected yet")
 		}
 		return nil
 	})
