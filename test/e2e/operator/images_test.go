@@ -32,6 +32,26 @@ func exporterUp(t *testing.T, ns string, pod *corev1.Pod) {
 	})
 }
 
+// sentinelsName waits until each of the three sentinels of RedisSentinel redis-sentinel in ns
+// names master the master.
+func sentinelsName(t *testing.T, ns string, master *corev1.Pod) {
+	t.Helper()
+	sb.WaitFor(t, ns, "every sentinel to name "+master.Name+" the master", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		var pods corev1.PodList
+		if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "redis-sentinel-sentinel"}); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		ok := len(pods.Items) == 3
+		for _, p := range pods.Items {
+			addr, err := sb.RedisAt(t, p.Status.PodIP, 26379).Do(ctx, "SENTINEL", "get-master-addr-by-name", "myMaster").StringSlice()
+			seen = append(seen, fmt.Sprintf("%s: %v %v", p.Name, addr, err))
+			ok = ok && err == nil && len(addr) == 2 && addr[0] == master.Status.PodIP
+		}
+		return ok, strings.Join(seen, "; "), nil
+	})
+}
+
 // clusterWithImage runs a 3×(1+1) cluster of image: Ready, every node announcing its own pod
 // address (our --cluster-announce-ip, which an args-only container would lose), keys kept
 // through a leader pod's deletion.
@@ -125,25 +145,8 @@ spec:
     redisReplicationName: redis-replication
 `)
 	ctx := context.Background()
-	sentinelsWatch := func(master *corev1.Pod) {
-		t.Helper()
-		sb.WaitFor(t, ns, "every sentinel to name "+master.Name+" the master", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
-			var pods corev1.PodList
-			if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "redis-sentinel-sentinel"}); err != nil {
-				return false, "", err
-			}
-			var seen []string
-			ok := len(pods.Items) == 3
-			for _, p := range pods.Items {
-				addr, err := sb.RedisAt(t, p.Status.PodIP, 26379).Do(ctx, "SENTINEL", "get-master-addr-by-name", "myMaster").StringSlice()
-				seen = append(seen, fmt.Sprintf("%s: %v %v", p.Name, addr, err))
-				ok = ok && err == nil && len(addr) == 2 && addr[0] == master.Status.PodIP
-			}
-			return ok, strings.Join(seen, "; "), nil
-		})
-	}
 	master := replicationFailsOver(t, ns)
-	sentinelsWatch(master)
+	sentinelsName(t, ns, master)
 	exporterUp(t, ns, master)
 	var events corev1.EventList
 	if err := sb.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
@@ -51,20 +50,7 @@ spec:
     redisReplicationName: redis-replication
 `)
 	master := replicationFailsOver(t, ns)
-	sb.WaitFor(t, ns, "the sentinels to name the new master "+master.Name, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
-		var pods corev1.PodList
-		if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "redis-sentinel-sentinel"}); err != nil {
-			return false, "", err
-		}
-		ok := len(pods.Items) == 3
-		var seen []string
-		for _, p := range pods.Items {
-			addr, err := sb.RedisAt(t, p.Status.PodIP, 26379).Do(ctx, "SENTINEL", "get-master-addr-by-name", "myMaster").StringSlice()
-			seen = append(seen, fmt.Sprintf("%s: %v %v", p.Name, addr, err))
-			ok = ok && err == nil && len(addr) == 2 && addr[0] == master.Status.PodIP
-		}
-		return ok, strings.Join(seen, "; "), nil
-	})
+	sentinelsName(t, ns, master)
 }
 
 // One Valkey cluster through the operator's features, in one lifecycle to keep the suite's

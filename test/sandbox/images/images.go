@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rediskube/redis-operator/test/sandbox/containerinit"
 )
 
 // Kind names a family of images.
@@ -49,22 +51,11 @@ type Bind struct {
 	Target string `json:"target"`
 }
 
-// Dir is a directory the image has, with its owner and mode.
-type Dir struct {
-	Path string      `json:"path"`
-	UID  int         `json:"uid"`
-	GID  int         `json:"gid"`
-	Mode os.FileMode `json:"mode"`
-}
-
-// File is a file the image ships (its own configuration, an entrypoint script's place).
-type File struct {
-	Path    string      `json:"path"`
-	Content string      `json:"content"`
-	UID     int         `json:"uid"`
-	GID     int         `json:"gid"`
-	Mode    os.FileMode `json:"mode"`
-}
+// Dir and File are the image's own directories and files, as containerinit creates them.
+type (
+	Dir  = containerinit.Dir
+	File = containerinit.File
+)
 
 // User is the image's USER (uid and primary gid).
 type User struct {

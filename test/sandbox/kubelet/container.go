@@ -410,8 +410,8 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 		Entrypoint:    entrypointOf(img),
 		Lacks:         img.Lacks,
 		ScratchImage:  img.Scratch,
-		Dirs:          imageDirs(img),
-		Files:         imageFileList(img),
+		Dirs:          img.Dirs,
+		Files:         img.Files,
 		User:          user,
 		ReadOnlyRoot:  spec.SecurityContext != nil && spec.SecurityContext.ReadOnlyRootFilesystem != nil && *spec.SecurityContext.ReadOnlyRootFilesystem,
 	}, nil
@@ -429,22 +429,6 @@ func entrypointOf(img images.Image) *containerinit.Entrypoint {
 		ep.ServerUser = &containerinit.User{UID: 999, GID: img.Groups[999]}
 	}
 	return ep
-}
-
-func imageDirs(img images.Image) []containerinit.Dir {
-	var out []containerinit.Dir
-	for _, d := range img.Dirs {
-		out = append(out, containerinit.Dir{Path: d.Path, UID: d.UID, GID: d.GID, Mode: d.Mode})
-	}
-	return out
-}
-
-func imageFileList(img images.Image) []containerinit.File {
-	var out []containerinit.File
-	for _, f := range img.Files {
-		out = append(out, containerinit.File{Path: f.Path, Content: f.Content, UID: f.UID, GID: f.GID, Mode: f.Mode})
-	}
-	return out
 }
 
 // hiddenDirs are the state directories of this and every other running sandbox: a
