@@ -326,7 +326,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			return true, nil
 		}
 	}
-	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, master.Status.PodIP)
+	s.cr.Status.ConnectionInfo = connectionInfo(s.cr)
 	if s.cr.Status.State != ReplicationStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
 	}

@@ -248,16 +248,23 @@ func sentinelsNotYetWatching(ready, size int32, reports []string, masterIP strin
 
 // connectionInfo tells clients where to connect: with embedded sentinels, to the sentinels'
 // headless Service and master group (clients follow failovers through them); otherwise to the
-// master's address.
-func connectionInfo(cr *v1beta2.RedisReplication, masterIP string) *v1beta2.ConnectionInfo {
+// -master Service, whose selector follows the master's redis-role label, so the name stays
+// right across failovers (a pod IP would not). Both are the Services' names in the cluster DNS
+// domain, as the replaced operator writes them.
+func connectionInfo(cr *v1beta2.RedisReplication) *v1beta2.ConnectionInfo {
 	if cr.Spec.Sentinel != nil {
 		return &v1beta2.ConnectionInfo{
-			Host:       builder.EmbeddedSentinelHeadlessServiceName(cr.Name) + "." + cr.Namespace + ".svc.cluster.local",
+			Host:       serviceHost(builder.EmbeddedSentinelHeadlessServiceName(cr.Name), cr.Namespace),
 			Port:       builder.DefaultSentinelPort,
 			MasterName: builder.EmbeddedMasterGroupName,
 		}
 	}
-	return &v1beta2.ConnectionInfo{Host: masterIP, Port: builder.DefaultRedisPort}
+	return &v1beta2.ConnectionInfo{Host: serviceHost(builder.MasterServiceName(cr.Name), cr.Namespace), Port: builder.DefaultRedisPort}
+}
+
+// serviceHost is a Service's DNS name.
+func serviceHost(service, namespace string) string {
+	return service + "." + namespace + ".svc.cluster.local"
 }
 
 // sentinelSeed is the master address new embedded sentinel pods start monitoring: the current
