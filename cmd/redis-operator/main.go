@@ -2,6 +2,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -53,8 +55,10 @@ type options struct {
 	leaderElectionNamespace string
 	watchNamespaces         string
 	maxConcurrentReconciles int
-	webhook                 conversionwebhook.Options
-	zap                     zap.Options
+	// dnsDomain is the cluster's DNS domain, the end of every Service name the operator writes.
+	dnsDomain string
+	webhook   conversionwebhook.Options
+	zap       zap.Options
 }
 
 // defaultMaxConcurrentReconciles lets a slow or unreachable pod of one resource hold up only
@@ -83,6 +87,8 @@ func parseFlags(args []string) (*options, error) {
 	}
 	fs.IntVar(&opts.maxConcurrentReconciles, "max-concurrent-reconciles", concurrency,
 		"Resources of one kind reconciled at once (default from MAX_CONCURRENT_RECONCILES, else 4).")
+	fs.StringVar(&opts.dnsDomain, "service-dns-domain", cmp.Or(os.Getenv("SERVICE_DNS_DOMAIN"), controller.DefaultDNSDomain),
+		"The cluster's DNS domain, the end of the Service names in status.connectionInfo and on the webhook's certificate (default from SERVICE_DNS_DOMAIN, else cluster.local).")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -91,7 +97,22 @@ func parseFlags(args []string) (*options, error) {
 	if opts.maxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles=%d: want at least 1", opts.maxConcurrentReconciles)
 	}
+	domain, err := parseDNSDomain(opts.dnsDomain)
+	if err != nil {
+		return nil, err
+	}
+	opts.dnsDomain, opts.webhook.DNSDomain = domain, domain
 	return opts, nil
+}
+
+// parseDNSDomain checks the cluster DNS domain: a DNS name, written without the final dot
+// that some resolv.conf search lines carry.
+func parseDNSDomain(value string) (string, error) {
+	domain := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(value), "."))
+	if problems := validation.IsDNS1123Subdomain(domain); len(problems) > 0 {
+		return "", fmt.Errorf("service DNS domain %q (--service-dns-domain, SERVICE_DNS_DOMAIN): %s", value, strings.Join(problems, "; "))
+	}
+	return domain, nil
 }
 
 // newScheme registers the built-in kinds and ours.
@@ -197,7 +218,8 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	}{
 		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
 		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
-		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
+		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch,
+			DNSDomain: opts.dnsDomain}},
 		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
 	}
 	for _, c := range controllers {
@@ -219,7 +241,8 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return fmt.Errorf("add readiness check: %w", err)
 	}
 
-	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)
+	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr,
+		"dnsDomain", opts.dnsDomain)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

@@ -158,6 +158,35 @@ func TestMaxConcurrentReconcilesFromFlagOrEnvironment(t *testing.T) {
 	}
 }
 
+func TestServiceDNSDomainFromFlagOrEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string // "" when refused
+	}{
+		{want: "cluster.local"},
+		{env: "corp.example", want: "corp.example"},
+		{env: "Corp.Example.", want: "corp.example"}, // as a resolv.conf search line may write it
+		{env: "corp.example", args: []string{"--service-dns-domain", "k8s.internal"}, want: "k8s.internal"},
+		{env: "not a domain"},
+		{args: []string{"--service-dns-domain", "-bad-"}},
+	} {
+		t.Run(fmt.Sprint(tc.env, tc.args), func(t *testing.T) {
+			t.Setenv("SERVICE_DNS_DOMAIN", tc.env)
+			opts, err := parseFlags(tc.args)
+			if tc.want == "" {
+				if err == nil {
+					t.Errorf("accepted, %q", opts.dnsDomain)
+				}
+				return
+			}
+			if err != nil || opts.dnsDomain != tc.want || opts.webhook.DNSDomain != tc.want {
+				t.Errorf("got %v; want %q for the controllers and the webhook", err, tc.want)
+			}
+		})
+	}
+}
+
 // operatorRun is one run of the operator in the test: exited closes when run returns, and err
 // is what it returned. A closed channel (unlike a value sent once) can be observed both by the
 // waits below and by the cleanup.

@@ -63,7 +63,7 @@ var templateCases = []struct {
 	set         []string
 }{
 	{"redis-operator", "default", nil},
-	{"redis-operator", "options", []string{`redisOperator.watchNamespace=a\,b`, "redisOperator.metrics.enabled=false",
+	{"redis-operator", "options", []string{`redisOperator.watchNamespace=a\,b`, "redisOperator.metrics.enabled=false", "redisOperator.serviceDNSDomain=corp.example",
 		"tolerateAllTaints=true", "redisOperator.extraArgs={--zap-log-level=debug}", "rbac.enabled=false"}},
 	{"redis-operator", "namespaced", []string{"rbac.scope=namespace", `redisOperator.watchNamespace=apps\, cache`}},
 	{"redis-operator", "monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true", "grafanaDashboard.namespace=grafana"}},
@@ -120,6 +120,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"redis-operator", "featureGates.GenerateConfigInInitContainer=true", "/featureGates"},
 		{"redis-operator", "manager.config.execCommandTimeout=30s", "/manager/config/execCommandTimeout"},
 		{"redis-operator", "rbac.scope=namespaces", "/rbac/scope"},
+		{"redis-operator", "redisOperator.serviceDNSDomain=-not-a-domain-", "/redisOperator/serviceDNSDomain"},
 		{"redis-operator", "notAKey=1", "notAKey"},
 		{"redis-cluster", "redisCluster.leader.serviceType=NodePort", "/redisCluster/leader/serviceType"},
 		{"redis-cluster", "redisCluster.clusterSize=0", "/redisCluster/clusterSize"},
