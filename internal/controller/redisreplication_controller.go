@@ -174,6 +174,9 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 		}
 	}
 	s.objects, s.buildErr = builder.BuildRedisReplication(in)
+	if s.buildErr == nil {
+		reportQuorum(r.Recorder, s.cr, builder.EmbeddedSentinelQuorum(s.cr), s.cr.Spec.Sentinel != nil, s.conditions)
+	}
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
