@@ -223,6 +223,27 @@ spec:
 	}
 }
 
+// TestAnyClusterVersionIsAccepted: the reference's schema takes any clusterVersion, and the
+// operator follows the version the servers report, so no value is refused (v5 and v9 were).
+func TestAnyClusterVersionIsAccepted(t *testing.T) {
+	ensureNamespace(t, "versions")
+	for _, version := range []string{"v5", "v6", "v7", "v8", "v9", "7.2"} {
+		name := "v-" + strings.ReplaceAll(strings.TrimPrefix(version, "v"), ".", "-")
+		obj := decode(t, fmt.Sprintf(`
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata: {name: %s, namespace: versions}
+spec:
+  clusterSize: 3
+  clusterVersion: %q
+  kubernetesConfig: {image: redis:7.0.15}
+`, name, version))
+		if err := k8sClient.Create(context.Background(), obj); err != nil {
+			t.Errorf("clusterVersion %s refused: %v", version, err)
+		}
+	}
+}
+
 // badManifest is refused by the API server; when before is set, the object is first created
 // from before and then updated to manifest (for transition rules).
 type badManifest struct {
@@ -341,11 +362,6 @@ var badManifests = []badManifest{
 		name:     "sentinel quorum not a number",
 		manifest: sentinelHead + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: two}\n",
 		wants:    []string{"spec.redisSentinelConfig.quorum", "quorum must be a positive whole number"},
-	},
-	{
-		name:     "unknown cluster version",
-		manifest: clusterHead + "  clusterSize: 3\n  clusterVersion: v5\n",
-		wants:    []string{"spec.clusterVersion", "clusterVersion must be one of v6, v7, v8"},
 	},
 	{
 		name:     "cluster port leaves no room for the bus port",
