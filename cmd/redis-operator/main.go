@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,8 +59,13 @@ type options struct {
 	maxConcurrentReconciles int
 	// dnsDomain is the cluster's DNS domain, the end of every Service name the operator writes.
 	dnsDomain string
-	webhook   conversionwebhook.Options
-	zap       zap.Options
+	// kubeClientQPS and kubeClientTimeout tune the API client (0: client-go's defaults, no
+	// client-side rate limit and no timeout).
+	kubeClientQPS     float64
+	kubeClientTimeout time.Duration
+	pprofAddr         string
+	webhook           conversionwebhook.Options
+	zap               zap.Options
 }
 
 // defaultMaxConcurrentReconciles lets a slow or unreachable pod of one resource hold up only
@@ -89,6 +96,12 @@ func parseFlags(args []string) (*options, error) {
 		"Resources of one kind reconciled at once (default from MAX_CONCURRENT_RECONCILES, else 4).")
 	fs.StringVar(&opts.dnsDomain, "service-dns-domain", cmp.Or(os.Getenv("SERVICE_DNS_DOMAIN"), controller.DefaultDNSDomain),
 		"The cluster's DNS domain, the end of the Service names in status.connectionInfo and on the webhook's certificate (default from SERVICE_DNS_DOMAIN, else cluster.local).")
+	fs.Float64Var(&opts.kubeClientQPS, "kube-client-qps", 0,
+		"Requests per second the operator's Kubernetes API client may send (burst 10); 0: no client-side limit, the API server's priority and fairness applies.")
+	fs.DurationVar(&opts.kubeClientTimeout, "kube-client-timeout", 0,
+		"Time limit of each Kubernetes API request the operator makes, watches excepted (they last by design); 0: none.")
+	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
+		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +109,12 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if opts.maxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles=%d: want at least 1", opts.maxConcurrentReconciles)
+	}
+	if opts.kubeClientQPS < 0 || opts.kubeClientQPS > math.MaxFloat32 {
+		return nil, fmt.Errorf("--kube-client-qps=%v: want 0 (no limit) or more", opts.kubeClientQPS)
+	}
+	if opts.kubeClientTimeout < 0 {
+		return nil, fmt.Errorf("--kube-client-timeout=%v: want 0 (none) or more", opts.kubeClientTimeout)
 	}
 	domain, err := parseDNSDomain(opts.dnsDomain)
 	if err != nil {
@@ -146,6 +165,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 			return fmt.Errorf("find the API server: %w", err)
 		}
 	}
+	cfg = clientConfig(cfg, opts)
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -177,6 +197,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		Client:                        controller.ClientOptions(),
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,
@@ -242,11 +263,58 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	}
 
 	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr,
-		"dnsDomain", opts.dnsDomain)
+		"dnsDomain", opts.dnsDomain, "pprof", opts.pprofAddr, "kubeClientQPS", opts.kubeClientQPS, "kubeClientTimeout", opts.kubeClientTimeout)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// clientConfig is cfg with the client flags applied, for every client the operator makes.
+func clientConfig(cfg *rest.Config, opts *options) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	if opts.kubeClientQPS > 0 {
+		c.QPS = float32(opts.kubeClientQPS)
+	}
+	if opts.kubeClientTimeout > 0 {
+		// Not rest.Config.Timeout: that bounds the whole HTTP exchange of every request, so it
+		// would also cut the informers' watches, which then restart every timeout.
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return requestTimeout{next: rt, limit: opts.kubeClientTimeout}
+		})
+	}
+	return c
+}
+
+// requestTimeout bounds each API request but watches, body included.
+type requestTimeout struct {
+	next  http.RoundTripper
+	limit time.Duration
+}
+
+func (t requestTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") == "true" {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.limit)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases a request's timer once its body is read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	defer b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // metricsOptions serves /metrics over HTTPS with Kubernetes authentication and authorization,

@@ -64,6 +64,7 @@ var templateCases = []struct {
 }{
 	{"redis-operator", "default", nil},
 	{"redis-operator", "options", []string{`redisOperator.watchNamespace=a\,b`, "redisOperator.metrics.enabled=false", "redisOperator.serviceDNSDomain=corp.example",
+		"redisOperator.pprof.enabled=true", "manager.config.kubeClientQPS=25", "manager.config.kubeClientTimeout=2m",
 		"tolerateAllTaints=true", "redisOperator.extraArgs={--zap-log-level=debug}", "rbac.enabled=false"}},
 	{"redis-operator", "namespaced", []string{"rbac.scope=namespace", `redisOperator.watchNamespace=apps\, cache`}},
 	{"redis-operator", "monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true", "grafanaDashboard.namespace=grafana"}},
@@ -115,7 +116,8 @@ func TestTemplateGolden(t *testing.T) {
 func TestSchemaRefuses(t *testing.T) {
 	for _, c := range []struct{ chart, set, path string }{
 		{"redis-operator", "redisOperator.webhook=true", "/redisOperator/webhook"},
-		{"redis-operator", "redisOperator.pprof.enabled=true", "/redisOperator/pprof/enabled"},
+		{"redis-operator", "manager.config.kubeClientQPS=-1", "/manager/config/kubeClientQPS"},
+		{"redis-operator", "manager.config.kubeClientTimeout=soon", "/manager/config/kubeClientTimeout"},
 		{"redis-operator", "certmanager.enabled=true", "/certmanager/enabled"},
 		{"redis-operator", "featureGates.GenerateConfigInInitContainer=true", "/featureGates"},
 		{"redis-operator", "manager.config.execCommandTimeout=30s", "/manager/config/execCommandTimeout"},
