@@ -385,9 +385,10 @@ func EmbeddedSentinelQuorum(cr *v1beta2.RedisReplication) SentinelQuorum {
 	return sentinelQuorum(sn.Quorum, sn.Size, embeddedSentinelQuorum(sn.Size))
 }
 
-// sentinelQuorum: the spec's schema defaults quorum to "2" whatever the number of sentinels,
-// as the reference's does, so that every object it stored stays valid: a single sentinel runs
-// with quorum 1 rather than be refused.
+// sentinelQuorum resolves a spec's quorum (requested, "" when unset) for the given number of
+// sentinels. The schema defaults it to "2" whatever that number, as the reference's does, so
+// that every object the reference stored stays valid: a single sentinel runs with quorum 1
+// rather than be refused.
 func sentinelQuorum(requested string, sentinels, unset int32) SentinelQuorum {
 	q := SentinelQuorum{Configured: unset, Sentinels: sentinels}
 	if requested == "" {
