@@ -398,7 +398,7 @@ func sentinelQuorum(requested string, sentinels, unset int32) SentinelQuorum {
 	if err != nil || n == 0 {
 		return SentinelQuorum{Sentinels: sentinels}
 	}
-	q.Requested = int32(n) //nolint:gosec // G115: ParseUint bounded it to 31 bits
+	q.Requested = int32(n) // ParseUint bounded it to 31 bits
 	q.Configured = min(q.Requested, max(sentinels, 1))
 	return q
 }
