@@ -13,8 +13,9 @@ type RedisClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="clusterSize must be at least 1"
 	Size             *int32                   `json:"clusterSize"`
 	KubernetesConfig v1beta2.KubernetesConfig `json:"kubernetesConfig"`
-	// ClusterVersion is the major Redis version the pods run (v6, v7 or v8).
-	// +kubebuilder:validation:XValidation:rule="self in ['v6', 'v7', 'v8']",message="clusterVersion must be one of v6, v7, v8"
+	// ClusterVersion is the major Redis version the pods are meant to run ("v7"), any value the
+	// reference takes. It is informational: what the operator sends each node follows the
+	// version the node itself reports (INFO server), whatever this says.
 	ClusterVersion *string                 `json:"clusterVersion,omitempty"`
 	RedisLeader    v1beta2.RedisLeader     `json:"redisLeader,omitempty"`
 	RedisFollower  v1beta2.RedisFollower   `json:"redisFollower,omitempty"`

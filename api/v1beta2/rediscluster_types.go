@@ -18,9 +18,10 @@ type RedisClusterSpec struct {
 	// +kubebuilder:default=6379
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 55535",message="port must be between 1 and 55535 (the cluster bus uses port + 10000)"
 	Port *int `json:"port,omitempty"`
-	// ClusterVersion is the major Redis version the pods run (v6, v7 or v8).
+	// ClusterVersion is the major Redis version the pods are meant to run ("v7"), any value the
+	// reference takes. It is informational: what the operator sends each node follows the
+	// version the node itself reports (INFO server), whatever this says.
 	// +kubebuilder:default=v7
-	// +kubebuilder:validation:XValidation:rule="self in ['v6', 'v7', 'v8']",message="clusterVersion must be one of v6, v7, v8"
 	ClusterVersion *string         `json:"clusterVersion,omitempty"`
 	RedisConfig    *RedisConfig    `json:"redisConfig,omitempty"`
 	RedisLeader    RedisLeader     `json:"redisLeader,omitempty"`

@@ -42,9 +42,12 @@ type RedisReplicationSpec struct {
 // SentinelConfig is the monitoring configuration written into sentinel.conf.
 type SentinelConfig struct {
 	AdditionalSentinelConfig *string `json:"additionalSentinelConfig,omitempty"`
-	// Quorum is the number of sentinels that must agree that the master is down; unset, a
-	// majority (size/2+1) of a RedisReplication's embedded sentinels, and 2 (1 with a single
-	// sentinel) for a RedisSentinel.
+	// Quorum is the number of sentinels that must agree that the master is down. A quorum
+	// larger than the number of sentinels is accepted (the default, as the reference's, is 2
+	// whatever the size, and every object it stored carries it): the sentinels then run with
+	// the largest quorum they can reach, their number, and the resource says so (condition
+	// QuorumAdjusted, a Warning event).
+	// +kubebuilder:default="2"
 	// +kubebuilder:validation:MaxLength=8
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*$')",message="quorum must be a positive whole number"
 	Quorum string `json:"quorum,omitempty"`
@@ -61,8 +64,6 @@ type SentinelConfig struct {
 }
 
 // Sentinel is the embedded sentinel of a RedisReplication.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.quorum) || !self.quorum.matches('^[1-9][0-9]*$') || int(self.quorum) <= self.size",message="sentinel quorum must not be larger than sentinel size: a failover could never be agreed",fieldPath=".quorum"
 type Sentinel struct {
 	// Size is the number of sentinel pods.
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="sentinel size must be at least 1"

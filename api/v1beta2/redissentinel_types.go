@@ -6,8 +6,6 @@ import (
 )
 
 // RedisSentinelSpec is a group of sentinels monitoring a RedisReplication.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.redisSentinelConfig) || !has(self.redisSentinelConfig.quorum) || !self.redisSentinelConfig.quorum.matches('^[1-9][0-9]*$') || int(self.redisSentinelConfig.quorum) <= self.clusterSize",message="redisSentinelConfig.quorum must not be larger than clusterSize: a failover could never be agreed",fieldPath=".redisSentinelConfig.quorum"
 type RedisSentinelSpec struct {
 	// Size is the number of sentinel pods.
 	// +kubebuilder:default=3

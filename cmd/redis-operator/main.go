@@ -2,10 +2,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -53,8 +57,15 @@ type options struct {
 	leaderElectionNamespace string
 	watchNamespaces         string
 	maxConcurrentReconciles int
-	webhook                 conversionwebhook.Options
-	zap                     zap.Options
+	// dnsDomain is the cluster's DNS domain, the end of every Service name the operator writes.
+	dnsDomain string
+	// kubeClientQPS and kubeClientTimeout tune the API client (0: client-go's defaults, no
+	// client-side rate limit and no timeout).
+	kubeClientQPS     float64
+	kubeClientTimeout time.Duration
+	pprofAddr         string
+	webhook           conversionwebhook.Options
+	zap               zap.Options
 }
 
 // defaultMaxConcurrentReconciles lets a slow or unreachable pod of one resource hold up only
@@ -83,6 +94,14 @@ func parseFlags(args []string) (*options, error) {
 	}
 	fs.IntVar(&opts.maxConcurrentReconciles, "max-concurrent-reconciles", concurrency,
 		"Resources of one kind reconciled at once (default from MAX_CONCURRENT_RECONCILES, else 4).")
+	fs.StringVar(&opts.dnsDomain, "service-dns-domain", cmp.Or(os.Getenv("SERVICE_DNS_DOMAIN"), controller.DefaultDNSDomain),
+		"The cluster's DNS domain, the end of the Service names in status.connectionInfo and on the webhook's certificate (default from SERVICE_DNS_DOMAIN, else cluster.local).")
+	fs.Float64Var(&opts.kubeClientQPS, "kube-client-qps", 0,
+		"Requests per second the operator's Kubernetes API client may send (burst 10); 0: no client-side limit, the API server's priority and fairness applies.")
+	fs.DurationVar(&opts.kubeClientTimeout, "kube-client-timeout", 0,
+		"Time limit of each Kubernetes API request the operator makes, watches excepted (they last by design); 0: none.")
+	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
+		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -91,7 +110,28 @@ func parseFlags(args []string) (*options, error) {
 	if opts.maxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles=%d: want at least 1", opts.maxConcurrentReconciles)
 	}
+	if opts.kubeClientQPS < 0 || opts.kubeClientQPS > math.MaxFloat32 {
+		return nil, fmt.Errorf("--kube-client-qps=%v: want 0 (no limit) or more", opts.kubeClientQPS)
+	}
+	if opts.kubeClientTimeout < 0 {
+		return nil, fmt.Errorf("--kube-client-timeout=%v: want 0 (none) or more", opts.kubeClientTimeout)
+	}
+	domain, err := parseDNSDomain(opts.dnsDomain)
+	if err != nil {
+		return nil, err
+	}
+	opts.dnsDomain, opts.webhook.DNSDomain = domain, domain
 	return opts, nil
+}
+
+// parseDNSDomain checks the cluster DNS domain: a DNS name, written without the final dot
+// that some resolv.conf search lines carry.
+func parseDNSDomain(value string) (string, error) {
+	domain := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(value), "."))
+	if problems := validation.IsDNS1123Subdomain(domain); len(problems) > 0 {
+		return "", fmt.Errorf("service DNS domain %q (--service-dns-domain, SERVICE_DNS_DOMAIN): %s", value, strings.Join(problems, "; "))
+	}
+	return domain, nil
 }
 
 // newScheme registers the built-in kinds and ours.
@@ -125,6 +165,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 			return fmt.Errorf("find the API server: %w", err)
 		}
 	}
+	cfg = clientConfig(cfg, opts)
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -156,6 +197,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		Client:                        controller.ClientOptions(),
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectionNamespace,
@@ -197,7 +239,8 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	}{
 		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
 		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
-		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
+		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch,
+			DNSDomain: opts.dnsDomain}},
 		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
 	}
 	for _, c := range controllers {
@@ -219,11 +262,59 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return fmt.Errorf("add readiness check: %w", err)
 	}
 
-	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr)
+	log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr, "metricsSecure", opts.metricsSecure, "probes", opts.probeAddr,
+		"dnsDomain", opts.dnsDomain, "pprof", opts.pprofAddr, "kubeClientQPS", opts.kubeClientQPS, "kubeClientTimeout", opts.kubeClientTimeout)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// clientConfig is cfg with the client flags applied, for every client the operator makes.
+func clientConfig(cfg *rest.Config, opts *options) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	if opts.kubeClientQPS > 0 {
+		c.QPS = float32(opts.kubeClientQPS)
+	}
+	if opts.kubeClientTimeout > 0 {
+		// Not rest.Config.Timeout: that bounds the whole HTTP exchange of every request, so it
+		// would also cut the informers' watches, which then restart every timeout.
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return requestTimeout{next: rt, limit: opts.kubeClientTimeout}
+		})
+	}
+	return c
+}
+
+// requestTimeout bounds each API request but watches, body included.
+type requestTimeout struct {
+	next  http.RoundTripper
+	limit time.Duration
+}
+
+func (t requestTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") == "true" {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.limit)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases a request's timer once its body is read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	defer b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // metricsOptions serves /metrics over HTTPS with Kubernetes authentication and authorization,

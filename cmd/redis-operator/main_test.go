@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -46,7 +48,7 @@ func TestOperatorServesProbesMetricsAndElectsALeader(t *testing.T) {
 		}
 	})
 
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, probeAddr, pprofAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	operator := &operatorRun{exited: make(chan struct{})}
 	go func() {
@@ -57,6 +59,9 @@ func TestOperatorServesProbesMetricsAndElectsALeader(t *testing.T) {
 			"--leader-elect",
 			"--leader-election-namespace", "default",
 			"--watch-namespace", "default,other",
+			// The client settings their users tune: the operator still works with them.
+			"--kube-client-qps", "50", "--kube-client-timeout", "30s",
+			"--pprof-bind-address", pprofAddr,
 		}, cfg)
 	}()
 	t.Cleanup(func() {
@@ -76,6 +81,9 @@ func TestOperatorServesProbesMetricsAndElectsALeader(t *testing.T) {
 		if !strings.Contains(body, "ok") {
 			t.Errorf("%s answered %q, want ok", path, body)
 		}
+	}
+	if body := waitFor200(t, "http://"+pprofAddr+"/debug/pprof/", "", operator); !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ answered %.200q, want the pprof index", body)
 	}
 	// /metrics is HTTPS for callers with a token that may get /metrics: none, one the API
 	// server does not know, and one of a ServiceAccount without the permission are refused.
@@ -155,6 +163,86 @@ func TestMaxConcurrentReconcilesFromFlagOrEnvironment(t *testing.T) {
 				t.Errorf("got %v, %v; want %d", opts, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestServiceDNSDomainFromFlagOrEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string // "" when refused
+	}{
+		{want: "cluster.local"},
+		{env: "corp.example", want: "corp.example"},
+		{env: "Corp.Example.", want: "corp.example"}, // as a resolv.conf search line may write it
+		{env: "corp.example", args: []string{"--service-dns-domain", "k8s.internal"}, want: "k8s.internal"},
+		{env: "not a domain"},
+		{args: []string{"--service-dns-domain", "-bad-"}},
+	} {
+		t.Run(fmt.Sprint(tc.env, tc.args), func(t *testing.T) {
+			t.Setenv("SERVICE_DNS_DOMAIN", tc.env)
+			opts, err := parseFlags(tc.args)
+			if tc.want == "" {
+				if err == nil {
+					t.Errorf("accepted, %q", opts.dnsDomain)
+				}
+				return
+			}
+			if err != nil || opts.dnsDomain != tc.want || opts.webhook.DNSDomain != tc.want {
+				t.Errorf("got %v; want %q for the controllers and the webhook", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestKubeClientAndPprofFlags(t *testing.T) {
+	opts, err := parseFlags(nil)
+	if err != nil || opts.kubeClientQPS != 0 || opts.kubeClientTimeout != 0 || opts.pprofAddr != "" {
+		t.Fatalf("defaults %+v, %v: want no limit, no timeout, no pprof", opts, err)
+	}
+	base := &rest.Config{Host: "https://api.example", QPS: -1}
+	if c := clientConfig(base, opts); c.QPS != -1 || c.WrapTransport != nil {
+		t.Errorf("the defaults changed the client: QPS %v, wrapped %v", c.QPS, c.WrapTransport != nil)
+	}
+	opts, err = parseFlags([]string{"--kube-client-qps=25.5", "--kube-client-timeout=45s", "--pprof-bind-address=:6060"})
+	if err != nil || opts.kubeClientQPS != 25.5 || opts.kubeClientTimeout != 45*time.Second || opts.pprofAddr != ":6060" {
+		t.Fatalf("parsed %+v, %v", opts, err)
+	}
+	if c := clientConfig(base, opts); c.QPS != 25.5 || c.WrapTransport == nil || base.QPS != -1 {
+		t.Errorf("client QPS %v, wrapped %v (the base config must stay as it was: QPS %v)", c.QPS, c.WrapTransport != nil, base.QPS)
+	}
+	for _, bad := range [][]string{{"--kube-client-qps=-1"}, {"--kube-client-timeout=-1s"}, {"--kube-client-timeout=soon"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// --kube-client-timeout cuts a request that takes longer, body included, but not a watch,
+// which lasts by design.
+func TestRequestTimeoutSparesWatches(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond) // the body comes late
+		_, _ = io.WriteString(w, "done")
+	}))
+	t.Cleanup(server.Close)
+	client := &http.Client{Transport: requestTimeout{next: http.DefaultTransport, limit: 100 * time.Millisecond}}
+	read := func(query string) (string, error) {
+		resp, err := client.Get(server.URL + "/api/v1/pods" + query)
+		if err != nil {
+			return "", err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+	if body, err := read(""); err == nil {
+		t.Errorf("a request slower than the limit answered %q", body)
+	}
+	if body, err := read("?watch=true"); err != nil || body != "done" {
+		t.Errorf("a watch was cut: %q, %v", body, err)
 	}
 }
 

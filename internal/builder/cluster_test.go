@@ -36,7 +36,7 @@ func TestBuildRedisCluster(t *testing.T) {
 				wantEqual(t, "client ports without includeBusPort", portsOf(o.Service(name)), map[string]int32{redisPortName: 6379})
 				conf := confOf(t, o, name+"-config", RedisConfKey)
 				wantLines(t, name+" redis.conf", conf, "cluster-enabled yes", "cluster-config-file /data/nodes.conf",
-					"appendonly yes", "port 6379")
+					"appendonly yes", "port 6379", "cluster-require-full-coverage no", "cluster-migration-barrier 1")
 				lacksLines(t, name+" redis.conf", conf, "cluster-announce-ip", "save ")
 				if pod.HostNetwork || pod.DNSPolicy != "" {
 					t.Errorf("host network %v dns %q", pod.HostNetwork, pod.DNSPolicy)

@@ -92,6 +92,12 @@ func (c redisConf) render(withDynamic bool) string {
 		// The operator attaches a shard's replicas as they come; waiting for more of them
 		// before a diskless sync (5 s by default) only delays each one. Later lines may override.
 		line("repl-diskless-sync-delay 0")
+		// A shard that has lost its master stops only its own slots: the others keep serving
+		// (the replaced operator's default, which its users rely on). The status names the
+		// slots not served. A master keeps one replica before another may migrate to an
+		// orphaned master.
+		line("cluster-require-full-coverage no")
+		line("cluster-migration-barrier 1")
 	}
 	if c.tls != nil {
 		ca, cert, key := tlsFiles(c.tls)

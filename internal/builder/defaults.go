@@ -349,7 +349,60 @@ func redisSentinelQuorum(size int32) int32 { return min(int32(defaultSentinelQuo
 // embeddedSentinelQuorum is the quorum of embedded sentinels that set none: a majority.
 func embeddedSentinelQuorum(size int32) int32 { return max(size, 1)/2 + 1 }
 
-func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort string, defaultQuorum int32) (sentinelSettings, error) {
+// SentinelQuorum is the quorum a group of sentinels runs with, beside the one its spec asks for.
+type SentinelQuorum struct {
+	// Requested is the spec's quorum; 0 when unset or not a positive whole number (which the
+	// builders refuse).
+	Requested int32
+	// Configured is the quorum sentinel.conf gets: the spec's, lowered to the number of
+	// sentinels when larger, since sentinels could never reach it and would never hold the
+	// master down; with none in the spec, the kind's default.
+	Configured int32
+	// Sentinels is the number of sentinels.
+	Sentinels int32
+}
+
+// Lowered tells whether the sentinels run with a smaller quorum than the spec asks for.
+func (q SentinelQuorum) Lowered() bool { return q.Requested > q.Configured }
+
+// RedisSentinelQuorum is the quorum of a RedisSentinel's sentinels.
+func RedisSentinelQuorum(cr *v1beta2.RedisSentinel) SentinelQuorum {
+	size, requested := SentinelReplicas(cr), ""
+	if c := cr.Spec.RedisSentinelConfig; c != nil {
+		requested = c.Quorum
+	}
+	return sentinelQuorum(requested, size, redisSentinelQuorum(size))
+}
+
+// EmbeddedSentinelQuorum is the quorum of a RedisReplication's embedded sentinels; zero
+// without spec.sentinel.
+func EmbeddedSentinelQuorum(cr *v1beta2.RedisReplication) SentinelQuorum {
+	sn := cr.Spec.Sentinel
+	if sn == nil {
+		return SentinelQuorum{}
+	}
+	return sentinelQuorum(sn.Quorum, sn.Size, embeddedSentinelQuorum(sn.Size))
+}
+
+// sentinelQuorum resolves a spec's quorum (requested, "" when unset) for the given number of
+// sentinels. The schema defaults it to "2" whatever that number, as the reference's does, so
+// that every object the reference stored stays valid: a single sentinel runs with quorum 1
+// rather than be refused.
+func sentinelQuorum(requested string, sentinels, unset int32) SentinelQuorum {
+	q := SentinelQuorum{Configured: unset, Sentinels: sentinels}
+	if requested == "" {
+		return q
+	}
+	n, err := strconv.ParseUint(requested, 10, 31)
+	if err != nil || n == 0 {
+		return SentinelQuorum{Sentinels: sentinels}
+	}
+	q.Requested = int32(n) // ParseUint bounded it to 31 bits
+	q.Configured = min(q.Requested, max(sentinels, 1))
+	return q
+}
+
+func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort string, quorum SentinelQuorum) (sentinelSettings, error) {
 	s := sentinelSettings{
 		masterGroup:           orDefault(masterGroup, DefaultMasterGroupName),
 		masterPort:            orDefault(masterPort, defaultSentinelMonitoredPort),
@@ -361,7 +414,7 @@ func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort s
 		announceHostnames:     orDefault(c.AnnounceHostnames, defaultSentinelAnnounceHosts),
 	}
 	if s.quorum == "" {
-		s.quorum = strconv.Itoa(int(defaultQuorum))
+		s.quorum = strconv.Itoa(int(quorum.Configured))
 	}
 	if c.AdditionalSentinelConfig != nil {
 		s.additionalConfigMap = *c.AdditionalSentinelConfig
@@ -384,6 +437,8 @@ func resolveSentinelSettings(c v1beta2.SentinelConfig, masterGroup, masterPort s
 	if !isConfigWord(s.masterGroup) {
 		return s, fmt.Errorf("sentinel masterGroupName %q must be one word of printable characters", s.masterGroup)
 	}
+	// Checked as written above; configured as the sentinels can reach it.
+	s.quorum = strconv.Itoa(int(quorum.Configured))
 	return s, nil
 }
 

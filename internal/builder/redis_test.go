@@ -170,7 +170,7 @@ func TestBuildRedis(t *testing.T) {
 				"maxmemory-policy allkeys-lru",
 				"include /etc/redis/additional/redis-additional.conf",
 				"include /etc/redis/secret/redis-password.conf")
-			lacksLines(t, "redis.conf", conf, "tls-cluster", "cluster-enabled")
+			lacksLines(t, "redis.conf", conf, "tls-cluster", "cluster-enabled", "cluster-require-full-coverage")
 			wantEqual(t, "auth secret", string(o.Secret("cache-redis-auth").Data[RedisAuthKey]),
 				"requirepass \""+testPassword+"\"\nmasterauth \""+testPassword+"\"\n")
 		},

@@ -196,7 +196,7 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		passwordRef:            ref,
 	}
 	w.readinessProbe, w.livenessProbe = probes(nil, nil)
-	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), embeddedSentinelQuorum(sn.Size))
+	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), EmbeddedSentinelQuorum(cr))
 	if err != nil {
 		return err
 	}

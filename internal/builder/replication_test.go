@@ -264,6 +264,18 @@ func TestBuildRedisSentinel(t *testing.T) {
 		check: func(t *testing.T, o *Objects) {
 			wantLines(t, "conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster redis-0.redis-headless 6379 1")
 		},
+	}, {
+		// The schema's default "2" (the reference's) on a single sentinel: the quorum it can reach.
+		name: "size one with the default quorum two runs quorum one",
+		in: func() RedisSentinelInput {
+			cr := minimalSentinel()
+			cr.Spec.Size = ptrTo[int32](1)
+			cr.Spec.RedisSentinelConfig.Quorum = "2"
+			return RedisSentinelInput{CR: cr, MasterHost: "redis-0.redis-headless"}
+		}(),
+		check: func(t *testing.T, o *Objects) {
+			wantLines(t, "conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster redis-0.redis-headless 6379 1")
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,7 +291,10 @@ func TestEmbeddedSentinelQuorumIsAMajority(t *testing.T) {
 		size   int32
 		quorum string
 		want   string
-	}{{1, "", "1"}, {2, "", "2"}, {3, "", "2"}, {4, "", "3"}, {5, "", "3"}, {5, "2", "2"}} {
+	}{{1, "", "1"}, {2, "", "2"}, {3, "", "2"}, {4, "", "3"}, {5, "", "3"}, {5, "2", "2"},
+		// A quorum above the number of sentinels (the schema's default "2" on one sentinel, or
+		// a size lowered under an explicit quorum) is the largest they can reach.
+		{1, "2", "1"}, {3, "5", "3"}} {
 		cr := fullReplication()
 		cr.Spec.Sentinel.Size = tc.size
 		cr.Spec.Sentinel.Quorum = tc.quorum
@@ -288,6 +303,32 @@ func TestEmbeddedSentinelQuorumIsAMajority(t *testing.T) {
 		wantLines(t, fmt.Sprintf("size %d quorum %q", tc.size, tc.quorum), confOf(t, o, "repl-s-config", SentinelConfKey),
 			"sentinel monitor mymaster "+testMasterHost+" 6379 "+tc.want)
 	}
+}
+
+// TestSentinelQuorumSaysWhenItIsLowered: what the controllers report on the resource.
+func TestSentinelQuorumSaysWhenItIsLowered(t *testing.T) {
+	sentinel := minimalSentinel()
+	for _, tc := range []struct {
+		size   int32
+		quorum string
+		want   SentinelQuorum
+	}{
+		{3, "", SentinelQuorum{Configured: 2, Sentinels: 3}},
+		{3, "2", SentinelQuorum{Requested: 2, Configured: 2, Sentinels: 3}},
+		{1, "2", SentinelQuorum{Requested: 2, Configured: 1, Sentinels: 1}},
+		{3, "two", SentinelQuorum{Sentinels: 3}}, // refused by the builders (and the schema)
+	} {
+		sentinel.Spec.Size = ptrTo(tc.size)
+		sentinel.Spec.RedisSentinelConfig.Quorum = tc.quorum
+		got := RedisSentinelQuorum(sentinel)
+		wantEqual(t, fmt.Sprintf("RedisSentinel size %d quorum %q", tc.size, tc.quorum), got, tc.want)
+		wantEqual(t, fmt.Sprintf("RedisSentinel size %d quorum %q lowered", tc.size, tc.quorum), got.Lowered(), tc.want.Requested > tc.want.Configured)
+	}
+	replication := fullReplication()
+	replication.Spec.Sentinel.Size, replication.Spec.Sentinel.Quorum = 2, "3"
+	wantEqual(t, "embedded", EmbeddedSentinelQuorum(replication), SentinelQuorum{Requested: 3, Configured: 2, Sentinels: 2})
+	replication.Spec.Sentinel = nil
+	wantEqual(t, "no embedded sentinels", EmbeddedSentinelQuorum(replication), SentinelQuorum{})
 }
 
 // TestLegacySentinelsRetainedWhileMigrating: while the controller retires the sentinels of an

@@ -91,7 +91,7 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 		w.extraVolumes = *s.VolumeMount
 	}
 	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
-	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, redisSentinelQuorum(replicas))
+	settings, err := resolveSentinelSettings(c.SentinelConfig, c.MasterGroupName, c.RedisPort, RedisSentinelQuorum(cr))
 	if err != nil {
 		return nil, err
 	}

@@ -215,8 +215,10 @@ func (k *fakeKubelet) config(p *fakePod) string {
 		// them where they are, as pods with their own IPs.
 		conf += fmt.Sprintf("bind-source-addr %s\nreplica-announce-ip %s\n", p.ip, p.ip)
 	} else {
-		// Nodes sharing the loopback interface must announce their own address.
-		conf += fmt.Sprintf("cluster-enabled yes\ncluster-config-file %s\ncluster-port %d\ncluster-announce-ip %s\ncluster-node-timeout 2000\n",
+		// Nodes sharing the loopback interface must announce their own address. A shard
+		// without a master stops only its own slots, as the builders configure it.
+		conf += fmt.Sprintf("cluster-enabled yes\ncluster-config-file %s\ncluster-port %d\ncluster-announce-ip %s\ncluster-node-timeout 2000\n"+
+			"cluster-require-full-coverage no\ncluster-migration-barrier 1\n",
 			filepath.Join(p.dataDir, "nodes.conf"), k.port+10000, p.ip)
 	}
 	if k.password != "" {

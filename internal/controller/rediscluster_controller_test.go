@@ -477,6 +477,75 @@ func TestSmallClusterShapes(t *testing.T) {
 	})
 }
 
+// A shard without a master (here a master without replicas whose Redis stopped) stops only its
+// own slots: the other shards keep taking writes, and the status says which slots are not
+// served, and by which shard, until the master is back.
+func TestShardWithoutMasterStopsOnlyItsSlots(t *testing.T) {
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 0)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	f.writeKeys(100)
+	cluster := f.clusterClient()
+	seed := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod("shards-leader-0").addr(f.port)})
+	t.Cleanup(func() { _ = seed.Close() })
+	victim := f.kubelet.pod("shards-leader-1")
+	owned, _ := f.topology("shards-leader-0").NodeByAddr(victim.addr(f.port))
+	var lost []string // slots of the stopped shard, as the status must write them
+	for _, r := range owned.Slots {
+		lost = append(lost, r.String())
+	}
+	victim.stop(syscall.SIGKILL)
+
+	want := fmt.Sprintf("%d of 16384 slots are not served: slots %s (shard of master shards-leader-1); the other shards keep serving theirs",
+		owned.SlotCount(), strings.Join(lost, ","))
+	waitUntil(t, 30*time.Second, "Degraded naming the unserved slots", func() error {
+		cr := f.get()
+		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
+		r := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonOutage && strings.HasPrefix(d.Message, want) &&
+			r != nil && r.Status == metav1.ConditionFalse && strings.HasPrefix(r.Message, want) {
+			return nil
+		}
+		return fmt.Errorf("conditions: %s", describeConditions(cr.Status.Conditions))
+	})
+	// Once the cluster agrees the master failed (full coverage required, every node would then
+	// refuse every key), keys of the other shards are still written; those of the stopped one
+	// are not.
+	waitUntil(t, 30*time.Second, "the cluster to flag the stopped master failing", func() error {
+		if n, _ := f.topology("shards-leader-0").NodeByID(owned.ID); !n.Is(redis.FlagFail) {
+			return fmt.Errorf("it is %s", n.Flags)
+		}
+		return nil
+	})
+	served, refused := 0, 0
+	for i := 0; i < 100; i++ {
+		key := fmt.Sprintf("key-%d", i)
+		slot, err := seed.ClusterKeySlot(f.ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owned.OwnsSlot(int(slot)) {
+			if err := seed.Set(f.ctx, key, "x", 0).Err(); err == nil {
+				t.Errorf("SET %s (slot %d, of the stopped shard) succeeded", key, slot)
+			}
+			refused++
+			continue
+		}
+		if err := cluster.Set(f.ctx, key, fmt.Sprintf("value-%d", i), 0).Err(); err != nil {
+			t.Errorf("SET %s (slot %d, of a serving shard): %v", key, slot, err)
+		}
+		served++
+	}
+	if served == 0 || refused == 0 {
+		t.Fatalf("%d keys on serving shards, %d on the stopped one: the test needs both", served, refused)
+	}
+
+	victim.start(t, f.port, f.kubelet.config(victim))
+	f.waitReady(60 * time.Second)
+	f.readKeys(100)
+}
+
 func TestSkipReconcileStopsAllAction(t *testing.T) {
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 1, 0)

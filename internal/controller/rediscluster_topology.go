@@ -208,6 +208,9 @@ func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterSc
 	if seen.RoleErr == nil {
 		m.Replication = seen.Role
 	}
+	if seen.ServerErr == nil {
+		m.Server = seen.Server
+	}
 	if seen.InfoErr != nil {
 		return nil
 	}
@@ -265,7 +268,13 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 			err = nil // gossip removed it meanwhile
 		}
 	case clusterplan.StepAddSlots:
-		err = c.ClusterAddSlotsRange(ctx, step.Slots...)
+		// By the version the node reports, whatever clusterVersion says: ADDSLOTSRANGE is one
+		// short command but Redis 7.0's; ADDSLOTS, slot by slot, is every version's.
+		if member.Server.Has(7, 0) {
+			err = c.ClusterAddSlotsRange(ctx, step.Slots...)
+		} else {
+			err = c.ClusterAddSlots(ctx, step.Slots...)
+		}
 	case clusterplan.StepReplicate:
 		err = c.ClusterReplicate(ctx, step.NodeID)
 	case clusterplan.StepFailover:

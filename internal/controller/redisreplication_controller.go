@@ -53,6 +53,9 @@ type RedisReplicationReconciler struct {
 	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
 	// shorten them); StuckAfter also bounds how long a replica's link may stay down.
 	OutageAfter, StuckAfter time.Duration
+	// DNSDomain is the cluster's DNS domain, the end of the Service names in
+	// status.connectionInfo; "" is DefaultDNSDomain.
+	DNSDomain string
 
 	// masterDownSince remembers, per resource, when its master stopped answering. It is memory
 	// only: an operator restart restarts the clock, which delays a promotion and never hastens it.
@@ -171,6 +174,9 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 		}
 	}
 	s.objects, s.buildErr = builder.BuildRedisReplication(in)
+	if s.buildErr == nil {
+		reportQuorum(r.Recorder, s.cr, builder.EmbeddedSentinelQuorum(s.cr), s.cr.Spec.Sentinel != nil, s.conditions)
+	}
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
@@ -326,7 +332,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			return true, nil
 		}
 	}
-	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, master.Status.PodIP)
+	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, r.DNSDomain)
 	if s.cr.Status.State != ReplicationStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
 	}

@@ -199,8 +199,8 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.checkTopology("rr-0", map[string]string{"greeting": "hello"})
-	if ci := f.cr.Status.ConnectionInfo; ci == nil || ci.Host != f.kubelet.pod("rr-0").ip || ci.Port != builder.DefaultRedisPort {
-		t.Errorf("connectionInfo = %+v, want the master's address", ci)
+	if ci := f.cr.Status.ConnectionInfo; ci == nil || *ci != (v1beta2.ConnectionInfo{Host: "rr-master." + f.cr.Namespace + ".svc.cluster.local", Port: 6379}) {
+		t.Errorf("connectionInfo = %+v, want the -master Service's name and port 6379", ci)
 	}
 	waitCompat(t, f.cr, map[string]float64{"redisreplication_has_master": 1, "redisreplication_connected_slaves_total": 2,
 		"redisreplication_replicas_size_desired": 3, "redisreplication_replicas_size_current": 3,

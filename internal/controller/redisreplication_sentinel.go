@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -248,16 +249,26 @@ func sentinelsNotYetWatching(ready, size int32, reports []string, masterIP strin
 
 // connectionInfo tells clients where to connect: with embedded sentinels, to the sentinels'
 // headless Service and master group (clients follow failovers through them); otherwise to the
-// master's address.
-func connectionInfo(cr *v1beta2.RedisReplication, masterIP string) *v1beta2.ConnectionInfo {
+// -master Service, whose selector follows the master's redis-role label, so the name stays
+// right across failovers (a pod IP would not). Both are the Services' names in the cluster DNS
+// domain (DNSDomain), as the replaced operator writes them.
+func connectionInfo(cr *v1beta2.RedisReplication, domain string) *v1beta2.ConnectionInfo {
 	if cr.Spec.Sentinel != nil {
 		return &v1beta2.ConnectionInfo{
-			Host:       builder.EmbeddedSentinelHeadlessServiceName(cr.Name) + "." + cr.Namespace + ".svc.cluster.local",
+			Host:       serviceHost(builder.EmbeddedSentinelHeadlessServiceName(cr.Name), cr.Namespace, domain),
 			Port:       builder.DefaultSentinelPort,
 			MasterName: builder.EmbeddedMasterGroupName,
 		}
 	}
-	return &v1beta2.ConnectionInfo{Host: masterIP, Port: builder.DefaultRedisPort}
+	return &v1beta2.ConnectionInfo{Host: serviceHost(builder.MasterServiceName(cr.Name), cr.Namespace, domain), Port: builder.DefaultRedisPort}
+}
+
+// DefaultDNSDomain is the cluster DNS domain when none is configured (SERVICE_DNS_DOMAIN).
+const DefaultDNSDomain = "cluster.local"
+
+// serviceHost is a Service's DNS name in the cluster domain ("" for DefaultDNSDomain).
+func serviceHost(service, namespace, domain string) string {
+	return service + "." + namespace + ".svc." + cmp.Or(domain, DefaultDNSDomain)
 }
 
 // sentinelSeed is the master address new embedded sentinel pods start monitoring: the current

@@ -205,3 +205,25 @@ func (f *replicationFixture) createLegacySentinels(sts, masterIP string) {
 		}
 	}
 }
+
+// connectionInfo names Services in the operator's cluster DNS domain (SERVICE_DNS_DOMAIN).
+func TestConnectionInfoNamesServicesInTheClusterDomain(t *testing.T) {
+	cr := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "rr", Namespace: "db"}}
+	for _, tc := range []struct {
+		domain   string
+		sentinel bool
+		want     v1beta2.ConnectionInfo
+	}{
+		{"", false, v1beta2.ConnectionInfo{Host: "rr-master.db.svc.cluster.local", Port: 6379}},
+		{"corp.example", false, v1beta2.ConnectionInfo{Host: "rr-master.db.svc.corp.example", Port: 6379}},
+		{"corp.example", true, v1beta2.ConnectionInfo{Host: "rr-s-hl.db.svc.corp.example", Port: 26379, MasterName: "mymaster"}},
+	} {
+		cr.Spec.Sentinel = nil
+		if tc.sentinel {
+			cr.Spec.Sentinel = &v1beta2.Sentinel{Size: 3}
+		}
+		if got := connectionInfo(cr, tc.domain); *got != tc.want {
+			t.Errorf("domain %q, sentinels %v: %+v, want %+v", tc.domain, tc.sentinel, *got, tc.want)
+		}
+	}
+}

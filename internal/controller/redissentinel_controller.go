@@ -178,6 +178,9 @@ func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) 
 func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelScope) (bool, error) {
 	objects, err := builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
 		MasterPassword: s.masterPassword, MasterHost: s.masterHost})
+	if err == nil {
+		reportQuorum(r.Recorder, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.conditions)
+	}
 	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions)
 }
 

@@ -471,3 +471,75 @@ func TestSentinelWaitingPastItsBoundSaysItIsStuck(t *testing.T) {
 		t.Errorf("%d Stuck Warning events, want 1", n)
 	}
 }
+
+// A single sentinel with the schema's default quorum ("2", the reference's, which every object
+// it stored carries): admitted, run with the quorum it can reach (1), and said so on the
+// resource (condition QuorumAdjusted, one Warning event) while it lasts; it still goes Ready.
+// With enough sentinels the condition goes away and they run with the quorum asked for.
+func TestQuorumAboveTheSentinelsIsLoweredAndSaidSo(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	size := int32(1)
+	sn := &v1beta2.RedisSentinel{
+		ObjectMeta: metav1.ObjectMeta{Name: "sn", Namespace: f.cr.Namespace},
+		Spec: v1beta2.RedisSentinelSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			RedisSentinelConfig: &v1beta2.RedisSentinelConfig{RedisReplicationName: "rr",
+				RedisReplicationPassword: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "redis-secret"}, Key: "password"}}}},
+	}
+	if err := f.c.Create(f.ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	if q := sn.Spec.RedisSentinelConfig.Quorum; q != "2" {
+		t.Fatalf("quorum defaulted to %q, want the reference's \"2\"", q)
+	}
+	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
+	masterIP := f.kubelet.pod("rr-0").ip
+	waitUntil(t, 45*time.Second, "RedisSentinel Ready with its quorum lowered", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+		adjusted := meta.FindStatusCondition(sn.Status.Conditions, ConditionQuorumAdjusted)
+		if ready != nil && ready.Status == metav1.ConditionTrue && adjusted != nil && adjusted.Status == metav1.ConditionTrue &&
+			adjusted.Reason == ReasonQuorumAboveSize && adjusted.Message == "quorum 2 is more than the 1 sentinels could ever reach: they run with quorum 1" {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(sn.Status.Conditions))
+	})
+	sentinel := goredis.NewSentinelClient(&goredis.Options{Addr: sentinels.pod("sn-sentinel-0").addr(builder.DefaultSentinelPort)})
+	defer func() { _ = sentinel.Close() }()
+	if fields, err := sentinel.Master(f.ctx, builder.DefaultMasterGroupName).Result(); err != nil || fields["quorum"] != "1" || fields["ip"] != masterIP {
+		t.Errorf("the sentinel monitors %v (%v), want %s with quorum 1", fields, err, masterIP)
+	}
+	time.Sleep(2 * time.Second) // more reconciles: still one event
+	if n := warnings(t, f.c, f.cr.Namespace, ReasonQuorumAboveSize); n != 1 {
+		t.Errorf("%d %s Warning events, want 1", n, ReasonQuorumAboveSize)
+	}
+
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+		t.Fatal(err)
+	}
+	size = 3
+	sn.Spec.Size = &size
+	if err := f.c.Update(f.ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "QuorumAdjusted gone and the configured quorum 2", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		var cm corev1.ConfigMap
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "sn-sentinel-config"}, &cm); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(sn.Status.Conditions, ConditionQuorumAdjusted); c != nil {
+			return fmt.Errorf("still %s", describeConditions(sn.Status.Conditions))
+		}
+		if !strings.Contains(cm.Data[builder.SentinelConfKey], " 6379 2\n") {
+			return fmt.Errorf("sentinel.conf:\n%s", cm.Data[builder.SentinelConfKey])
+		}
+		return nil
+	})
+}

@@ -33,7 +33,7 @@ var allowedCommands = map[string][]string{
 	// allows: a password (or its hash) added to the default user.
 	"acl": {"load", "users", "setuser"},
 	"cluster": {
-		"nodes", "shards", "info", "myid", "meet", "addslotsrange", "replicate", "failover",
+		"nodes", "shards", "info", "myid", "meet", "addslots", "addslotsrange", "replicate", "failover",
 		"forget", "countkeysinslot", "getkeysinslot", "setslot",
 	},
 	// Read-only, but for the monitored master's password (set only in the shape

@@ -296,6 +296,26 @@ func (c *Client) ClusterAddSlotsRange(ctx context.Context, ranges ...SlotRange) 
 	return c.wrap(command, c.rdb.Do(ctx, args...).Err())
 }
 
+// ClusterAddSlots assigns the slot ranges to this node slot by slot (CLUSTER ADDSLOTS, every
+// version; CLUSTER ADDSLOTSRANGE needs Redis 7.0). Slots already assigned anywhere make the
+// whole command fail.
+func (c *Client) ClusterAddSlots(ctx context.Context, ranges ...SlotRange) error {
+	const command = "CLUSTER ADDSLOTS"
+	if len(ranges) == 0 {
+		return nil
+	}
+	args := []any{"cluster", "addslots"}
+	for _, r := range ranges {
+		if !r.Valid() {
+			return c.wrap(command, fmt.Errorf("invalid slot range %d-%d", r.Start, r.End))
+		}
+		for slot := r.Start; slot <= r.End; slot++ {
+			args = append(args, slot)
+		}
+	}
+	return c.wrap(command, c.rdb.Do(ctx, args...).Err())
+}
+
 // ClusterReplicate makes this node a replica of masterID.
 func (c *Client) ClusterReplicate(ctx context.Context, masterID string) error {
 	const command = "CLUSTER REPLICATE"

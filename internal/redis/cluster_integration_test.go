@@ -430,3 +430,33 @@ func ids(nodes []redis.Node) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A node says which server it runs with the rest of what the operator observes, and takes its
+// slots slot by slot (CLUSTER ADDSLOTS), as the operator sends them to servers before Redis 7.
+func TestObservationNamesTheServerAndAddSlotsWorksEverywhere(t *testing.T) {
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{})
+	s := redistest.StartServer(t, redistest.ServerOptions{Cluster: true})
+	c, err := pool.Client(s.Endpoint(redis.Auth{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := c.ObserveCluster(ctx)
+	if seen.ServerErr != nil || seen.Server.Name != "redis" || !strings.HasPrefix(seen.Server.Version, "7.") || !seen.Server.Has(7, 0) {
+		t.Fatalf("INFO server observed as %v (%v), want the installed redis 7", seen.Server, seen.ServerErr)
+	}
+	want := []redis.SlotRange{{Start: 0, End: 99}, {Start: 200, End: 200}, {Start: 16000, End: 16383}}
+	if err := c.ClusterAddSlots(ctx, want...); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := c.ClusterNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me, ok := topo.Myself(); !ok || !reflect.DeepEqual(me.Slots, want) {
+		t.Errorf("the node serves %v, want %v", me.Slots, want)
+	}
+	if err := c.ClusterAddSlots(ctx, redis.SlotRange{Start: 50, End: 60}); err == nil {
+		t.Error("slots assigned twice")
+	}
+}

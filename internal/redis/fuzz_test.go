@@ -338,3 +338,18 @@ func decodeRESP(data []byte, depth int) (any, []byte, error) {
 		return nil, nil, errors.New("unknown type")
 	}
 }
+
+func FuzzParseServerInfo(f *testing.F) {
+	f.Add("# Server\r\nredis_version:7.0.15\r\n")
+	f.Add("redis_version:7.2.4\nserver_name:valkey\nvalkey_version:8.0.1\n")
+	f.Add("redis_version:-1.x\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseServerInfo(text)
+		if err != nil {
+			return
+		}
+		if !s.Known() || s.Name == "" || !s.Has(0, 0) {
+			t.Fatalf("parsed %q into %+v", text, s)
+		}
+	})
+}

@@ -5,6 +5,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -48,6 +49,9 @@ type CertOptions struct {
 	// ServiceName is the Service the API server calls; ServicePort its port.
 	ServiceName string
 	ServicePort int32
+	// DNSDomain is the cluster's DNS domain, the end of the Service's full name on the
+	// certificate; "" is cluster.local.
+	DNSDomain string
 	// URL, when set, replaces the Service: the API server calls this URL (for an operator
 	// running outside the cluster, and for tests). Its host is the certificate's name.
 	URL string
@@ -109,8 +113,8 @@ func (m *CertManager) Hosts() []string {
 			return []string{u.Hostname()}
 		}
 	}
-	svc, ns := m.opts.ServiceName, m.opts.Namespace
-	return []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local", svc + "." + ns, svc}
+	svc, ns, domain := m.opts.ServiceName, m.opts.Namespace, cmp.Or(m.opts.DNSDomain, "cluster.local")
+	return []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc." + domain, svc + "." + ns, svc}
 }
 
 // GetCertificate hands the TLS server the current serving certificate.

@@ -160,3 +160,17 @@ func TestTheCertificateSecretBelongsToTheWebhookService(t *testing.T) {
 		t.Errorf("not ready after making the certificate: %v", m.Ready())
 	}
 }
+
+// The serving certificate names the Service in the cluster's DNS domain (SERVICE_DNS_DOMAIN).
+func TestHostsEndInTheClusterDomain(t *testing.T) {
+	for domain, want := range map[string]string{"": "hook.ops.svc.cluster.local", "corp.example": "hook.ops.svc.corp.example"} {
+		m, err := NewCertManager(fakeClient(t), electedNow(), CertOptions{Namespace: "ops", ServiceName: "hook", ServicePort: 443,
+			SecretName: "cert", DNSDomain: domain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Hosts(); len(got) != 4 || got[1] != want {
+			t.Errorf("domain %q: hosts %q, want %s among them", domain, got, want)
+		}
+	}
+}

@@ -157,8 +157,11 @@ spec:
 }
 
 // TestSentinelsAreAcceptedWhereTheReferenceAcceptsThem covers specs the reference operator
-// admits that an earlier schema of ours refused: a single sentinel without a quorum (a fixed
-// default of 2 exceeded its size) and sentinels with nothing to monitor yet.
+// admits that earlier schemas of ours refused: a quorum larger than the number of sentinels
+// (the reference's schema defaults it to "2" whatever the size, so every object it stored
+// carries it; the operator runs the largest quorum the sentinels can reach and says so), and
+// sentinels with nothing to monitor yet. Stored objects stay editable: a size lowered under
+// the quorum is accepted too.
 func TestSentinelsAreAcceptedWhereTheReferenceAcceptsThem(t *testing.T) {
 	ensureNamespace(t, "accepted")
 	const sentinel = `
@@ -168,26 +171,30 @@ metadata: {name: %s, namespace: accepted}
 spec:
   kubernetesConfig: {image: redis:7.0.15}
 `
-	for _, tc := range []struct {
-		name, manifest string
-		quorumPath     []string // a quorum the API server must not have filled in
-	}{
-		{"one-sentinel", fmt.Sprintf(sentinel, "one-sentinel") + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl}\n",
-			[]string{"spec", "redisSentinelConfig", "quorum"}},
-		{"one-sentinel-quorum-one", fmt.Sprintf(sentinel, "one-sentinel-quorum-one") + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"1\"}\n", nil},
-		{"no-config", fmt.Sprintf(sentinel, "no-config") + "  clusterSize: 3\n", nil},
-		{"no-config-one", fmt.Sprintf(sentinel, "no-config-one") + "  clusterSize: 1\n", nil},
-		// The reference's schema requires the key, as ours does, but not a name in it.
-		{"empty-replication-name", fmt.Sprintf(sentinel, "empty-replication-name") + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: \"\"}\n", nil},
-		{"embedded-one-sentinel", `
+	const embedded = `
 apiVersion: redis.redis.opstreelabs.in/v1beta2
 kind: RedisReplication
-metadata: {name: embedded-one-sentinel, namespace: accepted}
+metadata: {name: %s, namespace: accepted}
 spec:
   clusterSize: 3
   kubernetesConfig: {image: redis:7.0.15}
-  sentinel: {image: redis:7.0.15, size: 1}
-`, []string{"spec", "sentinel", "quorum"}},
+`
+	sentinelQuorum := []string{"spec", "redisSentinelConfig", "quorum"}
+	embeddedQuorum := []string{"spec", "sentinel", "quorum"}
+	for _, tc := range []struct {
+		name, manifest string
+		quorumPath     []string // where the quorum is
+		quorum         string   // what the API server stores there: the default "2" unless given
+	}{
+		{"one-sentinel", fmt.Sprintf(sentinel, "one-sentinel") + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl}\n", sentinelQuorum, "2"},
+		{"one-sentinel-quorum-one", fmt.Sprintf(sentinel, "one-sentinel-quorum-one") + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"1\"}\n", sentinelQuorum, "1"},
+		{"quorum-above-size", fmt.Sprintf(sentinel, "quorum-above-size") + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"4\"}\n", sentinelQuorum, "4"},
+		{"no-config", fmt.Sprintf(sentinel, "no-config") + "  clusterSize: 3\n", nil, ""},
+		{"no-config-one", fmt.Sprintf(sentinel, "no-config-one") + "  clusterSize: 1\n", nil, ""},
+		// The reference's schema requires the key, as ours does, but not a name in it.
+		{"empty-replication-name", fmt.Sprintf(sentinel, "empty-replication-name") + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: \"\"}\n", sentinelQuorum, "2"},
+		{"embedded-one-sentinel", fmt.Sprintf(embedded, "embedded-one-sentinel") + "  sentinel: {image: redis:7.0.15, size: 1}\n", embeddedQuorum, "2"},
+		{"embedded-quorum-above-size", fmt.Sprintf(embedded, "embedded-quorum-above-size") + "  sentinel: {image: redis:7.0.15, size: 1, quorum: \"3\"}\n", embeddedQuorum, "3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := decode(t, tc.manifest)
@@ -197,10 +204,43 @@ spec:
 			if tc.quorumPath == nil {
 				return
 			}
-			if got, found, _ := unstructured.NestedFieldNoCopy(obj.Object, tc.quorumPath...); found {
-				t.Errorf("%s was defaulted to %v; the operator chooses it from the size", strings.Join(tc.quorumPath, "."), got)
+			if got, _, _ := unstructured.NestedFieldNoCopy(obj.Object, tc.quorumPath...); got != tc.quorum {
+				t.Errorf("%s = %v, want %q", strings.Join(tc.quorumPath, "."), got, tc.quorum)
 			}
 		})
+	}
+
+	// A stored object whose size is lowered below its quorum is still editable.
+	obj := decode(t, fmt.Sprintf(sentinel, "shrunk")+"  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"3\"}\n")
+	if err := k8sClient.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(obj.Object, int64(1), "spec", "clusterSize"); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Update(context.Background(), obj); err != nil {
+		t.Errorf("lowering clusterSize below the quorum was refused: %v", err)
+	}
+}
+
+// TestAnyClusterVersionIsAccepted: the reference's schema takes any clusterVersion, and the
+// operator follows the version the servers report, so no value is refused (v5 and v9 were).
+func TestAnyClusterVersionIsAccepted(t *testing.T) {
+	ensureNamespace(t, "versions")
+	for _, version := range []string{"v5", "v6", "v7", "v8", "v9", "7.2"} {
+		name := "v-" + strings.ReplaceAll(strings.TrimPrefix(version, "v"), ".", "-")
+		obj := decode(t, fmt.Sprintf(`
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata: {name: %s, namespace: versions}
+spec:
+  clusterSize: 3
+  clusterVersion: %q
+  kubernetesConfig: {image: redis:7.0.15}
+`, name, version))
+		if err := k8sClient.Create(context.Background(), obj); err != nil {
+			t.Errorf("clusterVersion %s refused: %v", version, err)
+		}
 	}
 }
 
@@ -319,29 +359,9 @@ var badManifests = []badManifest{
 		wants:    []string{"spec.acl", "either secret or persistentVolumeClaim, not both"},
 	},
 	{
-		name:     "sentinel quorum larger than size",
-		manifest: sentinelHead + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"4\"}\n",
-		wants:    []string{"spec.redisSentinelConfig.quorum", "must not be larger than clusterSize"},
-	},
-	{
-		name:     "embedded sentinel quorum larger than size",
-		manifest: replicationHead + "  clusterSize: 3\n  sentinel: {image: redis:7.0.15, size: 1, quorum: \"2\"}\n",
-		wants:    []string{"spec.sentinel.quorum", "must not be larger than sentinel size"},
-	},
-	{
-		name:     "single sentinel with an explicit quorum of two",
-		manifest: sentinelHead + "  clusterSize: 1\n  redisSentinelConfig: {redisReplicationName: repl, quorum: \"2\"}\n",
-		wants:    []string{"spec.redisSentinelConfig.quorum", "must not be larger than clusterSize"},
-	},
-	{
 		name:     "sentinel quorum not a number",
 		manifest: sentinelHead + "  clusterSize: 3\n  redisSentinelConfig: {redisReplicationName: repl, quorum: two}\n",
 		wants:    []string{"spec.redisSentinelConfig.quorum", "quorum must be a positive whole number"},
-	},
-	{
-		name:     "unknown cluster version",
-		manifest: clusterHead + "  clusterSize: 3\n  clusterVersion: v5\n",
-		wants:    []string{"spec.clusterVersion", "clusterVersion must be one of v6, v7, v8"},
 	},
 	{
 		name:     "cluster port leaves no room for the bus port",

@@ -48,13 +48,6 @@ var upstreamDefaults = []upstreamDefault{
 	{"scaleIO.storageMode", `"ThinProvisioned"`},
 }
 
-// sizedDefaults are defaults of the reference that we leave out of the schema because the value
-// depends on another field: the reference defaults a sentinel quorum to "2" whatever the number of
-// sentinels, which with a single sentinel would fail our quorum-not-larger-than-size rule. The
-// operator applies 2 (1 with a single sentinel) when the quorum is unset, so wherever the
-// reference's default is admissible the sentinels get the same quorum.
-var sizedDefaults = []string{"spec.redisSentinelConfig.quorum", "spec.sentinel.quorum"}
-
 // upstreamListMaps are lists that newer k8s.io/api versions declare as maps inside the status of
 // an embedded PersistentVolumeClaim template; a template's status is never set by users.
 var upstreamListMaps = []string{"volumeClaimTemplate.status.conditions", "nodeConfVolumeClaimTemplate.status.conditions"}
@@ -183,7 +176,7 @@ func compareSchemas(path string, ref, ours *apiextensionsv1.JSONSchemaProps, add
 		same("list type", listType(ref), listType(ours))
 		same("list map keys", ref.XListMapKeys, ours.XListMapKeys)
 	}
-	if !isUpstreamDefault(path, ref.Default, ours.Default) && !isSizedDefault(path, ours.Default) {
+	if !isUpstreamDefault(path, ref.Default, ours.Default) {
 		same("default", rawJSON(ref.Default), rawJSON(ours.Default))
 	}
 
@@ -233,10 +226,6 @@ func isUpstreamDefault(path string, ref, ours *apiextensionsv1.JSON) bool {
 		}
 	}
 	return false
-}
-
-func isSizedDefault(path string, ours *apiextensionsv1.JSON) bool {
-	return ours == nil && slices.Contains(sizedDefaults, path)
 }
 
 func isUpstreamListMap(path string) bool {

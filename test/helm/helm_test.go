@@ -63,7 +63,8 @@ var templateCases = []struct {
 	set         []string
 }{
 	{"redis-operator", "default", nil},
-	{"redis-operator", "options", []string{`redisOperator.watchNamespace=a\,b`, "redisOperator.metrics.enabled=false",
+	{"redis-operator", "options", []string{`redisOperator.watchNamespace=a\,b`, "redisOperator.metrics.enabled=false", "redisOperator.serviceDNSDomain=corp.example",
+		"redisOperator.pprof.enabled=true", "manager.config.kubeClientQPS=25", "manager.config.kubeClientTimeout=2m",
 		"tolerateAllTaints=true", "redisOperator.extraArgs={--zap-log-level=debug}", "rbac.enabled=false"}},
 	{"redis-operator", "namespaced", []string{"rbac.scope=namespace", `redisOperator.watchNamespace=apps\, cache`}},
 	{"redis-operator", "monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true", "grafanaDashboard.namespace=grafana"}},
@@ -115,11 +116,13 @@ func TestTemplateGolden(t *testing.T) {
 func TestSchemaRefuses(t *testing.T) {
 	for _, c := range []struct{ chart, set, path string }{
 		{"redis-operator", "redisOperator.webhook=true", "/redisOperator/webhook"},
-		{"redis-operator", "redisOperator.pprof.enabled=true", "/redisOperator/pprof/enabled"},
+		{"redis-operator", "manager.config.kubeClientQPS=-1", "/manager/config/kubeClientQPS"},
+		{"redis-operator", "manager.config.kubeClientTimeout=soon", "/manager/config/kubeClientTimeout"},
 		{"redis-operator", "certmanager.enabled=true", "/certmanager/enabled"},
 		{"redis-operator", "featureGates.GenerateConfigInInitContainer=true", "/featureGates"},
 		{"redis-operator", "manager.config.execCommandTimeout=30s", "/manager/config/execCommandTimeout"},
 		{"redis-operator", "rbac.scope=namespaces", "/rbac/scope"},
+		{"redis-operator", "redisOperator.serviceDNSDomain=-not-a-domain-", "/redisOperator/serviceDNSDomain"},
 		{"redis-operator", "notAKey=1", "notAKey"},
 		{"redis-cluster", "redisCluster.leader.serviceType=NodePort", "/redisCluster/leader/serviceType"},
 		{"redis-cluster", "redisCluster.clusterSize=0", "/redisCluster/clusterSize"},

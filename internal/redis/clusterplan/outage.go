@@ -79,17 +79,23 @@ func Outages(design Design, members []Member) []string {
 		}
 		return n.Is(redis.FlagFail) || n.Is(redis.FlagPFail) || n.IsMaster() && n.SlotCount() > 0
 	}
-	out = append(out, failingNodes(*view, down, name)...)
+	unservedSlots, failing := failingNodes(*view, down, name)
+	out = append(out, failing...)
 	if design.Followers > 0 {
 		out = append(out, mastersWithoutReplica(*view, members, down, name)...)
+	}
+	// The clusters run with cluster-require-full-coverage no: the other shards keep serving.
+	// Which slots do not is what a user must learn first, and what a summary keeps.
+	if unservedSlots != "" {
+		out = append([]string{unservedSlots}, out...)
 	}
 	return out
 }
 
-// failingNodes lists the nodes the view holds as failing or suspects, and the slots no live
-// master serves.
-func failingNodes(view redis.Topology, down func(redis.Node) bool, name func(redis.Node) string) []string {
-	var out []string
+// failingNodes says which slots no live master serves, by shard, and lists the nodes the view
+// holds as failing or suspects.
+func failingNodes(view redis.Topology, down func(redis.Node) bool, name func(redis.Node) string) (unservedSlots string, nodes []string) {
+	var out, shards []string
 	unserved := 0
 	for _, n := range view.Nodes {
 		switch {
@@ -101,14 +107,29 @@ func failingNodes(view redis.Topology, down func(redis.Node) bool, name func(red
 		default:
 			out = append(out, fmt.Sprintf("master %s does not answer", name(n)))
 		}
-		if n.IsMaster() && down(n) {
+		if n.IsMaster() && down(n) && n.SlotCount() > 0 {
 			unserved += n.SlotCount()
+			shards = append(shards, fmt.Sprintf("%s (shard of master %s)", someSlots(n.Slots), name(n)))
 		}
 	}
-	if unserved > 0 {
-		out = append(out, fmt.Sprintf("%d of %d slots are not served", unserved, redis.SlotCount))
+	if unserved == 0 {
+		return "", out
 	}
-	return out
+	unservedSlots = fmt.Sprintf("%d of %d slots are not served: %s", unserved, redis.SlotCount, strings.Join(shards, ", "))
+	if unserved < redis.SlotCount {
+		unservedSlots += "; the other shards keep serving theirs"
+	}
+	return unservedSlots, out
+}
+
+// someSlots writes slot ranges as CLUSTER NODES does, the first few of a fragmented shard only.
+func someSlots(ranges []redis.SlotRange) string {
+	const shown = 3
+	ranges = redis.NormalizeSlotRanges(ranges)
+	if len(ranges) > shown {
+		return fmt.Sprintf("slots %s and %d more ranges", formatRanges(ranges[:shown]), len(ranges)-shown)
+	}
+	return "slots " + formatRanges(ranges)
 }
 
 // mastersWithoutReplica lists the live masters serving slots with no replica up: a member whose

@@ -1,6 +1,7 @@
 package clusterplan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,10 +42,12 @@ func TestOutages(t *testing.T) {
 			want: []string{"no pod of the cluster answers (c-follower-0, c-follower-1, c-follower-2, c-leader-0, c-leader-1, c-leader-2)"}},
 		{name: "every pod restarted, only a leader runs yet (no node flagged before the node timeout)",
 			known: healthy(), running: healthy()[:1],
-			want: []string{"(10.0.0.2:6379) does not answer", "(10.0.0.3:6379) does not answer", "10922 of 16384 slots are not served",
-				"master c-leader-0 has no replica up"}},
+			want: []string{"10922 of 16384 slots are not served: slots 5462-10922 (shard of master node 1124f533 (10.0.0.2:6379)), " +
+				"slots 10923-16383 (shard of master node 392667d7 (10.0.0.3:6379)); the other shards keep serving theirs",
+				"(10.0.0.2:6379) does not answer", "(10.0.0.3:6379) does not answer", "master c-leader-0 has no replica up"}},
 		{name: "a partitioned leader", known: withFlag(healthy(), "c-leader-1", "fail?"), running: healthy(), silent: []string{"c-leader-1"},
-			want: []string{"pod c-leader-1 does not answer", "c-leader-1 is suspected down", "5461 of 16384 slots are not served"}},
+			want: []string{"5461 of 16384 slots are not served: slots 5462-10922 (shard of master c-leader-1); the other shards keep serving theirs",
+				"pod c-leader-1 does not answer", "c-leader-1 is suspected down"}},
 		{name: "a failed master whose replica took over: its shard has no replica",
 			known: func() []node {
 				n := healthy()
@@ -126,5 +129,41 @@ func TestJoiningNodesViewIsNotTheClusters(t *testing.T) {
 	members[0], members[last] = members[last], members[0] // the newcomer answers first
 	if got := Outages(Design{Leaders: 4, Followers: 3}, members); len(got) != 0 {
 		t.Errorf("outages %q from a joining node's view", got)
+	}
+}
+
+// The clusters run with cluster-require-full-coverage no: a shard without a master stops only
+// its own slots. The outage names them and their shard first, so that a summary of many
+// outages still says what is not served, and that the other shards serve on.
+func TestUnservedSlotsAreNamedByShard(t *testing.T) {
+	n := healthy()
+	// After resharding, leader-1's slots are fragmented; it is partitioned and so is its replica.
+	n[0].slots = "0-5461 6001-6999 7001-7999 9001-9999"
+	n[1].slots, n[1].flags = "5462-6000 7000 8000-9000 10000-10922", "fail"
+	n[4].flags = "fail"
+	members := cluster{known: n}.members(n)
+	for i := range members {
+		if members[i].Pod == "c-leader-1" || members[i].Pod == "c-follower-1" {
+			members[i].View = nil
+		}
+	}
+	got := Outages(threeByThree, members)
+	want := "2464 of 16384 slots are not served: slots 5462-6000,7000,8000-9000 and 1 more ranges (shard of master c-leader-1); " +
+		"the other shards keep serving theirs"
+	if len(got) == 0 || got[0] != want {
+		t.Fatalf("outages %q, want first %q", got, want)
+	}
+	many := append(slices.Clone(got[1:]), "x", "y", "z", "w")
+	if summary := OutageSummary(append([]string{got[0]}, many...)); !strings.HasPrefix(summary, want) {
+		t.Errorf("summary %q drops the unserved slots", summary)
+	}
+
+	// Every master down: no shard serves, and the message does not pretend others do.
+	n = healthy()
+	members = cluster{known: n}.members(n[3:])
+	got = Outages(threeByThree, members)
+	if len(got) == 0 || !strings.HasPrefix(got[0], "16384 of 16384 slots are not served: slots 0-5461 (shard of master") ||
+		strings.Contains(got[0], "other shards") {
+		t.Errorf("outages %q with every master down", got)
 	}
 }

@@ -43,6 +43,9 @@ type Member struct {
 	View *redis.Topology
 	// Replication is ROLE as this member answers it.
 	Replication redis.Role
+	// Server is INFO server as this member answers it (zero when it did not): what the
+	// operator may send it follows this, not the resource's clusterVersion.
+	Server redis.ServerInfo
 	// Outdated: the pod runs an old revision of its StatefulSet and waits to be replaced.
 	Outdated bool
 }
