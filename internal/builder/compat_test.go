@@ -110,6 +110,11 @@ func TestWorkloadAnnotations(t *testing.T) {
 		"watch-sentinel": "watch-sentinel", "watch-sentinel-headless": "watch-sentinel",
 		"watch-sentinel-additional": "watch-sentinel", "watch-sentinel-metrics": "watch-sentinel",
 	}
+	for _, sts := range []string{"shards-leader", "shards-follower"} {
+		for i := range int32(3) {
+			stsOf[PodName(sts, i)] = sts // NodePort: one Service per pod
+		}
+	}
 	for name, o := range allBuilds(t) {
 		t.Run(name, func(t *testing.T) {
 			// The full fixtures run the exporter on port 9200; without one the default is named.
