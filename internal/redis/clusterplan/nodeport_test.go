@@ -69,16 +69,29 @@ func TestNodeAnnouncingAStaleAddressIsReaddressed(t *testing.T) {
 	}
 }
 
-// In-cluster members (no dial address of their own) are never readdressed: what a user's
-// configuration makes them announce is theirs.
-func TestInClusterMembersAreNotReaddressed(t *testing.T) {
+// In-cluster members (no dial address of their own) keep the ports they announce, which a
+// user's configuration may set; one that announces another IP (its pod still runs the
+// NodePort template after a switch back) is given its pod's address.
+func TestInClusterMembersAreReaddressedByIPOnly(t *testing.T) {
 	c := cluster{known: healthy()}
 	members := c.members(healthy())
 	members[2].BusPort = 16400
 	for _, s := range Compute(threeByThree, members).Steps {
 		if s.Kind == StepAnnounce {
-			t.Fatalf("step %v on an in-cluster member", s)
+			t.Fatalf("step %v on an in-cluster member whose ports differ", s)
 		}
+	}
+	switched := behindNodePorts()
+	c = cluster{known: switched}
+	members = c.members(switched)
+	for i := range members {
+		members[i].IP, members[i].Port, members[i].BusPort = members[i].DialIP, 6379, 16379
+		members[i].DialIP, members[i].DialPort = "", 0
+	}
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepAnnounce, 6)
+	if s := plan.Steps[0]; s.On != "c-leader-0" || s.IP != "10.0.0.1" || s.Port != 6379 || s.BusPort != 16379 {
+		t.Errorf("step %+v, want c-leader-0 to announce 10.0.0.1:6379@16379", s)
 	}
 }
 

@@ -197,21 +197,27 @@ func index(design Design, members []Member) (*observed, Plan, bool) {
 	return o, Plan{}, true
 }
 
-// readdress has each node that announces another address than its pod's (behind NodePorts)
-// announce the one it should now: the node ports of a Service that was recreated, the IP of
-// a Kubernetes node that changed under a running container. A restarted node reads them from
-// its pod's file and environment (builder/cluster_network.go); this covers the time between.
-// It comes first: the other nodes learn the address from the node's own messages, and meet
-// then introduces it anew to those that keep the old one.
+// readdress has each node that announces another address than it should announce the right
+// one at run time. Behind NodePorts (a member with a dial address of its own): the node ports
+// of a Service that was recreated, the IP of a Kubernetes node that changed under a running
+// container; a restarted node reads them from its pod's file and environment
+// (builder/cluster_network.go), this covers the time between. In either mode, a node that
+// announces another IP than its own: the cluster was switched between NodePort and
+// in-cluster addresses and its pod still runs the old template, which the rolling update
+// replaces later, while the Services of the old mode are already gone. (In-cluster, ports
+// alone are left as they are: a user's configuration may set them.) It comes first: the
+// other nodes learn the address from the node's own messages, and meet then introduces it
+// anew to those that keep the old one.
 func readdress(o *observed) Plan {
 	var plan Plan
 	for i := range o.members {
 		m := &o.members[i]
-		if m.DialIP == "" || m.IP == "" {
+		if m.IP == "" {
 			continue
 		}
 		me := o.self[m.Pod]
-		if me.Addr.IP == m.IP && me.Addr.Port == m.Port && me.Addr.BusPort == m.BusPort {
+		samePorts := me.Addr.Port == m.Port && me.Addr.BusPort == m.BusPort
+		if me.Addr.IP == m.IP && (samePorts || m.DialIP == "") {
 			continue
 		}
 		plan.Steps = append(plan.Steps, Step{Kind: StepAnnounce, On: m.Pod, IP: m.IP, Port: m.Port, BusPort: m.BusPort,

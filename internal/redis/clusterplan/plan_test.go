@@ -243,13 +243,15 @@ func TestPodsBackWithNewAddressesAreMetByNodeID(t *testing.T) {
 	for i := range moved {
 		moved[i].ip = fmt.Sprintf("10.0.1.%d", i+1)
 	}
-	// Every pod kept its nodes.conf (same IDs) but all came back with new IPs: each still
-	// knows the others at the old addresses.
+	// Every pod kept its nodes.conf (same IDs) but all came back with new IPs: each announces
+	// its own new one and still knows the others at the old addresses.
 	c := cluster{known: old}
 	var members []Member
 	for i, p := range moved {
 		m := c.members([]node{p})[0]
-		m.View = c.viewOf(old[i], old)
+		known := slices.Clone(old)
+		known[i] = p
+		m.View = c.viewOf(p, known)
 		members = append(members, m)
 	}
 	plan := Compute(threeByThree, members)
