@@ -68,7 +68,6 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &cr.Spec
 	out := &Objects{}
 	owner := ownerRef(cr, "RedisCluster")
 	authName := ""
@@ -125,7 +124,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 				count = servicePods.Followers
 			}
 			out.Services = append(out.Services, w.podServices(count)...)
-			out.ConfigMaps = append(out.ConfigMaps, w.nodePortsConfigMap(in.NodePorts, s.TLS != nil))
+			out.ConfigMaps = append(out.ConfigMaps, w.nodePortsConfigMap(in.NodePorts, ClusterAnnouncesTLSPort(cr)))
 		}
 	}
 	// <name>-master reaches whichever pods are masters now, of either StatefulSet.

@@ -72,13 +72,25 @@ func ClusterNodePorts(cr *v1beta2.RedisCluster) bool {
 // names: on Redis 7 and later (clusterVersion, v7 by default), which know the setting, and
 // while the headless Services that make those names resolve exist.
 func ClusterAnnouncesHostnames(cr *v1beta2.RedisCluster) bool {
+	return clusterMajorVersion(cr) >= 7 && resolveServices(cr.Spec.KubernetesConfig.Service).headless.enabled
+}
+
+// ClusterAnnouncesTLSPort tells whether the nodes of a RedisCluster announce their TLS port
+// apart (cluster-announce-tls-port, Redis 7 and later); before, the one announced port is the
+// TLS port under TLS.
+func ClusterAnnouncesTLSPort(cr *v1beta2.RedisCluster) bool {
+	return cr.Spec.TLS != nil && clusterMajorVersion(cr) >= 7
+}
+
+// clusterMajorVersion is the Redis major version clusterVersion names, 7 (the default) when
+// it names none.
+func clusterMajorVersion(cr *v1beta2.RedisCluster) int {
 	if v := cr.Spec.ClusterVersion; v != nil {
-		major, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(*v), "v"))
-		if err == nil && major < 7 {
-			return false
+		if major, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(*v), "v")); err == nil {
+			return major
 		}
 	}
-	return resolveServices(cr.Spec.KubernetesConfig.Service).headless.enabled
+	return 7
 }
 
 // PodFQDN is the DNS name of a pod of the StatefulSet stsName under its headless Service, in
@@ -155,7 +167,7 @@ func NodePortsConfigMapName(stsName string) string { return stsName + "-nodeport
 // nodePortsConfigMap renders, for every pod that has a Service, the directives it includes at
 // start. It is not part of the config hash: a pod reads its own file when it starts, and the
 // operator sets a changed value at run time.
-func (w *workload) nodePortsConfigMap(ports map[string]NodePorts, tls bool) *corev1.ConfigMap {
+func (w *workload) nodePortsConfigMap(ports map[string]NodePorts, tlsPort bool) *corev1.ConfigMap {
 	data := map[string]string{}
 	for _, pod := range slices.Sorted(maps.Keys(ports)) {
 		if podOrdinalOf(w.name, pod) < 0 {
@@ -163,7 +175,7 @@ func (w *workload) nodePortsConfigMap(ports map[string]NodePorts, tls bool) *cor
 		}
 		np := ports[pod]
 		s := fmt.Sprintf("cluster-announce-port %d\ncluster-announce-bus-port %d\n", np.Client, np.Bus)
-		if tls {
+		if tlsPort {
 			s += fmt.Sprintf("cluster-announce-tls-port %d\n", np.Client)
 		}
 		data[pod+".conf"] = s

@@ -233,6 +233,19 @@ func TestClusterNodePortScaling(t *testing.T) {
 	wantEqual(t, "files after the scale-in", sortedKeys(gone.ConfigMap("shards-leader-nodeports").Data), []string{"shards-leader-0.conf", "shards-leader-1.conf"})
 }
 
+// Redis 6 has no cluster-announce-tls-port: under TLS its one announced port is the TLS one.
+func TestClusterNodePortFileOfRedis6(t *testing.T) {
+	cr := nodePortCluster()
+	cr.Spec.ClusterVersion = ptrTo("v6")
+	cr.Spec.TLS = &v1beta2.TLSConfig{Secret: corev1.SecretVolumeSource{SecretName: "tls"}}
+	o := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr, NodePorts: testNodePorts(3, 3)}))
+	wantEqual(t, "file", o.ConfigMap("shards-leader-nodeports").Data["shards-leader-0.conf"],
+		"cluster-announce-port 30000\ncluster-announce-bus-port 30001\n")
+	if ClusterAnnouncesTLSPort(cr) {
+		t.Error("the operator would set cluster-announce-tls-port on Redis 6")
+	}
+}
+
 func TestNodePortsOf(t *testing.T) {
 	svc := &corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
 		{Name: redisPortName, Port: 6379, NodePort: 31000},

@@ -102,9 +102,21 @@ func (c *cluster) assertSlotMapExternal(ctx context.Context, cc *goredis.Cluster
 		want[net.JoinHostPort(p.Status.HostIP, strconv.Itoa(int(ports[0])))] = pod
 	}
 	sb.WaitFor(c.t, c.ns, "a slot map of node IPs and node ports naming every pod", 30*time.Second, func(ctx context.Context) (bool, string, error) {
-		slots, err := cc.ClusterSlots(ctx).Result()
+		ask, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		slots, err := cc.ClusterSlots(ask).Result()
 		if err != nil {
-			return false, "", err
+			// Say which of the addresses clients are sent to does not answer.
+			var answers []string
+			for addr, pod := range want {
+				rdb := goredis.NewClient(&goredis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+				pingCtx, cancelPing := context.WithTimeout(context.Background(), 2*time.Second)
+				answers = append(answers, fmt.Sprintf("%s (%s): %v", addr, pod, rdb.Ping(pingCtx).Err()))
+				cancelPing()
+				_ = rdb.Close()
+			}
+			slices.Sort(answers)
+			return false, "CLUSTER SLOTS: " + err.Error() + "; PING " + strings.Join(answers, ", "), nil
 		}
 		covered := 0
 		seen := map[string]bool{}
@@ -232,6 +244,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 	cc := externalClient(t, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
 	c.assertSlotMapExternal(c.ctx, cc)
 	c.writeAndReadEveryShard(c.ctx, cc, "np", 300)
+	outer := t // clients the subtests share are closed when the test ends, not a subtest
 
 	t.Run("leader pod deleted", func(t *testing.T) {
 		c.t = t
@@ -244,6 +257,45 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		c.assertSlotMapExternal(c.ctx, cc)
 		c.readThrough(c.ctx, cc, "np", 300)
 		c.writeAndReadEveryShard(c.ctx, cc, "after-failover", 300)
+	})
+
+	t.Run("Service recreated with other node ports", func(t *testing.T) {
+		c.t = t
+		pod := c.name + "-leader-2"
+		before := c.podNodePorts()[pod]
+		if err := sb.Client.Delete(c.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: pod}}); err != nil {
+			t.Fatal(err)
+		}
+		// The running node is told its new ports at once; it is not restarted.
+		restarts := c.pod(pod).Status.ContainerStatuses[0].RestartCount
+		sb.WaitFor(t, c.ns, pod+" announces its new node ports", time.Minute, func(ctx context.Context) (bool, string, error) {
+			svc := &corev1.Service{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: pod}, svc); err != nil {
+				return false, "", client.IgnoreNotFound(err)
+			}
+			var now int32
+			for _, p := range svc.Spec.Ports {
+				if p.Name == "redis-client" {
+					now = p.NodePort
+				}
+			}
+			nodes, err := c.redis(c.pod(c.name+"-leader-0")).ClusterNodes(ctx).Result()
+			if err != nil {
+				return false, "", err
+			}
+			want := fmt.Sprintf("%s:%d@", c.pod(pod).Status.HostIP, now)
+			return now != 0 && now != before[0] && strings.Contains(nodes, want), "leader-0 sees\n" + nodes + "want " + want, nil
+		})
+		if got := c.pod(pod).Status.ContainerStatuses[0].RestartCount; got != restarts {
+			t.Errorf("%s restarted (%d, then %d)", pod, restarts, got)
+		}
+		c.waitReady(start)
+		// The old node port refuses connections now: a client that starts now is sent to the
+		// new one.
+		cc = externalClient(outer, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
+		c.assertSlotMapExternal(c.ctx, cc)
+		c.readThrough(c.ctx, cc, "np", 300)
+		c.readThrough(c.ctx, cc, "after-failover", 300)
 	})
 
 	t.Run("scale-out and scale-in", func(t *testing.T) {
