@@ -47,9 +47,11 @@ func recordAPI(t *testing.T, ns string) *apiLog {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for kind, start := range map[string]func() (watch.Interface, error){
-		"Service":     func() (watch.Interface, error) { return kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{}) },
-		"ConfigMap":   func() (watch.Interface, error) { return kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{}) },
-		"StatefulSet": func() (watch.Interface, error) { return kube.AppsV1().StatefulSets(ns).Watch(ctx, metav1.ListOptions{}) },
+		"Service":   func() (watch.Interface, error) { return kube.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{}) },
+		"ConfigMap": func() (watch.Interface, error) { return kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{}) },
+		"StatefulSet": func() (watch.Interface, error) {
+			return kube.AppsV1().StatefulSets(ns).Watch(ctx, metav1.ListOptions{})
+		},
 	} {
 		w, err := start()
 		if err != nil {

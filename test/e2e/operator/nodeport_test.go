@@ -279,7 +279,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 					now = p.NodePort
 				}
 			}
-			nodes, err := c.redis(c.pod(c.name+"-leader-0")).ClusterNodes(ctx).Result()
+			nodes, err := c.redis(c.pod(c.name + "-leader-0")).ClusterNodes(ctx).Result()
 			if err != nil {
 				return false, "", err
 			}
