@@ -216,11 +216,11 @@ func TestNodePortServicesComeBeforeTheirPods(t *testing.T) {
 	waitUntil(t, 30*time.Second, "per-pod Services and node port files removed", func() error {
 		for _, name := range []string{"np-leader-0", "np-follower-3"} {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Service{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("Service %s: %v", name, err)
+				return fmt.Errorf("Service %s: %w", name, err)
 			}
 		}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "np-leader-nodeports"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("ConfigMap np-leader-nodeports: %v", err)
+			return fmt.Errorf("ConfigMap np-leader-nodeports: %w", err)
 		}
 		return nil
 	})

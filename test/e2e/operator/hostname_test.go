@@ -41,8 +41,11 @@ func tlsDialer(resolver *net.Resolver, cfg *tls.Config) func(context.Context, st
 		}
 		if net.ParseIP(host) == nil {
 			ips, err := resolver.LookupHost(ctx, host)
-			if err != nil || len(ips) == 0 {
-				return nil, fmt.Errorf("resolve %s: %v", host, err)
+			if err != nil {
+				return nil, fmt.Errorf("resolve %s: %w", host, err)
+			}
+			if len(ips) == 0 {
+				return nil, fmt.Errorf("resolve %s: no address", host)
 			}
 			addr = net.JoinHostPort(ips[0], port)
 		}
@@ -119,7 +122,7 @@ spec:
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
 	})
 	t.Cleanup(func() { _ = cc.Close() })
-	slots, err := cc.ClusterSlots(c.ctx).Result()
+	slots, err := cc.ClusterSlots(c.ctx).Result() //nolint:staticcheck // the map go-redis's cluster client routes by
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func externalClient(t *testing.T, addr string) *goredis.ClusterClient {
 // assertSlotMapExternal checks that the slot map a client gets names, for every node, the IP
 // of the Kubernetes node its pod runs on and the node port of its pod's Service, and in time
 // every pod (a replica is listed once the others have heard of its replication offset).
-func (c *cluster) assertSlotMapExternal(ctx context.Context, cc *goredis.ClusterClient) {
+func (c *cluster) assertSlotMapExternal(cc *goredis.ClusterClient) {
 	c.t.Helper()
 	nodes := nodeAddresses(c.t)
 	want := map[string]string{} // address → pod
@@ -104,7 +104,7 @@ func (c *cluster) assertSlotMapExternal(ctx context.Context, cc *goredis.Cluster
 	sb.WaitFor(c.t, c.ns, "a slot map of node IPs and node ports naming every pod", 30*time.Second, func(ctx context.Context) (bool, string, error) {
 		ask, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		slots, err := cc.ClusterSlots(ask).Result()
+		slots, err := cc.ClusterSlots(ask).Result() //nolint:staticcheck // the map go-redis's cluster client routes by
 		if err != nil {
 			// Say which of the addresses clients are sent to does not answer.
 			var answers []string
@@ -242,7 +242,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 	ports := c.podNodePorts()
 	entry := c.pod(c.name + "-leader-0")
 	cc := externalClient(t, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
-	c.assertSlotMapExternal(c.ctx, cc)
+	c.assertSlotMapExternal(cc)
 	c.writeAndReadEveryShard(c.ctx, cc, "np", 300)
 	outer := t // clients the subtests share are closed when the test ends, not a subtest
 
@@ -254,7 +254,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		}
 		c.waitReady(fault)
 		c.assertShape()
-		c.assertSlotMapExternal(c.ctx, cc)
+		c.assertSlotMapExternal(cc)
 		c.readThrough(c.ctx, cc, "np", 300)
 		c.writeAndReadEveryShard(c.ctx, cc, "after-failover", 300)
 	})
@@ -293,7 +293,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		// The old node port refuses connections now: a client that starts now is sent to the
 		// new one.
 		cc = externalClient(outer, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
-		c.assertSlotMapExternal(c.ctx, cc)
+		c.assertSlotMapExternal(cc)
 		c.readThrough(c.ctx, cc, "np", 300)
 		c.readThrough(c.ctx, cc, "after-failover", 300)
 	})
@@ -313,7 +313,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 				}
 			}
 		}
-		c.assertSlotMapExternal(c.ctx, cc)
+		c.assertSlotMapExternal(cc)
 		c.readThrough(c.ctx, cc, "np", 300)
 
 		since = faultTime()
@@ -337,7 +337,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		// which refuse connections as their pod IPs would: a client that starts now knows
 		// only the three shards.
 		cc = externalClient(t, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
-		c.assertSlotMapExternal(c.ctx, cc)
+		c.assertSlotMapExternal(cc)
 		c.readThrough(c.ctx, cc, "np", 300)
 		c.readThrough(c.ctx, cc, "after-failover", 300)
 	})
