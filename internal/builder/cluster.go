@@ -28,6 +28,15 @@ type RedisClusterInput struct {
 	// Pods, when set, are the pod counts the StatefulSets get instead of the spec's: a scale-in
 	// keeps the pods it removes until their slots have moved to the others.
 	Pods *ClusterPods
+	// NodePorts (serviceType NodePort) are the node ports of the per-pod Services, by pod
+	// name, read from the Services ClusterNodePortServices built: every pod of Pods needs its
+	// pair, so the controller creates those Services first.
+	NodePorts map[string]NodePorts
+	// ServicePods (serviceType NodePort), when larger than Pods, keeps the per-pod Services of
+	// pods a scale-in removed that have not stopped yet: they are reached until they are gone.
+	ServicePods *ClusterPods
+	// DNSDomain is the cluster's DNS domain, the end of the pods' names; "" is cluster.local.
+	DNSDomain string
 }
 
 // ClusterPods are the pod counts of the two StatefulSets of a RedisCluster.
@@ -88,9 +97,13 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	if pods.Followers < 0 {
 		return nil, errors.New("redisFollower.replicas must not be negative")
 	}
+	servicePods := pods
+	if sp := in.ServicePods; sp != nil {
+		servicePods = ClusterPods{Leaders: max(pods.Leaders, sp.Leaders), Followers: max(pods.Followers, sp.Followers)}
+	}
 	var leader *workload
 	for _, r := range roles {
-		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, ref, authName)
+		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, ref, authName, in.DNSDomain)
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +113,19 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		w.aclOperatorUser = in.ACLOperatorUser
 		out.ConfigMaps = append(out.ConfigMaps, cm)
 		out.add(w)
+		if w.nodePorts {
+			for i := range r.replicas {
+				if _, ok := in.NodePorts[PodName(w.name, i)]; !ok {
+					return nil, fmt.Errorf("the node ports of pod %s are not known yet: its Service must exist first", PodName(w.name, i))
+				}
+			}
+			count := servicePods.Leaders
+			if r.name == RoleFollower {
+				count = servicePods.Followers
+			}
+			out.Services = append(out.Services, w.podServices(count)...)
+			out.ConfigMaps = append(out.ConfigMaps, w.nodePortsConfigMap(in.NodePorts, ClusterAnnouncesTLSPort(cr)))
+		}
 	}
 	// <name>-master reaches whichever pods are masters now, of either StatefulSet.
 	selector := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelCluster: cr.Name}
@@ -109,7 +135,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 }
 
 func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role string, replicas int32, r *v1beta2.RedisClusterRole,
-	ref *v1beta2.ExistingPasswordSecret, authName string) (*workload, *corev1.ConfigMap, error) {
+	ref *v1beta2.ExistingPasswordSecret, authName, dnsDomain string) (*workload, *corev1.ConfigMap, error) {
 	s := &cr.Spec
 	w := &workload{
 		owner:                  owner,
@@ -145,6 +171,10 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err
+	}
+	w.nodePorts = ClusterNodePorts(cr)
+	if ClusterAnnouncesHostnames(cr) {
+		w.hostnameSuffix = podDomainSuffix(w.name, cr.Namespace, dnsDomain)
 	}
 	if s.KubernetesConfig.UpdateStrategy.Type == "" {
 		// The operator rolls the pods itself: replicas first, then each master once a replica
@@ -196,6 +226,8 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	}
 	conf.cluster = true
 	conf.nodesConfDir = nodesDir
+	// Behind node ports clients are outside the cluster's DNS: they are sent to node IPs.
+	conf.preferHostname = s.TLS != nil && !w.nodePorts && w.hostnameSuffix != ""
 	return w, w.renderRedisConf(conf), nil
 }
 

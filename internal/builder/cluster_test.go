@@ -27,7 +27,8 @@ func TestBuildRedisCluster(t *testing.T) {
 				wantEqual(t, name+" replicas", *sts.Spec.Replicas, int32(3))
 				pod := sts.Spec.Template.Spec
 				redis := container(t, pod, name)
-				wantEqual(t, "command", redis.Command, []string{"redis-server", "/etc/redis/redis.conf", "--cluster-announce-ip", "$(POD_IP)"})
+				wantEqual(t, "command", redis.Command, []string{"redis-server", "/etc/redis/redis.conf", "--cluster-announce-ip", "$(POD_IP)",
+					"--cluster-announce-hostname", "$(POD_NAME)." + name + "-headless.redis-ns.svc.cluster.local"})
 				podIP := env(redis, "POD_IP")
 				if podIP == nil || podIP.ValueFrom == nil || podIP.ValueFrom.FieldRef == nil || podIP.ValueFrom.FieldRef.FieldPath != "status.podIP" {
 					t.Errorf("POD_IP env %+v, want the downward API status.podIP", podIP)

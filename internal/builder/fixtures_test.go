@@ -407,6 +407,11 @@ func allCases() []buildCase {
 			cr.Spec.RedisFollower.Replicas = ptrTo[int32](0)
 			return BuildRedisCluster(RedisClusterInput{CR: cr})
 		}},
+		{"rediscluster-nodeport", func() (*Objects, error) {
+			cr := nodePortCluster()
+			cr.Spec.TLS = &v1beta2.TLSConfig{Secret: corev1.SecretVolumeSource{SecretName: "tls"}}
+			return BuildRedisCluster(RedisClusterInput{CR: cr, NodePorts: testNodePorts(3, 3)})
+		}},
 		{"redisreplication-minimal", func() (*Objects, error) {
 			return BuildRedisReplication(RedisReplicationInput{CR: minimalReplication()})
 		}},

@@ -105,6 +105,11 @@ type workload struct {
 	services services
 	port     int32
 	busPort  int32 // cluster only
+	// nodePorts: the cluster's nodes announce their Kubernetes node's IP and the node ports of
+	// their per-pod Services (cluster_network.go).
+	nodePorts bool
+	// hostnameSuffix, when set, follows the pod name in the DNS name the node announces.
+	hostnameSuffix string
 
 	passwordRef    *v1beta2.ExistingPasswordSecret // the user's Secret, for the exporter
 	authSecretName string                          // "" when there is no password
@@ -339,20 +344,15 @@ func (w *workload) serverContainer() corev1.Container {
 		c.Command = []string{"redis-server", redisConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 		if w.busPort != 0 {
-			// redis.conf cannot expand variables; the kubelet expands $(POD_IP) in a command.
-			c.Command = append(c.Command, "--cluster-announce-ip", "$("+podIPEnv+")")
+			// redis.conf cannot expand variables; the kubelet expands the $(VAR)s of a command.
+			c.Command = append(c.Command, w.announceArgs()...)
 			c.Ports = append(c.Ports, corev1.ContainerPort{Name: busPortName, ContainerPort: w.busPort, Protocol: corev1.ProtocolTCP})
 		}
 	}
 	if w.hostPort != nil {
 		c.Ports[0].HostPort = portNumber(*w.hostPort)
 	}
-	var env []corev1.EnvVar
-	if w.busPort != 0 {
-		env = append(env, corev1.EnvVar{Name: podIPEnv, ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"},
-		}})
-	}
+	env := w.announceEnv()
 	if w.maxMemoryBytes > 0 {
 		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
 		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
@@ -384,6 +384,9 @@ func (w *workload) serverMounts() []corev1.VolumeMount {
 		}
 		if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
 			m = append(m, corev1.VolumeMount{Name: aclPVCVolume, MountPath: aclPVCDir})
+		}
+		if w.nodePorts {
+			m = append(m, corev1.VolumeMount{Name: nodePortsVolume, MountPath: nodePortsDir, ReadOnly: true})
 		}
 	}
 	if w.tls != nil {
@@ -567,6 +570,13 @@ func (w *workload) volumes() []corev1.Volume {
 		if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
 			out = append(out, corev1.Volume{Name: aclPVCVolume, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: *w.acl.PersistentVolumeClaim},
+			}})
+		}
+		if w.nodePorts {
+			// Every key, not listed items: a pod added by a scale-out brings a new key, which
+			// must not change the pod template.
+			out = append(out, corev1.Volume{Name: nodePortsVolume, VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: NodePortsConfigMapName(w.name)}},
 			}})
 		}
 	}

@@ -44,6 +44,9 @@ type RedisClusterReconciler struct {
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch
+	// DNSDomain is the cluster's DNS domain, in the names the nodes announce; "" is
+	// cluster.local.
+	DNSDomain string
 	// failovers are the CLUSTER FAILOVERs asked recently, not to be asked again meanwhile.
 	failovers failoverLog
 }
@@ -66,6 +69,10 @@ type clusterScope struct {
 	infos map[string]redis.ClusterInfo
 	// pods are the pod counts the StatefulSets get: the spec's, or more while a scale-in drains.
 	pods builder.ClusterPods
+	// nodePorts (serviceType NodePort) are the node ports of the per-pod Services, by pod, and
+	// servicePods the pod counts that keep such a Service (rediscluster_nodeports.go).
+	nodePorts   map[string]builder.NodePorts
+	servicePods builder.ClusterPods
 	// podsReady: every pod passed its readiness probe, which Ready also requires.
 	podsReady bool
 	// revisions are the update revisions of the StatefulSets the operator rolls itself
@@ -82,9 +89,11 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"password", r.resolvePassword},
 		{"tls", r.resolveTLS},
 		{"acl", r.resolveACL},
+		{"node-ports", r.readNodePorts},
 		{"hand-over-terminating", r.handOverTerminating},
 		{"password-rotation", r.rotatePassword},
 		{"scale-in", r.holdScaleIn},
+		{"node-port-services", r.ensureNodePortServices},
 		{"build", r.buildObjects},
 		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
@@ -144,7 +153,8 @@ func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterS
 }
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
-	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser, Pods: &s.pods})
+	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser, Pods: &s.pods,
+		NodePorts: s.nodePorts, ServicePods: &s.servicePods, DNSDomain: r.DNSDomain})
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
@@ -204,7 +214,7 @@ func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *cluste
 			running = append(running, p)
 		}
 	}
-	s.members = r.observeMembers(ctx, &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, leaders: running})
+	s.members = r.observeMembers(ctx, s.withPods(running, nil))
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
 	for _, step := range clusterplan.EarlySlots(design, s.members) {
 		if err := r.runStep(ctx, s, step); err != nil {
@@ -243,7 +253,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		}
 	}
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
-	view := &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, leaders: running}
+	view := s.withPods(running, nil)
 	var outages []string
 	if s.conditions.hasServed() { // a cluster still being created has no outage to report
 		outages = clusterplan.Outages(design, r.observeMembers(ctx, view))
@@ -300,6 +310,18 @@ func (r *RedisClusterReconciler) reloadTLS(ctx context.Context, s *clusterScope)
 // endpoint is how to reach the Redis at ip:port of this cluster: its password, its TLS.
 func (s *clusterScope) endpoint(ip string, port int) redis.Endpoint {
 	return redis.NewEndpoint(ip, port, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
+}
+
+// memberEndpoint is how to reach the Redis of a member: at its pod's address, whatever it
+// announces.
+func (s *clusterScope) memberEndpoint(m *clusterplan.Member) redis.Endpoint {
+	return s.endpoint(m.Dial())
+}
+
+// withPods is a scope that observes only the given pods, with what it takes to reach them.
+func (s *clusterScope) withPods(leaders, followers []corev1.Pod) *clusterScope {
+	return &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, tls: s.tls, nodePorts: s.nodePorts,
+		leaders: leaders, followers: followers}
 }
 
 // podEndpoint is how to reach the process listening on port in the pod.

@@ -53,7 +53,7 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 		s.requeue(ctx, whileConverging, "waiting for CLUSTER FAILOVER to swap the roles")
 		return true, nil
 	}
-	c, err := r.Redis.Client(s.endpoint(member.IP, member.Port))
+	c, err := r.Redis.Client(s.memberEndpoint(member))
 	if err != nil {
 		return false, err
 	}

@@ -33,8 +33,7 @@ func (r *RedisClusterReconciler) handOverTerminating(ctx context.Context, s *clu
 	if len(going) == 0 {
 		return false, nil
 	}
-	view := &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, tls: s.tls,
-		leaders: append(leaders, leadersGoing...), followers: append(followers, followersGoing...)}
+	view := s.withPods(append(leaders, leadersGoing...), append(followers, followersGoing...))
 	members := r.observeMembers(ctx, view)
 	for i := range going {
 		if err := r.handOver(ctx, s, view, members, &going[i], going); err != nil {
@@ -72,7 +71,7 @@ func (r *RedisClusterReconciler) handOver(ctx context.Context, s, view *clusterS
 		s.requeue(ctx, whileConverging, "waiting for CLUSTER FAILOVER to hand a terminating master's shard over")
 		return nil
 	}
-	c, err := r.Redis.Client(s.endpoint(member.IP, member.Port))
+	c, err := r.Redis.Client(s.memberEndpoint(member))
 	if err != nil {
 		return err
 	}

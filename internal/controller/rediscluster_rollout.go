@@ -90,7 +90,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		return true, nil // its pod events bring us back
 	case action.Failover != "":
 		member := memberByPod(s.members, action.Failover)
-		c, err := r.Redis.Client(s.endpoint(member.IP, member.Port))
+		c, err := r.Redis.Client(s.memberEndpoint(member))
 		if err != nil {
 			return false, err
 		}

@@ -96,8 +96,7 @@ func (r *RedisClusterReconciler) meetEarly(ctx context.Context, s *clusterScope)
 		}
 		return out
 	}
-	members := r.observeMembers(ctx, &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password,
-		leaders: running(s.leaders), followers: running(s.followers)})
+	members := r.observeMembers(ctx, s.withPods(running(s.leaders), running(s.followers)))
 	steps := clusterplan.EarlyMeets(members)
 	if len(steps) == 0 {
 		return nil
@@ -220,7 +219,7 @@ func (r *RedisClusterReconciler) keepDepartingMasterAlone(ctx context.Context, s
 		if !ok || (m.Pod != from.Pod && (!node.IsReplica() || node.MasterID != me.ID)) {
 			continue
 		}
-		c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+		c, err := r.Redis.Client(s.memberEndpoint(m))
 		if err != nil {
 			return err
 		}
@@ -241,10 +240,13 @@ func (r *RedisClusterReconciler) keepDepartingMasterAlone(ctx context.Context, s
 // destination and the other masters, which are told the new owner too.
 type slotMove struct {
 	source, target *redis.Client
-	others         []*redis.Client
-	sourceID       string
-	step           clusterplan.Step
-	auth           redis.Auth
+	// targetIP and targetPort are where the source sends the keys.
+	targetIP   string
+	targetPort int
+	others     []*redis.Client
+	sourceID   string
+	step       clusterplan.Step
+	auth       redis.Auth
 }
 
 func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (*slotMove, error) {
@@ -255,10 +257,17 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 	}
 	move.sourceID = me.ID
 	var err error
-	if move.source, err = r.Redis.Client(redis.NewEndpoint(from.IP, from.Port, move.auth).WithTLS(s.tls.clientConfig())); err != nil {
+	to := memberByPod(s.members, step.To)
+	if to == nil {
+		return nil, fmt.Errorf("slot move names unknown pod %s", step.To)
+	}
+	if move.source, err = r.Redis.Client(s.memberEndpoint(from)); err != nil {
 		return nil, err
 	}
-	if move.target, err = r.Redis.Client(redis.NewEndpoint(step.IP, step.Port, move.auth).WithTLS(s.tls.clientConfig())); err != nil {
+	// The keys go to the destination's pod address, which behind NodePorts is not the one it
+	// announces: MIGRATE needs no detour through a node port.
+	move.targetIP, move.targetPort = to.Dial()
+	if move.target, err = r.Redis.Client(s.memberEndpoint(to)); err != nil {
 		return nil, err
 	}
 	for i := range s.members {
@@ -266,7 +275,7 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 		if node, ok := myselfOf(m); !ok || !node.IsMaster() || m.Pod == from.Pod || m.Pod == step.To {
 			continue
 		}
-		c, err := r.Redis.Client(redis.NewEndpoint(m.IP, m.Port, move.auth).WithTLS(s.tls.clientConfig()))
+		c, err := r.Redis.Client(s.memberEndpoint(m))
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +305,7 @@ func (mv *slotMove) moveSlots(ctx context.Context, slots []int) (int, error) {
 			return 0, err
 		}
 	}
-	moved, err := mv.source.MigrateSlots(ctx, withKeys, mv.step.IP, mv.step.Port,
+	moved, err := mv.source.MigrateSlots(ctx, withKeys, mv.targetIP, mv.targetPort,
 		redis.MigrateOptions{BatchSize: keysPerMigrate, Replace: true, Auth: mv.auth})
 	if err != nil {
 		return moved, err

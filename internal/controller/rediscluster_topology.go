@@ -143,7 +143,7 @@ func (r *RedisClusterReconciler) notClusterOK(ctx context.Context, s *clusterSco
 		if m == nil {
 			return "waiting for pod " + pod
 		}
-		c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+		c, err := r.Redis.Client(s.memberEndpoint(m))
 		if err != nil {
 			return fmt.Sprintf("pod %s: %v", pod, err)
 		}
@@ -163,12 +163,25 @@ func (r *RedisClusterReconciler) notClusterOK(ctx context.Context, s *clusterSco
 // for. The CLUSTER INFO answers are kept for the health check of the same reconcile.
 func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterScope) []clusterplan.Member {
 	port, busPort := int(builder.ClusterPort(s.cr)), int(builder.ClusterBusPort(s.cr))
+	nodePorts := builder.ClusterNodePorts(s.cr)
 	var members []clusterplan.Member
 	add := func(pods []corev1.Pod, role clusterplan.PodRole) {
 		for i := range pods {
 			pod := &pods[i]
-			members = append(members, clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
-				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)})
+			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
+				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)}
+			if nodePorts {
+				// Known by its Kubernetes node's IP and its Service's node ports; reached at
+				// its pod IP. Without either (not scheduled yet, no Service yet) it has no
+				// address to be known at, and is not observed.
+				np := s.nodePorts[pod.Name]
+				m.DialIP, m.DialPort = pod.Status.PodIP, port
+				m.IP, m.Port, m.BusPort = pod.Status.HostIP, int(np.Client), int(np.Bus)
+				if np == (builder.NodePorts{}) || pod.Status.PodIP == "" {
+					m.IP = ""
+				}
+			}
+			members = append(members, m)
 		}
 	}
 	add(s.leaders, clusterplan.Leader)
@@ -195,7 +208,10 @@ func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterS
 // observeMember fills in the member's CLUSTER NODES and ROLE and returns its CLUSTER INFO (nil
 // when it failed); when the pod does not answer CLUSTER NODES its view stays nil.
 func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterScope, m *clusterplan.Member) *redis.ClusterInfo {
-	c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+	if m.IP == "" {
+		return nil // no address yet: the plan waits for this pod
+	}
+	c, err := r.Redis.Client(s.memberEndpoint(m))
 	if err != nil {
 		return nil // no view: the plan waits for this pod
 	}
@@ -249,7 +265,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if member == nil {
 		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
 	}
-	c, err := r.Redis.Client(s.endpoint(member.IP, member.Port))
+	c, err := r.Redis.Client(s.memberEndpoint(member))
 	if err != nil {
 		return err
 	}
@@ -262,6 +278,12 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 			clusterAddNodeAttempts.With(compatLabelValues(s.cr)).Inc()
 		}
 		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
+	case clusterplan.StepAnnounce:
+		// One setting at a time: Redis 6 takes no more in one CONFIG SET.
+		settings := announceSettings(step, builder.ClusterAnnouncesTLSPort(s.cr))
+		for i := 0; i+1 < len(settings) && err == nil; i += 2 {
+			err = c.ConfigSet(ctx, settings[i], settings[i+1])
+		}
 	case clusterplan.StepForget:
 		err = c.ClusterForget(ctx, step.NodeID)
 		if err != nil && redis.IsServerError(err) && strings.Contains(err.Error(), "Unknown node") {
@@ -299,7 +321,11 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	// API keeps one event per pod rather than folding them into a series under one message.
 	pod := s.pod(func(p *corev1.Pod) bool { return p.Name == step.On })
 	if step.Kind == clusterplan.StepMeet {
-		pod = s.pod(func(p *corev1.Pod) bool { return p.Status.PodIP == step.IP })
+		for _, m := range s.members {
+			if m.IP == step.IP && m.Port == step.Port {
+				pod = s.pod(func(p *corev1.Pod) bool { return p.Name == m.Pod })
+			}
+		}
 	}
 	if err == nil && step.Kind == clusterplan.StepMigrate && slots == 0 {
 		log.FromContext(ctx).Info("slot move waits", "pod", step.On, "reason", step.Reason)
@@ -330,6 +356,19 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
 	}
 	return nil
+}
+
+// announceSettings are the settings, name then value, that make a node announce the step's
+// address; with tlsPort the port clients use is the TLS one (the plain one is announced as
+// well, as the pods' own files do). The ports come first, the IP last: the other nodes
+// update their view of the node on its IP.
+func announceSettings(step clusterplan.Step, tlsPort bool) []string {
+	port := strconv.Itoa(step.Port)
+	out := []string{"cluster-announce-port", port, "cluster-announce-bus-port", strconv.Itoa(step.BusPort)}
+	if tlsPort {
+		out = append(out, "cluster-announce-tls-port", port)
+	}
+	return append(out, "cluster-announce-ip", step.IP)
 }
 
 // pod returns the first pod that matches, or nil.
@@ -419,7 +458,7 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 		if len(dynamic) == 0 {
 			continue
 		}
-		c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+		c, err := r.Redis.Client(s.memberEndpoint(&m))
 		if err != nil {
 			return false, err
 		}
@@ -487,7 +526,7 @@ func (r *RedisClusterReconciler) clusterInfo(ctx context.Context, s *clusterScop
 	if info, ok := s.infos[m.Pod]; ok {
 		return info, nil
 	}
-	c, err := r.Redis.Client(s.endpoint(m.IP, m.Port))
+	c, err := r.Redis.Client(s.memberEndpoint(&m))
 	if err != nil {
 		return redis.ClusterInfo{}, err
 	}

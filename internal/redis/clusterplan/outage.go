@@ -2,9 +2,7 @@ package clusterplan
 
 import (
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -21,14 +19,15 @@ import (
 // cluster serves every slot and every shard keeps a replica that answers.
 func Outages(design Design, members []Member) []string {
 	var silent []string
-	answering := map[string]string{}  // IP -> pod, of the members that answer
+	// By address, IP and port: behind NodePorts the pods of one Kubernetes node share an IP.
+	answering := map[string]string{}  // address -> pod, of the members that answer
 	answeringIDs := map[string]bool{} // node IDs of the members that answer
-	podAt := map[string]string{}      // IP -> pod, of every member
-	ipOf, portOf := map[string]string{}, map[string]int{}
+	podAt := map[string]string{}      // address -> pod, of every member
+	addrOf := map[string]string{}     // pod -> address
 	for i := range members {
 		m := &members[i]
-		podAt[m.IP] = m.Pod
-		ipOf[m.Pod], portOf[m.Pod] = m.IP, m.Port
+		podAt[hostPort(m)] = m.Pod
+		addrOf[m.Pod] = hostPort(m)
 		if m.View == nil {
 			// A departing pod of a scale-in stops once it serves nothing: no outage.
 			if !(&observed{design: design}).departing(m) {
@@ -36,7 +35,7 @@ func Outages(design Design, members []Member) []string {
 			}
 			continue
 		}
-		answering[m.IP] = m.Pod
+		answering[hostPort(m)] = m.Pod
 		if me, ok := m.View.Myself(); ok {
 			answeringIDs[me.ID] = true
 		}
@@ -55,7 +54,7 @@ func Outages(design Design, members []Member) []string {
 		return nil
 	}
 	name := func(n redis.Node) string {
-		if pod, ok := podAt[n.Addr.IP]; ok && n.Addr.IP != "" {
+		if pod, ok := podAt[n.Addr.HostPort()]; ok && n.Addr.IP != "" {
 			return pod
 		}
 		return fmt.Sprintf("node %s (%s)", short(n.ID), n.Addr.HostPort())
@@ -64,7 +63,7 @@ func Outages(design Design, members []Member) []string {
 	slices.Sort(silent)
 	for _, pod := range silent {
 		// A pod the cluster does not know yet (a scale-out's, still starting) is joining.
-		if _, member := view.NodeByAddr(net.JoinHostPort(ipOf[pod], strconv.Itoa(portOf[pod]))); member {
+		if _, member := view.NodeByAddr(addrOf[pod]); member {
 			out = append(out, "pod "+pod+" does not answer")
 		}
 	}
@@ -74,7 +73,7 @@ func Outages(design Design, members []Member) []string {
 	// master serving slots: those go unserved before the node timeout flags it (every pod
 	// restarted at once, some not running yet).
 	down := func(n redis.Node) bool {
-		if _, answers := answering[n.Addr.IP]; answers || answeringIDs[n.ID] {
+		if _, answers := answering[n.Addr.HostPort()]; answers || answeringIDs[n.ID] {
 			return false
 		}
 		return n.Is(redis.FlagFail) || n.Is(redis.FlagPFail) || n.IsMaster() && n.SlotCount() > 0

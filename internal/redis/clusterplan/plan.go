@@ -36,9 +36,16 @@ type Member struct {
 	Ordinal int
 	// NodeName is the Kubernetes node the pod runs on; a follower is kept off its master's node.
 	NodeName string
-	IP       string
-	Port     int
-	BusPort  int
+	// IP, Port and BusPort are the address the node should announce, at which the other nodes
+	// and clients know it: the pod's, or behind NodePorts its Kubernetes node's IP and node ports.
+	IP      string
+	Port    int
+	BusPort int
+	// DialIP and DialPort, when set, are where the operator reaches the pod instead (its pod
+	// IP and container port, behind NodePorts); the announced address is then also kept
+	// current at run time (readdress).
+	DialIP   string
+	DialPort int
 	// View is CLUSTER NODES as this member answers it; nil when it did not answer.
 	View *redis.Topology
 	// Replication is ROLE as this member answers it.
@@ -73,6 +80,8 @@ const (
 	StepFailover  StepKind = "Failover"
 	// StepMigrate moves slots with their keys: SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE.
 	StepMigrate StepKind = "Migrate"
+	// StepAnnounce sets the address the node announces (CONFIG SET cluster-announce-*).
+	StepAnnounce StepKind = "Announce"
 )
 
 // Step is one command to run on one pod.
@@ -80,7 +89,7 @@ type Step struct {
 	Kind StepKind
 	// On is the pod that runs the command.
 	On string
-	// Meet: the address to meet.
+	// Meet: the address to meet; Announce: the address to announce.
 	IP      string
 	Port    int
 	BusPort int
@@ -95,6 +104,14 @@ type Step struct {
 }
 
 func (s Step) String() string { return fmt.Sprintf("%s on %s: %s", s.Kind, s.On, s.Reason) }
+
+// Dial is where the operator reaches the member's Redis.
+func (m *Member) Dial() (string, int) {
+	if m.DialIP != "" {
+		return m.DialIP, m.DialPort
+	}
+	return m.IP, m.Port
+}
 
 // Plan is what to do next.
 type Plan struct {
@@ -128,7 +145,7 @@ func Compute(design Design, members []Member) Plan {
 	if !ok {
 		return plan
 	}
-	stages := []func(*observed) Plan{meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, rebalance, replicasListed, depart, spread}
+	stages := []func(*observed) Plan{readdress, meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, rebalance, replicasListed, depart, spread}
 	for _, stage := range stages {
 		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
 			return p
@@ -181,6 +198,35 @@ func index(design Design, members []Member) (*observed, Plan, bool) {
 	}
 	o.seed = &o.members[0]
 	return o, Plan{}, true
+}
+
+// readdress has each node that announces another address than it should announce the right
+// one at run time. Behind NodePorts (a member with a dial address of its own): the node ports
+// of a Service that was recreated, the IP of a Kubernetes node that changed under a running
+// container; a restarted node reads them from its pod's file and environment
+// (builder/cluster_network.go), this covers the time between. In either mode, a node that
+// announces another IP than its own: the cluster was switched between NodePort and
+// in-cluster addresses and its pod still runs the old template, which the rolling update
+// replaces later, while the Services of the old mode are already gone. (In-cluster, ports
+// alone are left as they are: a user's configuration may set them.) It comes first: the
+// other nodes learn the address from the node's own messages, and meet then introduces it
+// anew to those that keep the old one.
+func readdress(o *observed) Plan {
+	var plan Plan
+	for i := range o.members {
+		m := &o.members[i]
+		if m.IP == "" {
+			continue
+		}
+		me := o.self[m.Pod]
+		samePorts := me.Addr.Port == m.Port && me.Addr.BusPort == m.BusPort
+		if me.Addr.IP == m.IP && (samePorts || m.DialIP == "") {
+			continue
+		}
+		plan.Steps = append(plan.Steps, Step{Kind: StepAnnounce, On: m.Pod, IP: m.IP, Port: m.Port, BusPort: m.BusPort,
+			Reason: fmt.Sprintf("it announces %s@%d, its address is %s@%d", me.Addr.HostPort(), me.Addr.BusPort, hostPort(m), m.BusPort)})
+	}
+	return plan
 }
 
 // meet introduces nodes that do not know each other, and nodes that know each other at an old
@@ -847,7 +893,7 @@ func replicasListed(o *observed) Plan {
 	for _, m := range o.members {
 		if me := o.self[m.Pod]; me.IsReplica() {
 			master, ok := o.ids[me.MasterID]
-			if !ok || !m.Replication.LinkUp() || m.Replication.MasterIP != master.IP {
+			if !ok || !m.Replication.LinkUp() || m.Replication.MasterIP != master.IP || m.Replication.MasterPort != master.Port {
 				return Plan{Wait: fmt.Sprintf("waiting for replica %s's link to its master %s", m.Pod, o.podOf(me.MasterID))}
 			}
 			if seen, ok := master.View.NodeByID(me.ID); !ok || !seen.IsReplica() || seen.MasterID != me.MasterID {

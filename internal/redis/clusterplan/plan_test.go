@@ -21,6 +21,17 @@ type node struct {
 	idSeed string // defaults to pod: a pod recreated empty gets another
 	// migrating and importing: slot → pod on the other side, shown in the node's own line.
 	migrating, importing map[int]string
+	// port and bus, when set, are node ports the node is known at (its address behind
+	// NodePorts, ip being its Kubernetes node's); the operator then dials podIP:6379.
+	port, bus int
+	podIP     string
+}
+
+func (n node) ports() (int, int) {
+	if n.port != 0 {
+		return n.port, n.bus
+	}
+	return 6379, 16379
 }
 
 func (n node) id() string {
@@ -66,7 +77,8 @@ func (c cluster) viewOf(me node, known []node) *redis.Topology {
 		if n.master != "" {
 			master = c.byPod(n.master).id()
 		}
-		line := fmt.Sprintf("%s %s:6379@16379 %s %s 0 0 1 connected", n.id(), n.ip, strings.Join(flags, ","), master)
+		port, bus := n.ports()
+		line := fmt.Sprintf("%s %s:%d@%d %s %s 0 0 1 connected", n.id(), n.ip, port, bus, strings.Join(flags, ","), master)
 		if n.slots != "" {
 			line += " " + n.slots
 		}
@@ -109,10 +121,15 @@ func (c cluster) members(pods []node, alone ...string) []Member {
 		if role == Follower {
 			nodeIndex = (ordinal + 1) % 3
 		}
-		m := Member{Pod: name, Role: role, Ordinal: ordinal, NodeName: fmt.Sprint("node-", nodeIndex), IP: p.ip, Port: 6379, BusPort: 16379,
+		port, bus := p.ports()
+		m := Member{Pod: name, Role: role, Ordinal: ordinal, NodeName: fmt.Sprint("node-", nodeIndex), IP: p.ip, Port: port, BusPort: bus,
 			View: c.viewOf(p, known)}
+		if p.podIP != "" {
+			m.DialIP, m.DialPort = p.podIP, 6379
+		}
 		if p.master != "" {
-			m.Replication = redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected", MasterIP: c.byPod(p.master).ip, MasterPort: 6379}
+			masterPort, _ := c.byPod(p.master).ports()
+			m.Replication = redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected", MasterIP: c.byPod(p.master).ip, MasterPort: masterPort}
 		} else {
 			m.Replication = redis.Role{Kind: redis.RoleMaster}
 		}
@@ -226,13 +243,15 @@ func TestPodsBackWithNewAddressesAreMetByNodeID(t *testing.T) {
 	for i := range moved {
 		moved[i].ip = fmt.Sprintf("10.0.1.%d", i+1)
 	}
-	// Every pod kept its nodes.conf (same IDs) but all came back with new IPs: each still
-	// knows the others at the old addresses.
+	// Every pod kept its nodes.conf (same IDs) but all came back with new IPs: each announces
+	// its own new one and still knows the others at the old addresses.
 	c := cluster{known: old}
 	var members []Member
 	for i, p := range moved {
 		m := c.members([]node{p})[0]
-		m.View = c.viewOf(old[i], old)
+		known := slices.Clone(old)
+		known[i] = p
+		m.View = c.viewOf(p, known)
 		members = append(members, m)
 	}
 	plan := Compute(threeByThree, members)

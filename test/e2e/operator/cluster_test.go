@@ -148,7 +148,13 @@ func (c *cluster) clientOptions() *goredis.ClusterOptions {
 	for _, p := range c.pods(c.ctx) {
 		addrs = append(addrs, p.Status.PodIP+":6379")
 	}
-	return &goredis.ClusterOptions{Addrs: addrs, Username: c.username, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second, TLSConfig: c.tls}
+	opts := &goredis.ClusterOptions{Addrs: addrs, Username: c.username, Password: c.password, MaxRedirects: 8, DialTimeout: 2 * time.Second}
+	if c.tls != nil {
+		// A TLS cluster redirects clients by the pods' DNS names, which only the sandbox's
+		// DNS server knows.
+		opts.Dialer = tlsDialer(sandboxResolver(c.t), c.tls)
+	}
+	return opts
 }
 
 // clientWith opens a cluster client; it is closed when the test ends.
