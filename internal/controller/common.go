@@ -89,12 +89,14 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error
 
 // applyAll writes the desired objects and deletes owned ones the spec no longer wants. A name
 // taken by an object we do not own is returned as *NotOwnedError, with nothing else written after it.
-func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object, objects *builder.Objects) error {
+// A change an object cannot take in place, without the recreate annotation, leaves that object
+// as it runs and the others are written: it is returned in pending, for the user to decide.
+func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object, objects *builder.Objects) (pending []*ImmutableError, err error) {
 	recreate := owner.GetAnnotations()[RecreateStatefulSetAnnotation] == "true"
 	for _, obj := range objects.All() {
 		if sts, ok := obj.(*appsv1.StatefulSet); ok {
 			if err := recreateIfClaimsChanged(ctx, c, rec, owner, sts, recreate); err != nil {
-				return err
+				return pending, err
 			}
 		}
 		written, err := applyOwned(ctx, c, owner, obj)
@@ -102,19 +104,20 @@ func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 		if errors.As(err, &immutable) && recreate {
 			rec.Eventf(owner, nil, corev1.EventTypeNormal, "RecreateStatefulSet", "Recreate", "recreating StatefulSet %s, keeping its pods and volumes: %v", obj.GetName(), immutable.Err)
 			if err := recreateStatefulSet(ctx, c, owner.GetNamespace(), obj.GetName()); err != nil {
-				return err
+				return pending, err
 			}
 			written, err = applyOwned(ctx, c, owner, obj)
 		}
+		if errors.As(err, &immutable) {
+			pending = append(pending, immutable)
+			continue
+		}
 		if err != nil {
 			var notOwned *NotOwnedError
-			switch {
-			case errors.As(err, &notOwned):
+			if errors.As(err, &notOwned) {
 				rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
-			case errors.As(err, &immutable):
-				rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonImmutable, "Update", "%s", immutable.Error())
 			}
-			return err
+			return pending, err
 		}
 		if written {
 			log.FromContext(ctx).Info("wrote object", "kind", kindOf(obj), "name", obj.GetName())
@@ -122,12 +125,12 @@ func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 	}
 	deleted, err := pruneOwned(ctx, c, owner, objects)
 	if err != nil {
-		return err
+		return pending, err
 	}
 	if len(deleted) > 0 {
 		rec.Eventf(owner, nil, corev1.EventTypeNormal, "Pruned", "Delete", "deleted objects the spec no longer asks for: %v", deleted)
 	}
-	return nil
+	return pending, nil
 }
 
 // patchStatus writes obj's status when it differs from base's, as a merge patch of the status

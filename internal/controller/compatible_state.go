@@ -18,7 +18,6 @@ const ReasonOutage = "Outage"
 var needsAHuman = map[string]bool{
 	ReasonInvalidSpec:          true,
 	ReasonNotOwned:             true,
-	ReasonImmutable:            true,
 	ReasonSecretMissing:        true,
 	ReasonApplyFailed:          true,
 	ReasonTopologyProblem:      true,

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -52,9 +55,11 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 	return password, false, err
 }
 
-// applyBuilt writes the built objects. A spec the builders refuse, a name held by an object we
-// do not own, or an immutable change without permission stops the reconcile with a condition
-// (and an event): each waits for the user.
+// applyBuilt writes the built objects. A spec the builders refuse or a name held by an object
+// we do not own stops the reconcile with a condition (and an event): each waits for the user.
+// A change a StatefulSet cannot take in place, without the recreate annotation, does not stop
+// it: the resource goes on as it runs, Ready if it is, and the UpdatePending condition (with
+// one Warning event) says what waits and how to apply it.
 func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object,
 	objects *builder.Objects, buildErr error, conditions conditionSet) (bool, error) {
 	if buildErr != nil {
@@ -62,15 +67,12 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", buildErr.Error())
 		return true, nil
 	}
-	err := applyAll(ctx, c, rec, owner, objects)
+	pending, err := applyAll(ctx, c, rec, owner, objects)
+	reportPendingUpdates(rec, owner, pending, conditions)
 	var notOwned *NotOwnedError
-	var immutable *ImmutableError
 	switch {
 	case errors.As(err, &notOwned):
 		conditions.degraded(ReasonNotOwned, notOwned.Error())
-		return true, nil
-	case errors.As(err, &immutable):
-		conditions.degraded(ReasonImmutable, immutable.Error())
 		return true, nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going, and the resource with it: nothing is to be made there.
@@ -83,4 +85,29 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%s", err.Error())
 	}
 	return false, err
+}
+
+// ConditionUpdatePending is True while the spec asks for a change an object cannot take in
+// place (a StatefulSet's pod management policy, service name, selector) and the resource does
+// not carry the recreate annotation: the running objects stay as they are.
+const ConditionUpdatePending = "UpdatePending"
+
+// reportPendingUpdates keeps the UpdatePending condition, with a Warning event when what waits
+// is first seen or changes.
+func reportPendingUpdates(rec recorder.EventRecorder, owner client.Object, pending []*ImmutableError, conditions conditionSet) {
+	if len(pending) == 0 {
+		meta.RemoveStatusCondition(conditions.conditions, ConditionUpdatePending)
+		warnedTroubles.cleared(owner.GetUID(), "update-pending")
+		return
+	}
+	var parts []string
+	for _, p := range pending {
+		parts = append(parts, p.Error())
+	}
+	message := strings.Join(parts, "; ")
+	previous := meta.FindStatusCondition(*conditions.conditions, ConditionUpdatePending)
+	if warnedTroubles.firstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonImmutable, "Update", "%s", message)
+	}
+	conditions.set(ConditionUpdatePending, metav1.ConditionTrue, ReasonImmutable, message)
 }

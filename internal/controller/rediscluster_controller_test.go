@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -630,12 +631,30 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 	if err := f.c.Update(f.ctx, cr); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "Degraded for an immutable change", func() error {
-		d := meta.FindStatusCondition(f.get().Status.Conditions, v1beta2.ConditionDegraded)
-		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonImmutable && strings.Contains(d.Message, RecreateStatefulSetAnnotation) {
+	// The cluster keeps serving as it runs: Ready, state Ready, the pending change and how to
+	// apply it said in UpdatePending (and a Warning event), not Failed.
+	waitUntil(t, 10*time.Second, "UpdatePending for an immutable change, still Ready", func() error {
+		got := f.get()
+		p := meta.FindStatusCondition(got.Status.Conditions, ConditionUpdatePending)
+		ready := meta.FindStatusCondition(got.Status.Conditions, v1beta2.ConditionReady)
+		if p != nil && p.Status == metav1.ConditionTrue && p.Reason == ReasonImmutable && strings.Contains(p.Message, RecreateStatefulSetAnnotation) &&
+			strings.Contains(p.Message, "shards-leader") && ready != nil && ready.Status == metav1.ConditionTrue && got.Status.State == "Ready" &&
+			got.Status.ObservedGeneration == got.Generation {
 			return nil
 		}
-		return fmt.Errorf("degraded is %+v", d)
+		return fmt.Errorf("state %s: %s", got.Status.State, describeConditions(got.Status.Conditions))
+	})
+	waitUntil(t, 10*time.Second, "a Warning event for the pending change", func() error {
+		var events eventsv1.EventList
+		if err := f.c.List(f.ctx, &events, client.InNamespace(f.ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == ReasonImmutable && strings.Contains(e.Note, RecreateStatefulSetAnnotation) {
+				return nil
+			}
+		}
+		return errors.New("no Warning event with the recreate annotation")
 	})
 
 	cr = f.get()
@@ -668,6 +687,12 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 	})
 	f.waitReady(30 * time.Second)
 	f.assertEvents("RecreateStatefulSet")
+	waitUntil(t, 10*time.Second, "UpdatePending gone once the change is applied", func() error {
+		if p := meta.FindStatusCondition(f.get().Status.Conditions, ConditionUpdatePending); p != nil {
+			return fmt.Errorf("still %+v", p)
+		}
+		return nil
+	})
 	var pods corev1.PodList
 	if err := f.c.List(f.ctx, &pods, client.InNamespace(f.ns)); err != nil || len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil {
 		t.Errorf("the pod must survive the recreation: %d pods, %v", len(pods.Items), err)
