@@ -269,53 +269,12 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if err != nil {
 		return err
 	}
-	slots := 0 // slots moved by a Migrate step
-	switch step.Kind {
-	case clusterplan.StepMeet:
-		// A node met by a member of a cluster that serves every slot is added to it (a
-		// scale-out, a pod back empty, a follower joining after the leaders formed it).
-		if member.View != nil && member.View.AllSlotsCovered() {
-			clusterAddNodeAttempts.With(compatLabelValues(s.cr)).Inc()
-		}
-		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
-	case clusterplan.StepAnnounce:
-		// One setting at a time: Redis 6 takes no more in one CONFIG SET.
-		settings := announceSettings(step, builder.ClusterAnnouncesTLSPort(s.cr))
-		for i := 0; i+1 < len(settings) && err == nil; i += 2 {
-			err = c.ConfigSet(ctx, settings[i], settings[i+1])
-		}
-	case clusterplan.StepForget:
-		err = c.ClusterForget(ctx, step.NodeID)
-		if err != nil && redis.IsServerError(err) && strings.Contains(err.Error(), "Unknown node") {
-			err = nil // gossip removed it meanwhile
-		}
-	case clusterplan.StepAddSlots:
-		// By the version the node reports, whatever clusterVersion says: ADDSLOTSRANGE is one
-		// short command but Redis 7.0's; ADDSLOTS, slot by slot, is every version's.
-		if member.Server.Has(7, 0) {
-			err = c.ClusterAddSlotsRange(ctx, step.Slots...)
-		} else {
-			err = c.ClusterAddSlots(ctx, step.Slots...)
-		}
-	case clusterplan.StepReplicate:
-		err = c.ClusterReplicate(ctx, step.NodeID)
-	case clusterplan.StepFailover:
-		if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
-			log.FromContext(ctx).V(1).Info("a failover asked recently is still running", "pod", step.On)
-			return nil
-		}
-		err = c.ClusterFailover(ctx, redis.FailoverDefault)
-	case clusterplan.StepMigrate:
-		var keys int
-		slots, keys, err = r.migrateSlots(ctx, s, member, step, time.Now().Add(migrationSlice))
-		if all := redis.CountSlots(step.Slots); slots < all && err == nil {
-			step.Reason += fmt.Sprintf(" (%d of the slots so far, %d keys)", slots, keys)
-		} else {
-			step.Reason += fmt.Sprintf(" (%d keys)", keys)
-		}
-		keysMoved.With(resourceLabelValues(s.cr)).Add(float64(keys))
-	default:
-		return fmt.Errorf("unknown step %s", step.Kind)
+	slots, err := r.execStep(ctx, s, c, member, &step)
+	switch {
+	case errors.Is(err, errFailoverRunning):
+		return nil
+	case errors.Is(err, errUnknownStep):
+		return err
 	}
 	// A pod is the event's related object (the one met, or the one acting), so that the events
 	// API keeps one event per pod rather than folding them into a series under one message.
@@ -356,6 +315,65 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
 	}
 	return nil
+}
+
+// errUnknownStep is a step kind runStep does not know; errFailoverRunning a failover not asked
+// again while the one asked recently runs.
+var (
+	errUnknownStep     = errors.New("unknown step")
+	errFailoverRunning = errors.New("a failover asked recently is still running")
+)
+
+// execStep sends one step's commands to its member; it returns the slots a Migrate step moved.
+func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, c *redis.Client, member *clusterplan.Member, step *clusterplan.Step) (slots int, err error) {
+	switch step.Kind {
+	case clusterplan.StepMeet:
+		// A node met by a member of a cluster that serves every slot is added to it (a
+		// scale-out, a pod back empty, a follower joining after the leaders formed it).
+		if member.View != nil && member.View.AllSlotsCovered() {
+			clusterAddNodeAttempts.With(compatLabelValues(s.cr)).Inc()
+		}
+		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
+	case clusterplan.StepAnnounce:
+		// One setting at a time: Redis 6 takes no more in one CONFIG SET.
+		settings := announceSettings(*step, builder.ClusterAnnouncesTLSPort(s.cr))
+		for i := 0; i+1 < len(settings) && err == nil; i += 2 {
+			err = c.ConfigSet(ctx, settings[i], settings[i+1])
+		}
+	case clusterplan.StepForget:
+		err = c.ClusterForget(ctx, step.NodeID)
+		if err != nil && redis.IsServerError(err) && strings.Contains(err.Error(), "Unknown node") {
+			err = nil // gossip removed it meanwhile
+		}
+	case clusterplan.StepAddSlots:
+		// By the version the node reports, whatever clusterVersion says: ADDSLOTSRANGE is one
+		// short command but Redis 7.0's; ADDSLOTS, slot by slot, is every version's.
+		if member.Server.Has(7, 0) {
+			err = c.ClusterAddSlotsRange(ctx, step.Slots...)
+		} else {
+			err = c.ClusterAddSlots(ctx, step.Slots...)
+		}
+	case clusterplan.StepReplicate:
+		err = c.ClusterReplicate(ctx, step.NodeID)
+	case clusterplan.StepFailover:
+		if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
+			log.FromContext(ctx).V(1).Info("a failover asked recently is still running", "pod", step.On)
+			return 0, errFailoverRunning
+		}
+		err = c.ClusterFailover(ctx, redis.FailoverDefault)
+	case clusterplan.StepMigrate:
+		var keys int
+		slots, keys, err = r.migrateSlots(ctx, s, member, *step, time.Now().Add(migrationSlice))
+		if all := redis.CountSlots(step.Slots); slots < all && err == nil {
+			step.Reason += fmt.Sprintf(" (%d of the slots so far, %d keys)", slots, keys)
+		} else {
+			step.Reason += fmt.Sprintf(" (%d keys)", keys)
+		}
+		keysMoved.With(resourceLabelValues(s.cr)).Add(float64(keys))
+	default:
+		return 0, fmt.Errorf("%w %s", errUnknownStep, step.Kind)
+	}
+	return slots, err
 }
 
 // announceSettings are the settings, name then value, that make a node announce the step's
