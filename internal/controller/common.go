@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -65,8 +68,7 @@ func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 			rec.Eventf(obj, nil, corev1.EventTypeNormal, "DeletedPVCs", "Delete", "deleted PVCs %v", deleted)
 		}
 	}
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := c.Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+	if err := patchFinalizers(ctx, c, obj, func() { controllerutil.RemoveFinalizer(obj, Finalizer) }); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	warnedTroubles.forget(obj.GetUID())
@@ -80,9 +82,34 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error
 	if controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
-	controllerutil.AddFinalizer(obj, Finalizer)
-	if err := c.Update(ctx, obj); err != nil {
+	if err := patchFinalizers(ctx, c, obj, func() { controllerutil.AddFinalizer(obj, Finalizer) }); err != nil {
 		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
+}
+
+// patchFinalizers writes the change edit makes to obj's finalizers as a patch of
+// metadata.finalizers alone, guarded by the resourceVersion read (a list in a merge patch is
+// replaced whole, so a finalizer another controller added meanwhile must not be lost). An
+// Update would send the whole object: the spec as decoded, with every empty struct the Go
+// types serialize, which the API server stores as the operator's spec fields and counts as
+// a new generation.
+func patchFinalizers(ctx context.Context, c client.Client, obj client.Object, edit func()) error {
+	before := slices.Clone(obj.GetFinalizers())
+	edit()
+	finalizers := obj.GetFinalizers()
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion(),
+	}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		obj.SetFinalizers(before)
+		return err
 	}
 	return nil
 }

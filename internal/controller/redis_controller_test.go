@@ -48,6 +48,7 @@ func TestStandaloneRedisServesWithItsPasswordAndDynamicConfig(t *testing.T) {
 	}
 	kubelet.runStatefulSet(ctx, ns, "cache")
 	waitStandaloneReady(t, c, cr)
+	wantSpecUnwritten(t, c, cr)
 
 	for _, svc := range []string{"cache", "cache-headless", "cache-additional"} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: svc}, &corev1.Service{}); err != nil {

@@ -304,6 +304,7 @@ func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()
 	cr := f.waitReady(60 * time.Second)
+	wantSpecUnwritten(t, f.c, cr)
 	if cr.Status.ReadyLeaderReplicas != 3 || cr.Status.ReadyFollowerReplicas != 3 {
 		t.Errorf("ready counts %d/%d, want 3/3", cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas)
 	}

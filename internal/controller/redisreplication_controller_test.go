@@ -190,6 +190,7 @@ func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
 func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
+	wantSpecUnwritten(t, f.c, f.cr)
 	for _, svc := range []string{"rr", "rr-headless", "rr-additional", "rr-master", "rr-replica"} {
 		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: svc}, &corev1.Service{}); err != nil {
 			t.Errorf("Service %s: %v", svc, err)

@@ -130,6 +130,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 		})
 	}
 	waitSentinelReady(f.kubelet.pod("rr-0").ip)
+	wantSpecUnwritten(t, f.c, sn)
 
 	promoted := f.sentinelsFailOver(sentinels.pod("sn-sentinel-0"), builder.DefaultMasterGroupName)
 	waitSentinelReady(f.kubelet.pod(promoted).ip)
