@@ -416,6 +416,101 @@ func TestLeaderCrashFailsOverAndBack(t *testing.T) {
 	f.readKeys(200)
 }
 
+// A failover made by hand on a healthy cluster lasts, across reconciles and an operator
+// restart, with the pods' redis-role labels following and the status saying the shape
+// differs; once the leader pod is replaced (a failure: its Redis runs under another run_id),
+// it takes its shard back as after a crash.
+func TestFailoverByHandLastsUntilTheLeaderIsReplaced(t *testing.T) {
+	first := startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	f.waitReady(60 * time.Second)
+	f.writeKeys(100)
+	const leader, follower = "shards-leader-0", "shards-follower-0"
+	runID := func(pod string) string {
+		info, err := f.nodeClient(pod).Info(f.ctx, "server").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := redis.ParseServerInfo(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.RunID
+	}
+	podOf := func(name string) *corev1.Pod {
+		var pod corev1.Pod
+		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &pod); err != nil {
+			t.Fatal(err)
+		}
+		return &pod
+	}
+	want := runID(leader)
+	waitUntil(t, 30*time.Second, "leader-0 annotated with its master run_id", func() error {
+		if got := podOf(leader).Annotations[builder.AnnotationMasterRunID]; got != want {
+			return fmt.Errorf("annotation %q, want %q", got, want)
+		}
+		return nil
+	})
+	if err := f.nodeClient(follower).Do(f.ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	byHand := func() error {
+		me, _ := f.topology(follower).Myself()
+		if !me.IsMaster() || me.SlotCount() == 0 {
+			return fmt.Errorf("follower-0 is %s with %d slots", me.Flags, me.SlotCount())
+		}
+		if l, fl := podOf(leader).Labels[builder.LabelRedisRole], podOf(follower).Labels[builder.LabelRedisRole]; l != builder.RedisRoleSlave || fl != builder.RedisRoleMaster {
+			return fmt.Errorf("redis-role leader-0 %q, follower-0 %q", l, fl)
+		}
+		cr := f.get()
+		c := meta.FindStatusCondition(cr.Status.Conditions, ConditionTopologyDiffers)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, follower) {
+			return fmt.Errorf("conditions %s", describeConditions(cr.Status.Conditions))
+		}
+		if ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+			return fmt.Errorf("not Ready: %s", describeConditions(cr.Status.Conditions))
+		}
+		return nil
+	}
+	waitUntil(t, 30*time.Second, "follower-0 master by hand, labelled, TopologyDiffers", byHand)
+	// It lasts: reconciles come with the labels and annotations written, and with a new
+	// operator, which knows the failover only from the pod's annotation.
+	stayed := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+			if err := byHand(); err != nil {
+				t.Fatalf("the failover made by hand did not last: %v", err)
+			}
+		}
+	}
+	stayed(5 * time.Second)
+	first.stop()
+	startOperator(t, testNamespace(t))
+	stayed(8 * time.Second)
+
+	// The leader pod replaced: its Redis is another process, a failure the operator undoes.
+	gone := f.kubelet.deletePod(f.ctx, f.ns, leader, syscall.SIGKILL)
+	var sts appsv1.StatefulSet
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "shards-leader"}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	f.kubelet.startPod(f.ctx, &sts, 0, gone.dataDir)
+	waitUntil(t, 90*time.Second, "leader-0 master again, TopologyDiffers gone", func() error {
+		me, _ := f.topology(leader).Myself()
+		if !me.IsMaster() || me.SlotCount() == 0 {
+			return fmt.Errorf("leader-0 is %s", me.Flags)
+		}
+		cr := f.get()
+		if c := meta.FindStatusCondition(cr.Status.Conditions, ConditionTopologyDiffers); c != nil {
+			return fmt.Errorf("conditions %s", describeConditions(cr.Status.Conditions))
+		}
+		return nil
+	})
+	f.waitReady(60 * time.Second)
+	f.assertDesignedShape(3, 1)
+	f.readKeys(100)
+}
+
 func TestReplacedFollowerIsReattachedAndItsOldNodeForgotten(t *testing.T) {
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
