@@ -42,7 +42,7 @@ func TestTheOperatorNeverWritesASpec(t *testing.T) {
 		}
 		var appliers []string
 		for _, m := range obj.GetManagedFields() {
-			if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:spec"`) {
+			if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), `"f:spec"`) {
 				appliers = append(appliers, fmt.Sprintf("%s (%s)", m.Manager, m.Operation))
 				if m.Operation != metav1.ManagedFieldsOperationApply {
 					t.Errorf("%T %s: %s manages spec fields by %s: only the user's apply should", obj, obj.GetName(), m.Manager, m.Operation)
