@@ -385,8 +385,16 @@ func observeReplicationPods(cr *v1beta2.RedisReplication, pods []corev1.Pod) {
 }
 
 // observeMasterChange counts the master of a replication moving from one pod to another
-// (not the first master found).
-func observeMasterChange(cr *v1beta2.RedisReplication, from, to string) {
+// (not the first master found), once per change: from is the recorded master as this
+// reconcile read it, replaced by the one last counted when there is one.
+func (r *RedisReplicationReconciler) observeMasterChange(cr *v1beta2.RedisReplication, from, to string) {
+	if counted, ok := r.countedMaster.Load(cr.UID); ok {
+		from = counted.(string)
+	}
+	if to == "" {
+		return
+	}
+	r.countedMaster.Store(cr.UID, to)
 	if from != "" && to != from {
 		replicationMasterChanges.With(compatLabelValues(cr)).Inc()
 	}

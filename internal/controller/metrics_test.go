@@ -150,7 +150,9 @@ func compatSample(t *testing.T, name string, obj client.Object) (float64, bool) 
 // value (the operator records them right after it writes the status the test may have seen).
 func waitCompat(t *testing.T, obj client.Object, want map[string]float64) {
 	t.Helper()
-	waitUntil(t, 10*time.Second, fmt.Sprintf("metrics %v of %s/%s", want, obj.GetNamespace(), obj.GetName()), func() error {
+	// The gauges are what the last reconcile saw: a replica link that came up after it is
+	// counted by the next one, at the latest the periodic re-read of a Ready resource (30 s).
+	waitUntil(t, 45*time.Second, fmt.Sprintf("metrics %v of %s/%s", want, obj.GetNamespace(), obj.GetName()), func() error {
 		for name, value := range want {
 			got, ok := compatSample(t, name, obj)
 			if !ok {

@@ -60,6 +60,9 @@ type RedisReplicationReconciler struct {
 	// masterDownSince remembers, per resource, when its master stopped answering. It is memory
 	// only: an operator restart restarts the clock, which delays a promotion and never hastens it.
 	masterDownSince sync.Map // types.UID -> time.Time
+	// countedMaster is the master a change was last counted to, per resource: a reconcile may
+	// read a status older than the one last written, and must not count the same change again.
+	countedMaster sync.Map // types.UID -> pod name
 	// served remembers the resources that have been Ready while this operator runs: a master
 	// lost past the outage bound is an outage of a replication that served, although the
 	// status meanwhile says Progressing (a clean fail-over is no outage), which the conditions
@@ -143,6 +146,7 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *replicationScope) (bool, error) {
 	if s.cr.DeletionTimestamp != nil {
 		r.masterDownSince.Delete(s.cr.UID)
+		r.countedMaster.Delete(s.cr.UID)
 		r.served.Delete(s.cr.UID)
 	}
 	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisReplication", s.cr.Spec.Storage)

@@ -50,7 +50,7 @@ func (r *RedisReplicationReconciler) followHandOver(s *replicationScope, termina
 	}
 	if to := replicationplan.HandedOverTo(s.members, terminating); to != "" {
 		r.Recorder.Eventf(s.cr, s.podNamed(to), corev1.EventTypeNormal, "MasterChanged", "Observe", "the master is now %s (was %s, whose pod stops)", to, terminating)
-		observeMasterChange(s.cr, terminating, to)
+		r.observeMasterChange(s.cr, terminating, to)
 		s.cr.Status.MasterNode = to
 	}
 }

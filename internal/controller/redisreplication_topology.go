@@ -172,7 +172,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		if s.cr.Status.MasterNode != "" {
 			r.Recorder.Eventf(s.cr, s.podNamed(s.plan.Master), corev1.EventTypeNormal, "MasterChanged", "Observe", "the master is now %s (was %s)", s.plan.Master, s.cr.Status.MasterNode)
 		}
-		observeMasterChange(s.cr, s.cr.Status.MasterNode, s.plan.Master)
+		r.observeMasterChange(s.cr, s.cr.Status.MasterNode, s.plan.Master)
 		s.cr.Status.MasterNode = s.plan.Master
 	}
 	for _, step := range s.plan.Steps {
