@@ -189,12 +189,6 @@ const (
 	AnnotationFailoverTarget = "redis.opstreelabs.in/failover-target"
 )
 
-// AnnotationMasterRunID is written by the operator on a cluster's leader pod: the run_id of
-// its Redis when the operator last saw it master of a healthy cluster. A leader pod that is a
-// replica while its Redis still runs under that run_id lost its shard without a failure (a
-// failover made by hand), which the operator leaves in place.
-const AnnotationMasterRunID = "redis.opstreelabs.in/master-run-id"
-
 // ACLSecretName is the Secret, owned by the CR, that holds the aclfile the pods read (key
 // ACLFileKey): the user's ACL Secret once checked, with the operator's default password.
 func ACLSecretName(crName string) string { return crName + "-acl" }

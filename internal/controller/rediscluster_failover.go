@@ -16,9 +16,8 @@ import (
 // master it names, takes its master's shard over with CLUSTER FAILOVER, which loses no
 // acknowledged write. Refused, with a Warning and the Failover condition, while that replica's
 // link is down. The annotation redis.opstreelabs.in/failover-target stays on afterwards, naming
-// the pod made master: as long as it is master, its leader pod does not take the shard back,
-// even once restarted or replaced (after which the operator otherwise does); without it the
-// failover lasts as one made by hand does, until a failure of the leader pod.
+// the pod made master: as long as it is master, its leader pod does not take the shard back
+// (which the operator otherwise does), so the failover lasts; remove it to let it.
 func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clusterScope) (bool, error) {
 	req := failoverRequest{client: r.Client, recorder: r.Recorder, obj: s.cr, conditions: &s.cr.Status.Conditions}
 	again := func(more bool, err error) (bool, error) {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,14 +54,6 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	}
 	observeClusterMembers(s.cr, s.members)
 	plan := clusterplan.Compute(design, s.members)
-	if plan.Converged() {
-		// Only a cluster in agreement tells who is master: a pod just restarted claims its
-		// old role until gossip corrects it.
-		if err := r.rememberMasters(ctx, s); err != nil {
-			return false, err
-		}
-		reportTopologyDiffers(s, clusterplan.TopologyDiffers(design, s.members))
-	}
 	if len(plan.Steps) == 0 && plan.Wait == "" {
 		// A run of slot moves lasts until the cluster settles: the meets and replicas of a
 		// scale-out's later pods come between slices of the same rebalance.
@@ -111,54 +101,6 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 		return true, nil
 	}
 	return false, nil
-}
-
-// ConditionTopologyDiffers is True while a follower pod serves a shard its leader pod does not
-// take back: a failover made by hand (or asked with the failover annotation) lasts, and the
-// cluster is healthy in a shape other than the designed one.
-const ConditionTopologyDiffers = "TopologyDiffers"
-
-// ReasonFailedOverByHand is ConditionTopologyDiffers' reason.
-const ReasonFailedOverByHand = "FailedOverByHand"
-
-// reportTopologyDiffers keeps ConditionTopologyDiffers on what the converged plan says; it
-// changes only when the shape does, so it does not flap while the cluster converges.
-func reportTopologyDiffers(s *clusterScope, differs []string) {
-	if len(differs) == 0 {
-		meta.RemoveStatusCondition(&s.cr.Status.Conditions, ConditionTopologyDiffers)
-		return
-	}
-	s.conditions.set(ConditionTopologyDiffers, metav1.ConditionTrue, ReasonFailedOverByHand,
-		strings.Join(differs, "; ")+" (a failover made by hand lasts; CLUSTER FAILOVER on the leader pod, or kubectl redis failover, restores the designed shape)")
-}
-
-// rememberMasters notes on each leader pod that is master the run_id of its Redis
-// (AnnotationMasterRunID), so that a later loss of its shard is told apart, across operator
-// restarts too, as a failure (another run_id: restarted or replaced) or a failover made by
-// hand (the same one).
-func (r *RedisClusterReconciler) rememberMasters(ctx context.Context, s *clusterScope) error {
-	for i := range s.leaders {
-		pod := &s.leaders[i]
-		m := memberByPod(s.members, pod.Name)
-		if m == nil || m.Server.RunID == "" || pod.Annotations[builder.AnnotationMasterRunID] == m.Server.RunID {
-			continue
-		}
-		if me, ok := myselfOf(m); !ok || !me.IsMaster() || me.SlotCount() == 0 {
-			continue
-		}
-		original := pod.DeepCopy()
-		annotations := maps.Clone(pod.Annotations)
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[builder.AnnotationMasterRunID] = m.Server.RunID
-		pod.Annotations = annotations
-		if err := r.Client.Patch(ctx, pod, client.MergeFrom(original)); err != nil {
-			return fmt.Errorf("annotate pod %s with its master run_id: %w", pod.Name, err)
-		}
-		m.MasterRunID = m.Server.RunID
-	}
-	return nil
 }
 
 // newCluster: the cluster has never served (it is being created), judged by the state the
@@ -228,9 +170,6 @@ func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterS
 			pod := &pods[i]
 			m := clusterplan.Member{Pod: pod.Name, Role: role, Ordinal: podOrdinal(pod.Name), NodeName: pod.Spec.NodeName,
 				IP: pod.Status.PodIP, Port: port, BusPort: busPort, Outdated: s.outdated(pod)}
-			if role == clusterplan.Leader {
-				m.MasterRunID = pod.Annotations[builder.AnnotationMasterRunID]
-			}
 			if nodePorts {
 				// Known by its Kubernetes node's IP and its Service's node ports; reached at
 				// its pod IP. Without either (not scheduled yet, no Service yet) it has no

@@ -13,9 +13,6 @@ type ServerInfo struct {
 	Name string
 	// Version is the server's own version: valkey_version on Valkey, else redis_version.
 	Version string
-	// RunID is run_id: random at each start of the process, so a restart or a replacement
-	// changes it.
-	RunID string
 	// api is the Redis version whose commands the server has: redis_version, which Valkey
 	// keeps at the Redis release it is compatible with (7.2.4 on Valkey 8).
 	api [2]int
@@ -32,7 +29,7 @@ func ParseServerInfo(text string) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, fmt.Errorf("INFO server: redis_version: %w", err)
 	}
-	s := ServerInfo{Name: "redis", Version: redisVersion, RunID: fields["run_id"], api: api}
+	s := ServerInfo{Name: "redis", Version: redisVersion, api: api}
 	if name := fields["server_name"]; name != "" {
 		s.Name = name
 	}

@@ -55,9 +55,6 @@ type Member struct {
 	Server redis.ServerInfo
 	// Outdated: the pod runs an old revision of its StatefulSet and waits to be replaced.
 	Outdated bool
-	// MasterRunID is, for a leader pod, the run_id (INFO server) its Redis had when the
-	// operator last saw it master of a healthy cluster; "" when never seen so (a new pod).
-	MasterRunID string
 }
 
 // Design is the shape the custom resource asks for. Pods beyond it (ordinals at or above the
@@ -734,23 +731,26 @@ func (o *observed) chooseShard(m Member, shards []*shard, perShard int) *shard {
 }
 
 // failBack makes each leader pod the master of its shard again once it is a replica in sync:
-// CLUSTER FAILOVER run on the replica swaps the roles without losing acknowledged writes. Only
-// a shard lost to a failure is taken back: one whose leader pod's Redis restarted or was
-// replaced since it was last seen master (see handedOverByHand); a failover made by hand, or
-// asked with the failover annotation (KeepMasters), lasts.
+// CLUSTER FAILOVER run on the replica swaps the roles without losing acknowledged writes.
 func failBack(o *observed) Plan {
 	var plan Plan
 	var waits []string
 	for _, m := range o.members {
-		master, ok := o.lostShard(m)
-		if !ok || o.kept(m, master) {
+		if m.Role != Leader || o.departing(&m) || m.Outdated {
+			continue // a leader pod about to be replaced takes its shard back once it is new
+		}
+		node := o.self[m.Pod]
+		if !node.IsReplica() {
+			continue
+		}
+		master, ok := o.ids[node.MasterID]
+		if !ok || master.Role != Follower || o.self[master.Pod].SlotCount() == 0 || slices.Contains(o.design.KeepMasters, master.Pod) {
 			continue
 		}
 		if !m.Replication.LinkUp() {
 			waits = append(waits, fmt.Sprintf("leader %s is syncing from %s before it fails back", m.Pod, master.Pod))
 			continue
 		}
-		node := o.self[m.Pod]
 		// Redis refuses a failover while the replica itself counts its master as failing.
 		if seen, ok := m.View.NodeByID(node.MasterID); !ok || seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail) {
 			waits = append(waits, fmt.Sprintf("leader %s does not see %s linked and healthy yet", m.Pod, master.Pod))
@@ -763,56 +763,6 @@ func failBack(o *observed) Plan {
 		plan.Wait = strings.Join(waits, "; ")
 	}
 	return plan
-}
-
-// lostShard returns the follower pod that serves the shard of leader pod m, when m is a
-// designed, current leader that is its replica.
-func (o *observed) lostShard(m Member) (*Member, bool) {
-	if m.Role != Leader || o.departing(&m) || m.Outdated {
-		return nil, false // a leader pod about to be replaced takes its shard back once it is new
-	}
-	node := o.self[m.Pod]
-	if !node.IsReplica() {
-		return nil, false
-	}
-	master, ok := o.ids[node.MasterID]
-	if !ok || master.Role != Follower || o.self[master.Pod].SlotCount() == 0 {
-		return nil, false
-	}
-	return master, true
-}
-
-// kept: the follower pod master keeps leader pod m's shard, made master on request or by hand.
-func (o *observed) kept(m Member, master *Member) bool {
-	return slices.Contains(o.design.KeepMasters, master.Pod) || handedOverByHand(m)
-}
-
-// handedOverByHand tells whether leader pod m, a replica, lost its shard while its Redis kept
-// running: the process the operator last saw master (MasterRunID) still runs, so no restart,
-// crash or replacement of the pod caused the failover; a user made it (CLUSTER FAILOVER on the
-// replica) and it lasts. A leader that was cut off the network long enough for Redis to fail it
-// over comes back under the same run_id and counts as this too: the cluster says its topology
-// differs from the design, and the user fails it back (CLUSTER FAILOVER on the leader pod).
-// Without an INFO server answer the pod is not failed back in this pass.
-func handedOverByHand(m Member) bool {
-	return m.MasterRunID != "" && (m.Server.RunID == "" || m.Server.RunID == m.MasterRunID)
-}
-
-// TopologyDiffers says, for each shard that a follower pod serves and that its leader pod does
-// not take back (a failover made by hand or on request), which pod serves it: the cluster is
-// healthy, only not in its designed shape.
-func TopologyDiffers(design Design, members []Member) []string {
-	o, _, ok := index(design, members)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, m := range o.members {
-		if master, ok := o.lostShard(m); ok && o.kept(m, master) {
-			out = append(out, fmt.Sprintf("follower pod %s is the master of leader pod %s's shard", master.Pod, m.Pod))
-		}
-	}
-	return out
 }
 
 func (o *observed) member(role PodRole, ordinal int) *Member {

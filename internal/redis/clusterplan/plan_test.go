@@ -281,60 +281,6 @@ func TestLeaderThatFailedOverTakesItsShardBack(t *testing.T) {
 	}
 }
 
-// Whether leader-1 takes its shard back from follower-1 depends on what made it a replica: a
-// failure (its Redis restarted or was replaced: another run_id than when it was last seen
-// master, or a new pod never seen master) is undone; a failover made by hand (the same Redis
-// still runs) lasts, and the topology is said to differ from the design.
-func TestFailBackOnlyAfterAFailure(t *testing.T) {
-	for _, tc := range []struct {
-		name             string
-		masterRunID      string
-		runID            string
-		keep             []string
-		wantFailBack     bool
-		wantDiffersNamed bool
-	}{
-		{name: "new pod, never seen master", runID: "r2", wantFailBack: true},
-		{name: "process restarted", masterRunID: "r1", runID: "r2", wantFailBack: true},
-		{name: "same process: a failover made by hand", masterRunID: "r1", runID: "r1", wantDiffersNamed: true},
-		{name: "INFO server unanswered: no fail-back this pass", masterRunID: "r1", runID: "", wantDiffersNamed: true},
-		{name: "requested failover kept", runID: "r2", keep: []string{"c-follower-1"}, wantDiffersNamed: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			nodes := healthy()
-			nodes[1].master, nodes[1].slots = "c-follower-1", ""
-			nodes[4].master, nodes[4].slots = "", "5462-10922"
-			c := cluster{known: nodes}
-			members := c.members(nodes)
-			members[1].MasterRunID, members[1].Server.RunID = tc.masterRunID, tc.runID
-			design := threeByThree
-			design.KeepMasters = tc.keep
-			plan := Compute(design, members)
-			differs := TopologyDiffers(design, members)
-			if tc.wantFailBack {
-				assertSteps(t, plan, StepFailover, 1)
-				if plan.Steps[0].On != "c-leader-1" {
-					t.Errorf("failover must run on the leader pod, got %v", plan.Steps[0])
-				}
-			} else if len(plan.Steps) != 0 || plan.Wait != "" {
-				t.Errorf("the failover must last; got %+v", plan)
-			}
-			if named := len(differs) == 1 && strings.Contains(differs[0], "c-follower-1") && strings.Contains(differs[0], "c-leader-1"); named != tc.wantDiffersNamed {
-				t.Errorf("TopologyDiffers = %q, want it to name the shard: %v", differs, tc.wantDiffersNamed)
-			}
-		})
-	}
-}
-
-// A cluster in its designed shape differs in nothing.
-func TestTopologyDiffersNotOnDesignedShape(t *testing.T) {
-	nodes := healthy()
-	c := cluster{known: nodes}
-	if got := TopologyDiffers(threeByThree, c.members(nodes)); len(got) != 0 {
-		t.Errorf("TopologyDiffers = %q on the designed shape", got)
-	}
-}
-
 func TestReplacedFollowerIsForgottenThenReattached(t *testing.T) {
 	nodes := healthy()
 	gone := nodes[5]
