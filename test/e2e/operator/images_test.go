@@ -115,12 +115,12 @@ func TestBitnamiImageRunsACluster(t *testing.T) {
 	clusterWithImage(t, "bitnami/redis:7.2.5", "")
 }
 
-// A replication of the opstree Redis image watched by sentinels of the opstree sentinel image:
-// the sentinels monitor the real master (the image's own file would watch 0.0.0.0) and fail it
-// over when its pod is deleted.
-func TestOpstreeImagesRunReplicationWithSentinels(t *testing.T) {
-	t.Parallel()
-	ns := sb.Namespace(t, "opstree-sentinel")
+// replicationWithSentinels runs a RedisReplication of redisImage (with extra spec lines)
+// watched by a RedisSentinel of sentinelImage through a master pod's deletion: the sentinels
+// fail it over and name the new master, which it returns.
+func replicationWithSentinels(t *testing.T, nsPrefix, redisImage, extra, sentinelImage string) *corev1.Pod {
+	t.Helper()
+	ns := sb.Namespace(t, nsPrefix)
 	sb.Apply(t, ns, `
 apiVersion: redis.redis.opstreelabs.in/v1beta2
 kind: RedisReplication
@@ -129,8 +129,8 @@ metadata:
 spec:
   clusterSize: 3
   kubernetesConfig:
-    image: quay.io/opstree/redis:v7.0.15
-    imagePullPolicy: IfNotPresent`+opstreeExporter+`
+    image: `+redisImage+`
+    imagePullPolicy: IfNotPresent`+extra+`
 ---
 apiVersion: redis.redis.opstreelabs.in/v1beta2
 kind: RedisSentinel
@@ -139,17 +139,25 @@ metadata:
 spec:
   clusterSize: 3
   kubernetesConfig:
-    image: quay.io/opstree/redis-sentinel:v7.0.15
+    image: `+sentinelImage+`
     imagePullPolicy: IfNotPresent
   redisSentinelConfig:
     redisReplicationName: redis-replication
 `)
-	ctx := context.Background()
 	master := replicationFailsOver(t, ns)
 	sentinelsName(t, ns, master)
-	exporterUp(t, ns, master)
+	return master
+}
+
+// A replication of the opstree Redis image watched by sentinels of the opstree sentinel image:
+// the sentinels monitor the real master (the image's own file would watch 0.0.0.0) and fail it
+// over when its pod is deleted.
+func TestOpstreeImagesRunReplicationWithSentinels(t *testing.T) {
+	t.Parallel()
+	master := replicationWithSentinels(t, "opstree-sentinel", "quay.io/opstree/redis:v7.0.15", opstreeExporter, "quay.io/opstree/redis-sentinel:v7.0.15")
+	exporterUp(t, master.Namespace, master)
 	var events corev1.EventList
-	if err := sb.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+	if err := sb.Client.List(context.Background(), &events, client.InNamespace(master.Namespace)); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {

@@ -27,30 +27,7 @@ func TestValkeyImageRunsACluster(t *testing.T) {
 
 func TestValkeyImageRunsReplicationWithSentinels(t *testing.T) {
 	t.Parallel()
-	ns := sb.Namespace(t, "valkey-sentinel")
-	sb.Apply(t, ns, `
-apiVersion: redis.redis.opstreelabs.in/v1beta2
-kind: RedisReplication
-metadata:
-  name: redis-replication
-spec:
-  clusterSize: 3
-  kubernetesConfig:
-    image: valkey/valkey:8.0.1
----
-apiVersion: redis.redis.opstreelabs.in/v1beta2
-kind: RedisSentinel
-metadata:
-  name: redis-sentinel
-spec:
-  clusterSize: 3
-  kubernetesConfig:
-    image: valkey/valkey:8.0.1
-  redisSentinelConfig:
-    redisReplicationName: redis-replication
-`)
-	master := replicationFailsOver(t, ns)
-	sentinelsName(t, ns, master)
+	replicationWithSentinels(t, "valkey-sentinel", "valkey/valkey:8.0.1", "", "valkey/valkey:8.0.1")
 }
 
 // One Valkey cluster through the operator's features, in one lifecycle to keep the suite's
