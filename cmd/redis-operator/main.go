@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -158,6 +160,10 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	// go-redis and client-go print through loggers of their own (plain text on stderr): route
+	// both to the same structured logger so every line has one format.
+	goredis.SetLogger(redis.Logger{Base: ctrl.Log.WithName("go-redis")})
+	klog.SetLogger(ctrl.Log.WithName("client-go"))
 	log := ctrl.Log.WithName("setup")
 
 	if cfg == nil {

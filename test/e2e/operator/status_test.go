@@ -137,6 +137,8 @@ func TestClusterOutageIsDegradedAndItsRecoveryIsNot(t *testing.T) {
 	if outageEvents == 0 || outageEvents > 6 {
 		t.Errorf("%d Outage Warning events, want a few (one per distinct outage)", outageEvents)
 	}
+	// The operator could not dial the cut pod: go-redis said so, through the operator's logger.
+	assertOperatorLogIsStructured(t, c.ctx, "go-redis")
 }
 
 // checkScaleStatus asserts what a scale shows: the reference's strings in its order
