@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -55,11 +56,21 @@ func runPhases[S any](ctx context.Context, kind string, phases []phase[S], s S) 
 // finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
 // lets the resource go by removing the finalizer. It needs only the resource's kind and name,
 // so that a resource with any spec the API server admitted can be deleted.
-func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, keepClaims bool) error {
+func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, keepClaims bool,
+	requeue func(time.Duration, string)) error {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}
 	if !keepClaims {
+		remaining, err := releaseWorkloads(ctx, c, obj, kind)
+		if err != nil {
+			return err
+		}
+		if len(remaining) > 0 {
+			// The StatefulSet and pod watches bring the resource back as they go.
+			requeue(whileDeleting, "waiting for "+strings.Join(remaining, ", ")+" to go before deleting the PVCs")
+			return nil
+		}
 		deleted, err := deleteClaims(ctx, c, obj, kind)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -182,4 +183,94 @@ func TestTerminatingNamespaceIsNotRecreatedInto(t *testing.T) {
 			t.Errorf("condition %s reports the terminating namespace as a failure: %s", cond.Type, cond.Message)
 		}
 	}
+}
+
+// TestDeletionDeletesClaimsOnlyOnceTheirPodsAreGone deletes a Redis whose pod is still there
+// (held by a finalizer, as a terminating or Pending pod would be): the operator deletes the
+// StatefulSet and the pod, and deletes the claim only once the pod is gone, so the StatefulSet
+// controller has no pod to create the claim again for.
+func TestDeletionDeletesClaimsOnlyOnceTheirPodsAreGone(t *testing.T) {
+	ns, _, c := operatorInNamespace(t)
+	ctx := context.Background()
+	const name = "held"
+	cr := &v1beta2.Redis{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1beta2.RedisSpec{
+			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			Storage: &v1beta2.Storage{VolumeClaimTemplate: corev1.PersistentVolumeClaim{
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				}}},
+		},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	waitUntil(t, 10*time.Second, "the StatefulSet", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts)
+	})
+	// What the StatefulSet controller would have made: the pod (held by a finalizer of the
+	// test's) and its claim.
+	const hold = "test.redis.opstreelabs.in/hold"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: ns, Finalizers: []string{hold},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "redis", Image: "redis:7.0.15"}}},
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + name + "-0", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	for _, obj := range []client.Object{pod, claim} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the StatefulSet deleted and the pod marked for deletion", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("StatefulSet still there: %v", err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.DeletionTimestamp == nil {
+			return fmt.Errorf("pod not marked for deletion")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second) // reconciles run meanwhile: none may delete the claim
+	if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+		t.Fatal(err)
+	}
+	if claim.DeletionTimestamp != nil {
+		t.Fatal("the claim was deleted while its pod was still there")
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatalf("the resource went before its claim: %v", err)
+	}
+
+	pod.Finalizers = nil
+	if err := c.Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the claim deleted and the resource gone", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return err
+		}
+		if claim.DeletionTimestamp == nil {
+			return fmt.Errorf("claim not marked for deletion")
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("resource still there (finalizers %v): %v", cr.Finalizers, err)
+		}
+		return nil
+	})
 }

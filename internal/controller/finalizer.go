@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/internal/builder"
 )
@@ -18,6 +20,83 @@ import (
 // Finalizer keeps a custom resource until the operator has removed the PVCs of its pods
 // (owner references cannot do it: the StatefulSet controller creates PVCs without one).
 const Finalizer = "redis.opstreelabs.in/finalizer"
+
+// whileDeleting is how often a deleted resource looks again at the StatefulSets and pods it
+// waits for, should a watch event be missed.
+const whileDeleting = 5 * time.Second
+
+// releaseWorkloads deletes the owner's StatefulSets and then their pods, and names what is
+// still there: the claims may only be deleted once nothing is left that could make the
+// StatefulSet controller create one again (it does for a Pending pod whose claim is gone, a
+// second after the delete). The StatefulSets go first so no pod comes back; their pods go
+// before the claims so the StatefulSet controller, even one acting on a late view, has
+// nothing to make a claim for.
+func releaseWorkloads(ctx context.Context, c client.Client, owner client.Object, kind string) ([]string, error) {
+	namespace := owner.GetNamespace()
+	var remaining []string
+	var goneSets []string
+	for _, stsName := range builder.StatefulSetNamesOf(kind, owner.GetName()) {
+		var sts appsv1.StatefulSet
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: stsName}, &sts)
+		switch {
+		case apierrors.IsNotFound(err):
+			goneSets = append(goneSets, stsName)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("get StatefulSet %s: %w", stsName, err)
+		case !metav1.IsControlledBy(&sts, owner):
+			continue // not ours: deleteClaims leaves its claims alone too
+		}
+		remaining = append(remaining, "StatefulSet "+stsName)
+		if sts.DeletionTimestamp != nil {
+			continue
+		}
+		uid := sts.UID
+		err = c.Delete(ctx, &sts, client.PropagationPolicy(metav1.DeletePropagationBackground),
+			client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("delete StatefulSet %s before its PVCs: %w", stsName, err)
+		}
+		log.FromContext(ctx).Info("deleting StatefulSet before its PVCs", "name", stsName)
+	}
+	if len(goneSets) == 0 {
+		return remaining, nil
+	}
+	// The garbage collector deletes the pods of a deleted StatefulSet, but not those it left
+	// orphaned (a recreate cut short): the operator deletes both, whichever comes first.
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !isPodOfGoneStatefulSet(pod, goneSets) {
+			continue
+		}
+		remaining = append(remaining, "pod "+pod.Name)
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		if err := c.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("delete pod %s before its PVCs: %w", pod.Name, err)
+		}
+	}
+	return remaining, nil
+}
+
+// isPodOfGoneStatefulSet reports whether pod is <sts>-<ordinal> of one of the gone StatefulSets and
+// has no controller (or still names that StatefulSet as one).
+func isPodOfGoneStatefulSet(pod *corev1.Pod, goneSets []string) bool {
+	for _, stsName := range goneSets {
+		ordinal, found := strings.CutPrefix(pod.Name, stsName+"-")
+		if !found || !isOrdinal(ordinal) {
+			continue
+		}
+		ref := metav1.GetControllerOf(pod)
+		return ref == nil || (ref.Kind == "StatefulSet" && ref.Name == stsName)
+	}
+	return false
+}
 
 // deleteClaims deletes the PVCs of the owner's StatefulSets, named from the owner's kind and
 // name alone: <template>-<statefulset>-<ordinal>, where the template is one the builders name

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,12 +25,13 @@ import (
 // finalizeDeleted runs when the resource is being deleted: it removes the PVCs of its
 // StatefulSets unless storage.keepAfterDelete, and lets the resource go. It reads nothing of
 // the spec but that flag.
-func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, storage *v1beta2.Storage) (bool, error) {
+func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, storage *v1beta2.Storage,
+	requeue func(time.Duration, string)) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
 	}
 	keep := storage != nil && storage.KeepAfterDelete
-	return true, finalize(ctx, c, rec, obj, kind, keep)
+	return true, finalize(ctx, c, rec, obj, kind, keep, requeue)
 }
 
 // skipWhileAnnotated stops every later phase while the kind's skip annotation is "true".

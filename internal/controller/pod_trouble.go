@@ -1,15 +1,19 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -73,11 +77,67 @@ func troubleOf(pods []corev1.Pod, now time.Time) (trouble *podTrouble, recheck t
 	return nil, recheck
 }
 
+// unboundClaim says why a claim of an unschedulable pod is not bound, "" when it is. class is
+// the claim's StorageClass, nil when the claim names none or the class does not exist
+// (classMissing).
+func unboundClaim(claimName string, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, classMissing bool) string {
+	switch {
+	case claim == nil:
+		return fmt.Sprintf("PVC %s does not exist", claimName)
+	case claim.Status.Phase == corev1.ClaimBound:
+		return ""
+	case claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName == "":
+		return fmt.Sprintf("PVC %s is %s: it names no StorageClass and no volume is bound to it", claimName, claim.Status.Phase)
+	case classMissing:
+		return fmt.Sprintf("PVC %s is %s: its StorageClass %q does not exist", claimName, claim.Status.Phase, *claim.Spec.StorageClassName)
+	default:
+		return fmt.Sprintf("PVC %s is %s: StorageClass %q (provisioner %s) has not provided a volume", claimName, claim.Status.Phase,
+			class.Name, class.Provisioner)
+	}
+}
+
+// claimsOfTrouble adds to an unschedulable pod's trouble why its claims are not bound (the
+// scheduler's message says only that some are not): the claim and its StorageClass, read
+// only then, not on every reconcile.
+func claimsOfTrouble(ctx context.Context, c client.Reader, namespace string, pod *corev1.Pod) ([]string, error) {
+	var why []string
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		name := v.PersistentVolumeClaim.ClaimName
+		var claim corev1.PersistentVolumeClaim
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &claim)
+		if apierrors.IsNotFound(err) {
+			why = append(why, unboundClaim(name, nil, nil, false))
+			continue
+		}
+		if err != nil {
+			return why, fmt.Errorf("get PVC %s: %w", name, err)
+		}
+		var class *storagev1.StorageClass
+		missing := false
+		if claim.Status.Phase != corev1.ClaimBound && claim.Spec.StorageClassName != nil && *claim.Spec.StorageClassName != "" {
+			class = &storagev1.StorageClass{}
+			err := c.Get(ctx, client.ObjectKey{Name: *claim.Spec.StorageClassName}, class)
+			missing = apierrors.IsNotFound(err)
+			if err != nil && !missing {
+				return why, fmt.Errorf("get StorageClass %s: %w", *claim.Spec.StorageClassName, err)
+			}
+		}
+		if w := unboundClaim(name, &claim, class, missing); w != "" {
+			why = append(why, w)
+		}
+	}
+	return why, nil
+}
+
 // reportPodTrouble puts the first stuck pod's own reason on the resource (Degraded, with the
-// pod and its message) and reports whether there was one. The Warning event is sent when the
-// trouble is new, not on every reconcile while it lasts.
-func reportPodTrouble(rec recorder.EventRecorder, obj client.Object, conditions conditionSet, pods []corev1.Pod,
-	requeue func(time.Duration, string)) bool {
+// pod and its message, and for an unschedulable pod why its claims are unbound) and reports
+// whether there was one. The Warning event is sent when the trouble is new, not on every
+// reconcile while it lasts.
+func reportPodTrouble(ctx context.Context, c client.Reader, rec recorder.EventRecorder, obj client.Object, conditions conditionSet,
+	pods []corev1.Pod, requeue func(time.Duration, string)) bool {
 	trouble, recheck := troubleOf(pods, time.Now())
 	if recheck > 0 {
 		requeue(recheck, "a pod is unschedulable: trouble if it stays so")
@@ -85,6 +145,21 @@ func reportPodTrouble(rec recorder.EventRecorder, obj client.Object, conditions 
 	if trouble == nil {
 		warnedTroubles.cleared(obj.GetUID(), "pod")
 		return false
+	}
+	if trouble.reason == corev1.PodReasonUnschedulable {
+		for i := range pods {
+			if pods[i].Name != trouble.pod {
+				continue
+			}
+			why, err := claimsOfTrouble(ctx, c, obj.GetNamespace(), &pods[i])
+			if err != nil {
+				// The scheduler's own message still says what it can.
+				log.FromContext(ctx).Error(err, "reading the claims of an unschedulable pod", "pod", trouble.pod)
+			}
+			if len(why) > 0 {
+				trouble.message += "; " + strings.Join(why, "; ")
+			}
+		}
 	}
 	previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded)
 	alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == trouble.reason &&

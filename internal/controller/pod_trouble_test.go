@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -122,5 +123,33 @@ func TestStuckPodIsNamedOnTheResource(t *testing.T) {
 	}
 	if count != 1 {
 		t.Errorf("%d ImagePullBackOff events, want 1", count)
+	}
+}
+
+func TestUnboundClaimNamesItsStorageClass(t *testing.T) {
+	className := func(s string) *string { return &s }
+	claim := func(phase corev1.PersistentVolumeClaimPhase, class *string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+	}
+	fast := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "csi.example"}
+	for _, tc := range []struct {
+		name    string
+		claim   *corev1.PersistentVolumeClaim
+		class   *storagev1.StorageClass
+		missing bool
+		want    string
+	}{
+		{"bound", claim(corev1.ClaimBound, className("fast")), fast, false, ""},
+		{"gone", nil, nil, false, "PVC data-x-0 does not exist"},
+		{"unknown class", claim(corev1.ClaimPending, className("nope")), nil, true, `PVC data-x-0 is Pending: its StorageClass "nope" does not exist`},
+		{"no class", claim(corev1.ClaimPending, nil), nil, false, "PVC data-x-0 is Pending: it names no StorageClass and no volume is bound to it"},
+		{"provisioning", claim(corev1.ClaimPending, className("fast")), fast, false, `PVC data-x-0 is Pending: StorageClass "fast" (provisioner csi.example) has not provided a volume`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unboundClaim("data-x-0", tc.claim, tc.class, tc.missing); got != tc.want {
+				t.Errorf("unboundClaim = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

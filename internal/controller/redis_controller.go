@@ -79,7 +79,7 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "Redis", s.cr.Spec.Storage)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "Redis", s.cr.Spec.Storage, s.requeuer(ctx))
 }
 
 func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
@@ -151,7 +151,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
 		switch {
-		case reportPodTrouble(r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx)):
+		case reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx)):
 		case s.conditions.hasServed():
 			s.conditions.degraded(ReasonPodsNotReady, message)
 		default:

@@ -124,7 +124,7 @@ func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clust
 	if s.cr.Spec.Storage != nil {
 		storage = &s.cr.Spec.Storage.Storage
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisCluster", storage)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisCluster", storage, s.requeuer(ctx))
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
@@ -271,7 +271,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		}
 		s.conditions.progressing(reason, message)
 	}
-	reportPodTrouble(r.Recorder, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
+	reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
 }
 
 // outage reports that an established cluster does not serve as it should, with one Warning

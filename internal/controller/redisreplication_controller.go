@@ -149,7 +149,7 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 		r.countedMaster.Delete(s.cr.UID)
 		r.served.Delete(s.cr.UID)
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisReplication", s.cr.Spec.Storage)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisReplication", s.cr.Spec.Storage, s.requeuer(ctx))
 }
 
 func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
@@ -310,7 +310,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	}
 	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
 		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
-		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so
 			// no pod event marks its return: only asking again finds it (a master to demote).

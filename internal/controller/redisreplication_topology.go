@@ -27,7 +27,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
 		r.notReady(s, ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
-		reportPodTrouble(r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		return true, nil // the pod watch brings us back
 	}
 	return false, nil

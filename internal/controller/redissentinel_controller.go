@@ -98,7 +98,7 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisSentinel", nil)
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisSentinel", nil, s.requeuer(ctx))
 }
 
 func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
@@ -193,7 +193,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
-		reportPodTrouble(r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
 	return false, nil

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,4 +177,103 @@ func TestClusterStorageGrowsInPlace(t *testing.T) {
 	c.waitReady(grown)
 	assertSamePods(t, before, podUIDs(t, c.ns, c.name))
 	c.readKeys("g", 300)
+}
+
+// TestUnboundClaimsAreNamedAndDeletionLeavesNothing runs a replication whose claims name a
+// StorageClass that does not exist (its pods stay Pending) beside a Redis whose claim binds:
+// the replication's status names the class, and deleting both leaves no claim, pod or
+// StatefulSet behind, Pending or bound (the StatefulSet controller recreated the claim of a
+// Pending pod deleted too early).
+func TestUnboundClaimsAreNamedAndDeletionLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := sb.Namespace(t, "leftovers")
+	sb.Apply(t, ns, `
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata:
+  name: unbound
+spec:
+  clusterSize: 2
+  kubernetesConfig:
+    image: quay.io/opstree/redis:v7.0.15
+  storage:
+    volumeClaimTemplate:
+      spec:
+        storageClassName: no-such-class
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: 1Gi}}
+---
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: Redis
+metadata:
+  name: bound
+spec:
+  kubernetesConfig:
+    image: quay.io/opstree/redis:v7.0.15
+`+storageSpec("1Gi", ""))
+	replication := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unbound"}}
+	sb.WaitFor(t, ns, "the missing StorageClass named on the replication", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKeyFromObject(replication), replication); err != nil {
+			return false, "", err
+		}
+		d := meta.FindStatusCondition(replication.Status.Conditions, v1beta2.ConditionDegraded)
+		ok := d != nil && d.Status == metav1.ConditionTrue && d.Reason == "Unschedulable" &&
+			strings.Contains(d.Message, `StorageClass "no-such-class" does not exist`)
+		return ok, fmt.Sprintf("%+v", d), nil
+	})
+	standalone := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bound"}}
+	sb.WaitFor(t, ns, "the Redis Ready on its bound claim", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKeyFromObject(standalone), standalone); err != nil {
+			return false, "", err
+		}
+		r := meta.FindStatusCondition(standalone.Status.Conditions, v1beta2.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", r), nil
+	})
+	var claims corev1.PersistentVolumeClaimList
+	if err := sb.Client.List(ctx, &claims, client.InNamespace(ns)); err != nil || len(claims.Items) != 3 {
+		t.Fatalf("want the 3 claims before the deletion, got %d (%v)", len(claims.Items), err)
+	}
+
+	for _, obj := range []client.Object{replication, standalone} {
+		if err := sb.Client.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb.WaitFor(t, ns, "both resources gone", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		for _, obj := range []client.Object{replication, standalone} {
+			err := sb.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			if err == nil || !apierrors.IsNotFound(err) {
+				return false, fmt.Sprintf("%s still there (finalizers %v): %v", obj.GetName(), obj.GetFinalizers(), err), nil
+			}
+		}
+		return true, "", nil
+	})
+	// Whatever would recreate a claim does so within a second or two: look for a while.
+	leftovers := func(ctx context.Context) (bool, string, error) {
+		var claims corev1.PersistentVolumeClaimList
+		var pods corev1.PodList
+		var sets appsv1.StatefulSetList
+		for _, list := range []client.ObjectList{&claims, &pods, &sets} {
+			if err := sb.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return false, "", err
+			}
+		}
+		var left []string
+		for _, c := range claims.Items {
+			left = append(left, "PVC "+c.Name)
+		}
+		for _, p := range pods.Items {
+			left = append(left, "pod "+p.Name)
+		}
+		for _, s := range sets.Items {
+			left = append(left, "StatefulSet "+s.Name)
+		}
+		return len(left) == 0, strings.Join(left, ", "), nil
+	}
+	sb.WaitFor(t, ns, "nothing left", time.Minute, leftovers)
+	time.Sleep(10 * time.Second)
+	if ok, left, err := leftovers(ctx); err != nil || !ok {
+		t.Fatalf("after the deletion, these came back: %s (%v)", left, err)
+	}
 }
