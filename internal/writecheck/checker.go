@@ -64,6 +64,11 @@ type Options struct {
 	// WaitTimeout bounds each WAIT (default 1s); it must be shorter than the client's
 	// ReadTimeout.
 	WaitTimeout time.Duration
+	// PerShard, with a *goredis.ClusterClient, gives every master of the cluster at Start
+	// Writers writers of its own, whose keys share a hash tag in one of that master's slots,
+	// so that the report gives each shard's longest pause: one shard stalled while the others
+	// write shows there, where a pause over all keys hides it.
+	PerShard bool
 }
 
 func (o Options) withDefaults() Options {
@@ -95,6 +100,14 @@ func (o Options) validate(rdb goredis.UniversalClient) error {
 		return fmt.Errorf("pause %s, interval %s and wait timeout %s must not be negative", o.Pause, o.Interval, o.WaitTimeout)
 	case o.WaitReplicas < 0:
 		return fmt.Errorf("wait replicas %d must not be negative", o.WaitReplicas)
+	}
+	if o.PerShard {
+		if _, cluster := rdb.(*goredis.ClusterClient); !cluster {
+			return fmt.Errorf("PerShard needs a *goredis.ClusterClient, got %T", rdb)
+		}
+		if o.WaitReplicas > 0 {
+			return errors.New("PerShard and WaitReplicas together: WAIT needs a *goredis.Client")
+		}
 	}
 	if o.WaitReplicas == 0 {
 		return nil
@@ -138,12 +151,17 @@ type Checker struct {
 	acknowledged, failed, uncertain atomic.Int64
 	lastErrMu                       sync.Mutex
 	lastErr                         error
+
+	shards []*shard
 }
 
 // writer is the state of one writing goroutine; only that goroutine touches it until
 // Stop returns.
 type writer struct {
-	id        int
+	id int
+	// keyPrefix starts the writer's keys: Options.Prefix, or its shard's hash tag.
+	keyPrefix string
+	shard     *shard
 	registers []*register
 	// acknowledged holds n for every acknowledged unique key <prefix>:u:<id>:<n>.
 	acknowledged []int64
@@ -166,14 +184,31 @@ func Start(ctx context.Context, rdb goredis.UniversalClient, opts Options) (*Che
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("writecheck: ping before writing: %w", err)
 	}
+	shards := []*shard{{name: "all keys"}}
+	if opts.PerShard {
+		targets, err := shardTargets(ctx, rdb.(*goredis.ClusterClient), opts.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("writecheck: %w", err)
+		}
+		shards = targets
+	}
 	runCtx, cancel := context.WithCancel(ctx)
-	c := &Checker{opts: opts, rdb: rdb, cancel: cancel}
-	for id := 0; id < opts.Writers; id++ {
-		c.writers = append(c.writers, &writer{id: id})
+	c := &Checker{opts: opts, rdb: rdb, cancel: cancel, shards: shards}
+	started := time.Now()
+	for _, s := range shards {
+		s.lastAck = started
+	}
+	for id := 0; id < opts.Writers*len(shards); id++ {
+		s := shards[id%len(shards)]
+		keyPrefix := opts.Prefix
+		if s.tag != "" {
+			keyPrefix = "{" + s.tag + "}"
+		}
+		c.writers = append(c.writers, &writer{id: id, keyPrefix: keyPrefix, shard: s})
 	}
 	for i := 0; i < opts.Registers; i++ {
-		owner := c.writers[i%opts.Writers]
-		owner.registers = append(owner.registers, &register{key: registerKey(opts.Prefix, i)})
+		owner := c.writers[i%len(c.writers)]
+		owner.registers = append(owner.registers, &register{key: registerKey(owner.keyPrefix, i)})
 	}
 	c.wg.Add(len(c.writers))
 	for _, w := range c.writers {
@@ -188,6 +223,11 @@ func (c *Checker) Stop() {
 	c.stopOnce.Do(func() {
 		c.cancel()
 		c.wg.Wait()
+		// A shard that took no write since its last acknowledged one paused until now.
+		stoppedAt := time.Now()
+		for _, s := range c.shards {
+			s.endPause(stoppedAt)
+		}
 		c.stopped.Store(true)
 	})
 }
@@ -215,14 +255,14 @@ func (c *Checker) run(ctx context.Context, w *writer) {
 			nextRegister++
 			// Recorded before sending: an uncertain write may still land.
 			reg.attempted++
-			acknowledged = c.write(ctx, reg.key, strconv.FormatInt(reg.attempted, 10))
+			acknowledged = c.write(ctx, w.shard, reg.key, strconv.FormatInt(reg.attempted, 10))
 			if acknowledged {
 				reg.acknowledged = reg.attempted
 			}
 		} else {
 			n := nextUnique
 			nextUnique++
-			acknowledged = c.write(ctx, uniqueKey(c.opts.Prefix, w.id, n), uniqueValue(w.id, n))
+			acknowledged = c.write(ctx, w.shard, uniqueKey(w.keyPrefix, w.id, n), uniqueValue(w.id, n))
 			if acknowledged {
 				w.acknowledged = append(w.acknowledged, n)
 			}
@@ -244,17 +284,22 @@ const (
 	uncertain
 )
 
-// write sends one SET (and WAIT), counts its outcome and reports whether it was acknowledged.
-func (c *Checker) write(ctx context.Context, key, value string) bool {
+// write sends one SET (and WAIT), counts its outcome for the checker and the key's shard and
+// reports whether it was acknowledged.
+func (c *Checker) write(ctx context.Context, s *shard, key, value string) bool {
 	result, err := c.send(ctx, key, value)
 	switch result {
 	case acknowledged:
+		s.endPause(time.Now())
 		c.acknowledged.Add(1)
+		s.acknowledged.Add(1)
 		return true
 	case failed:
 		c.failed.Add(1)
+		s.failed.Add(1)
 	default:
 		c.uncertain.Add(1)
+		s.uncertain.Add(1)
 	}
 	c.lastErrMu.Lock()
 	c.lastErr = err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,29 @@ type Report struct {
 	// StaleRegisters lists registers holding less than their last acknowledged value (or
 	// nothing), as "key: got X, last acknowledged Y".
 	StaleRegisters []string
+	// Shards gives the figures of each shard: one "all keys" shard, or one per master with
+	// Options.PerShard.
+	Shards []ShardReport
+}
+
+// LongestPause is the longest pause of any shard.
+func (r Report) LongestPause() time.Duration {
+	var longest time.Duration
+	for _, s := range r.Shards {
+		longest = max(longest, s.LongestPause)
+	}
+	return longest
+}
+
+// PausedLongerThan names the shards whose writes paused longer than bound, with their pause.
+func (r Report) PausedLongerThan(bound time.Duration) []string {
+	var over []string
+	for _, s := range r.Shards {
+		if s.LongestPause > bound {
+			over = append(over, fmt.Sprintf("%s: %s", s.Name, s.LongestPause.Round(time.Millisecond)))
+		}
+	}
+	return over
 }
 
 // OK reports whether every acknowledged write was read back. A run that had nothing
@@ -55,12 +79,31 @@ func (r Report) String() string {
 		if r.Acknowledged > 0 {
 			b.WriteString("; no acknowledged write lost")
 		}
-		return b.String()
+	} else {
+		writeList(&b, "missing", r.Missing)
+		writeList(&b, "wrong", r.Wrong)
+		writeList(&b, "stale", r.StaleRegisters)
 	}
-	writeList(&b, "missing", r.Missing)
-	writeList(&b, "wrong", r.Wrong)
-	writeList(&b, "stale", r.StaleRegisters)
+	writeShards(&b, r.Shards)
 	return b.String()
+}
+
+// writeShards gives each shard's longest pause, and its counts when they are not all healthy.
+func writeShards(b *strings.Builder, shards []ShardReport) {
+	if len(shards) == 0 {
+		return
+	}
+	b.WriteString("; longest pause")
+	for i, s := range shards {
+		sep := ", "
+		if i == 0 {
+			sep = " "
+		}
+		fmt.Fprintf(b, "%s%s %s", sep, s.Name, s.LongestPause.Round(time.Millisecond))
+		if len(shards) > 1 && (s.Failed > 0 || s.Uncertain > 0 || s.Lost > 0) {
+			fmt.Fprintf(b, " (%d acknowledged, %d failed, %d uncertain, %d lost)", s.Acknowledged, s.Failed, s.Uncertain, s.Lost)
+		}
+	}
 }
 
 func writeList(b *strings.Builder, what string, items []string) {
@@ -84,14 +127,20 @@ func (c *Checker) Verify(ctx context.Context, rdb goredis.UniversalClient) (Repo
 		return Report{}, errors.New("writecheck: Verify before Stop: the writers still change the keys")
 	}
 	var uniqueKeys, uniqueValues []string
-	for _, w := range c.writers {
-		for _, n := range w.acknowledged {
-			uniqueKeys = append(uniqueKeys, uniqueKey(c.opts.Prefix, w.id, n))
-			uniqueValues = append(uniqueValues, uniqueValue(w.id, n))
-		}
-	}
+	// shardOf maps each key read back to the index of its shard in c.shards.
+	shardOf := map[string]int{}
 	var registers []*register
 	for _, w := range c.writers {
+		index := slices.Index(c.shards, w.shard)
+		for _, n := range w.acknowledged {
+			key := uniqueKey(w.keyPrefix, w.id, n)
+			uniqueKeys = append(uniqueKeys, key)
+			uniqueValues = append(uniqueValues, uniqueValue(w.id, n))
+			shardOf[key] = index
+		}
+		for _, reg := range w.registers {
+			shardOf[reg.key] = index
+		}
 		registers = append(registers, w.registers...)
 	}
 	keys := append([]string(nil), uniqueKeys...)
@@ -116,6 +165,15 @@ func (c *Checker) Verify(ctx context.Context, rdb goredis.UniversalClient) (Repo
 	}
 	for _, reg := range registers {
 		report.checkRegister(reg, values)
+	}
+	for _, s := range c.shards {
+		report.Shards = append(report.Shards, s.report())
+	}
+	for _, lost := range [][]string{report.Missing, report.Wrong, report.StaleRegisters} {
+		for _, entry := range lost {
+			key, _, _ := strings.Cut(entry, ": ")
+			report.Shards[shardOf[key]].Lost++
+		}
 	}
 	return report, nil
 }
