@@ -199,17 +199,34 @@ func TestOperatorKilledWhileReshardingIsFinished(t *testing.T) {
 	}
 }
 
-// startWriting starts a write-loss checker on the cluster, stopped when the test ends. Its
-// client fails fast (one dial attempt, few redirects): a write to a node that is gone counts as
-// failed and the writer goes on, where the default retries would hold it for a minute or more.
+// startWriting starts a write-loss checker on the cluster, stopped when the test ends: two
+// writers per shard, so the report gives each shard's longest pause. Its client fails fast (one
+// dial attempt, few redirects): a write to a node that is gone counts as failed and the writer
+// goes on, where the default retries would hold it for a minute or more.
 func (c *cluster) startWriting(prefix string) *writecheck.Checker {
 	c.t.Helper()
 	opts := c.clientOptions()
 	opts.DialerRetries, opts.MaxRedirects = 1, 3
-	checker, err := writecheck.Start(c.ctx, c.clientWith(opts), writecheck.Options{Prefix: prefix, Writers: 2})
+	checker, err := writecheck.Start(c.ctx, c.clientWith(opts), writecheck.Options{Prefix: prefix, Writers: 2, PerShard: true})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(checker.Stop)
 	return checker
+}
+
+// handOverPause bounds the pause of any one shard's writes while the operator hands shards over
+// (CLUSTER FAILOVER on an in-sync replica, measured at tens of milliseconds): generous for a
+// loaded machine, well short of the minute a failed election costs.
+const handOverPause = 5 * time.Second
+
+// requireWrites stops the checker, requires every acknowledged write read back, and, with a
+// bound, that no shard's writes paused longer.
+func (c *cluster) requireWrites(checker *writecheck.Checker, what string, bound time.Duration) writecheck.Report {
+	c.t.Helper()
+	report := checker.StopAndRequire(c.ctx, c.t, c.client(), what)
+	if over := report.PausedLongerThan(bound); bound > 0 && len(over) > 0 {
+		c.t.Errorf("writes paused longer than %s %s: %s", bound, what, strings.Join(over, "; "))
+	}
+	return report
 }
