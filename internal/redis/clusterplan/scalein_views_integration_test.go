@@ -158,14 +158,23 @@ func TestDepartingMasterWaitsUntilALaggingMasterIsToldTheSlotsOwner(t *testing.T
 		if n, ok := v.SlotOwner(slot); !ok || n.ID != dstID {
 			t.Errorf("%s routes slot %d to %s, want leader-0", pods[s], slot, n.ID)
 		}
-		var slots []goredis.ClusterSlot
-		if slots, err = direct(s).ClusterSlots(ctx).Result(); err != nil {
+		shards, err := direct(s).ClusterShards(ctx).Result()
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range slots {
-			if r.Start <= slot && slot <= r.End && (len(r.Nodes) == 0 || r.Nodes[0].ID != dstID) {
-				t.Errorf("%s: CLUSTER SLOTS gives %d-%d to %v, want leader-0", pods[s], r.Start, r.End, r.Nodes)
+		served := false
+		for _, shard := range shards {
+			for _, r := range shard.Slots {
+				if int(r.Start) <= slot && slot <= int(r.End) {
+					served = slices.ContainsFunc(shard.Nodes, func(n goredis.Node) bool { return n.ID == dstID && n.Role == "master" })
+					if !served {
+						t.Errorf("%s: CLUSTER SHARDS gives slot %d to %+v, want leader-0", pods[s], slot, shard.Nodes)
+					}
+				}
 			}
+		}
+		if !served {
+			t.Errorf("%s: CLUSTER SHARDS serves slot %d nowhere on leader-0", pods[s], slot)
 		}
 	}
 	lv, _ := c.Client(t, laggard).ClusterNodes(ctx)
