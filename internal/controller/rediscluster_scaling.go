@@ -63,10 +63,26 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 			}
 		}
 	}
+	// Decided on a read of every pod made here, after the last slot move (moves run in the
+	// topology phase, after the StatefulSets are written): a departing node goes only once
+	// every view, not only its own, says it serves nothing.
 	design := clusterplan.Design{Leaders: int(want.Leaders), Followers: int(want.Followers)}
-	leaders, followers, reason := clusterplan.Keep(design, r.observeMembers(ctx, s))
+	members := r.observeMembers(ctx, s)
+	scaleIn := clusterplan.PlanScaleIn(design, members)
+	leaders, followers, reason := scaleIn.Leaders, scaleIn.Followers, scaleIn.Reason
 	s.pods = builder.ClusterPods{Leaders: keptReplicas(leaders, have.Leaders), Followers: keptReplicas(followers, have.Followers)}
 	observeFollowersRemoved(s.cr, s.pods.Followers, have.Followers)
+	if len(scaleIn.Steps) > 0 {
+		// A view that still maps slots to a departing node is told their owner; the pods stay
+		// until the next reconcile reads every view again.
+		s.members = members
+		for _, step := range scaleIn.Steps {
+			if err := r.runStep(ctx, s, step); err != nil {
+				return false, err
+			}
+		}
+		s.requeue(ctx, afterRedisCommands, "waiting for every view to agree a departing node serves nothing")
+	}
 	// The reference shows a scale-in as initializing leaders, then followers, until the
 	// departing pods are gone.
 	switch {
@@ -245,8 +261,11 @@ type slotMove struct {
 	targetPort int
 	others     []*redis.Client
 	sourceID   string
-	step       clusterplan.Step
-	auth       redis.Auth
+	// departing: the source leaves the cluster once it serves nothing, which every master
+	// must agree on before its pod goes.
+	departing bool
+	step      clusterplan.Step
+	auth      redis.Auth
 }
 
 func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (*slotMove, error) {
@@ -256,6 +275,8 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 		return nil, fmt.Errorf("pod %s reported no node ID", from.Pod)
 	}
 	move.sourceID = me.ID
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	move.departing = clusterplan.Departing(design, from)
 	var err error
 	to := memberByPod(s.members, step.To)
 	if to == nil {
@@ -329,22 +350,32 @@ func (mv *slotMove) giveSlots(ctx context.Context, slots []int) error {
 		}
 	}
 	// The other masters are told side by side. Gossip carries the new owner to a master that
-	// missed this; a failure here only delays its MOVED answers.
+	// missed this only when the destination's config epoch beats the source's: a master left
+	// mapping a departing source's slot to it would see that slot served by a gone node once
+	// the pod goes. The scale-in re-reads every view before it lets the pod go and tells such
+	// a master again (clusterplan.PlanScaleIn); the failure is returned so that the move is
+	// seen to be unfinished. For a source that stays, it only delays MOVED answers.
+	errs := make([]error, len(mv.others))
 	var wg sync.WaitGroup
-	for _, c := range mv.others {
+	for i, c := range mv.others {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for _, err := range c.ClusterSetSlotEach(ctx, slots, redis.SlotNode, mv.step.NodeID) {
-				if err != nil {
-					log.FromContext(ctx).V(1).Info("SETSLOT NODE on another master failed", "addr", c.Addr(), "error", err.Error())
+				if err != nil && !serverSays(err, "only with masters") { // a master that became a replica follows its own
+					errs[i] = fmt.Errorf("tell %s the new owner: %w", c.Addr(), err)
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	return nil
+	err := errors.Join(errs...)
+	if err != nil && !mv.departing {
+		log.FromContext(ctx).Info("SETSLOT NODE on another master failed; gossip carries the new owner", "error", err.Error())
+		return nil
+	}
+	return err
 }
 
 func myselfOf(m *clusterplan.Member) (redis.Node, bool) {

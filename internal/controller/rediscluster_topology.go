@@ -370,6 +370,10 @@ func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, 
 			step.Reason += fmt.Sprintf(" (%d keys)", keys)
 		}
 		keysMoved.With(resourceLabelValues(s.cr)).Add(float64(keys))
+	case clusterplan.StepBumpEpoch:
+		_, err = c.ClusterBumpEpoch(ctx)
+	case clusterplan.StepSetSlotNode:
+		err = errors.Join(c.ClusterSetSlotEach(ctx, slotsOf(step.Slots), redis.SlotNode, step.NodeID)...)
 	default:
 		return 0, fmt.Errorf("%w %s", errUnknownStep, step.Kind)
 	}

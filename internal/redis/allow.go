@@ -34,7 +34,7 @@ var allowedCommands = map[string][]string{
 	"acl": {"load", "users", "setuser"},
 	"cluster": {
 		"nodes", "shards", "info", "myid", "meet", "addslots", "addslotsrange", "replicate", "failover",
-		"forget", "countkeysinslot", "getkeysinslot", "setslot",
+		"forget", "countkeysinslot", "getkeysinslot", "setslot", "bumpepoch",
 	},
 	// Read-only, but for the monitored master's password (set only in the shape
 	// narrowArguments allows) and RESET of one group by its exact name, which makes a

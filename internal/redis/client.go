@@ -364,6 +364,19 @@ func (c *Client) ClusterForget(ctx context.Context, nodeID string) error {
 	return c.wrap(command, c.rdb.ClusterForget(ctx, nodeID).Err())
 }
 
+// ClusterBumpEpoch gives the node a config epoch greater than any it knows of, unless its
+// own already is the greatest (bumped false): what it claims then wins over older claims in
+// every other node's gossip, so a node that still maps one of its slots to the previous owner
+// takes the new one.
+func (c *Client) ClusterBumpEpoch(ctx context.Context) (bumped bool, err error) {
+	const command = "CLUSTER BUMPEPOCH"
+	reply, err := c.rdb.Do(ctx, "cluster", "bumpepoch").Text()
+	if err != nil {
+		return false, c.wrap(command, err)
+	}
+	return strings.HasPrefix(reply, "BUMPED"), nil
+}
+
 // ClusterCountKeysInSlot is the number of keys this node holds in slot.
 func (c *Client) ClusterCountKeysInSlot(ctx context.Context, slot int) (int64, error) {
 	const command = "CLUSTER COUNTKEYSINSLOT"

@@ -82,6 +82,12 @@ const (
 	StepMigrate StepKind = "Migrate"
 	// StepAnnounce sets the address the node announces (CONFIG SET cluster-announce-*).
 	StepAnnounce StepKind = "Announce"
+	// StepBumpEpoch gives the owner of slots that a view still maps to a departing node the
+	// greatest config epoch (CLUSTER BUMPEPOCH), so that its claim wins in every node's gossip.
+	StepBumpEpoch StepKind = "BumpEpoch"
+	// StepSetSlotNode tells a master whose view still maps the slots to a departing node who
+	// owns them (CLUSTER SETSLOT slot NODE id): NodeID and To name the owner.
+	StepSetSlotNode StepKind = "SetSlotNode"
 )
 
 // Step is one command to run on one pod.
@@ -93,11 +99,12 @@ type Step struct {
 	IP      string
 	Port    int
 	BusPort int
-	// AddSlots: the ranges to take; Migrate: the ranges to move.
+	// AddSlots: the ranges to take; Migrate: the ranges to move; SetSlotNode: the ranges to give.
 	Slots []redis.SlotRange
-	// Replicate: the master to follow; Forget: the node to forget; Migrate: the destination.
+	// Replicate: the master to follow; Forget: the node to forget; Migrate: the destination;
+	// SetSlotNode: the owner.
 	NodeID string
-	// Migrate: the destination pod (IP and Port are its address).
+	// Migrate: the destination pod (IP and Port are its address); SetSlotNode: the owner's pod.
 	To string
 	// Reason says why, for events and logs.
 	Reason string
