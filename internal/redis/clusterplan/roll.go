@@ -20,7 +20,8 @@ type RollAction struct {
 
 // Roll chooses the next step of a rolling update on a converged cluster: outdated replicas
 // first (follower pods first, highest ordinal first), then each outdated master once one of
-// its replicas in sync (an updated one if possible) has taken its shard over. A master with
+// its replicas in sync (an updated one if possible) has taken its shard over; that replica
+// must be electable (see Electability), or the rollout waits while the topology phase meets. A master with
 // no replica is replaced only when durable (its data is on a volume); otherwise that would
 // lose its shard, which is refused. The zero action means nothing is outdated.
 func Roll(design Design, members []Member, durable bool) RollAction {
@@ -76,7 +77,13 @@ func Roll(design Design, members []Member, durable bool) RollAction {
 	})
 	switch {
 	case len(inSync) > 0:
-		return RollAction{Failover: inSync[0].Pod}
+		for _, r := range inSync {
+			if electable(members, r).Ready() {
+				return RollAction{Failover: r.Pod}
+			}
+		}
+		e := electable(members, inSync[0])
+		return RollAction{Wait: fmt.Sprintf("%s takes over %s's shard once every master knows it: %s", inSync[0].Pod, master.Pod, e.Reason())}
 	case len(syncing) > 0:
 		return RollAction{Wait: fmt.Sprintf("%s is syncing before it takes over %s's shard", syncing[0].Pod, master.Pod)}
 	case me.SlotCount() == 0 || durable:
