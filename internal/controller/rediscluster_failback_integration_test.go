@@ -4,6 +4,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -70,4 +71,11 @@ func TestLeaderBackAtANewIPFailsBackOnceEveryMasterKnowsIt(t *testing.T) {
 		}
 	}
 	t.Logf("CLUSTER FAILOVER asked of the returning leader %d time(s)", len(asks))
+}
+
+// failoversAsked returns when the operator sent CLUSTER FAILOVER to the node at addr.
+func (op *operator) failoversAsked(addr string) []time.Time {
+	op.askMu.Lock()
+	defer op.askMu.Unlock()
+	return slices.Clone(op.failoverAsks[addr])
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,13 +83,6 @@ type operator struct {
 	// failoverAsks are the CLUSTER FAILOVERs sent, by the address of the node asked.
 	askMu        sync.Mutex
 	failoverAsks map[string][]time.Time
-}
-
-// failoversAsked returns when the operator sent CLUSTER FAILOVER to the node at addr.
-func (op *operator) failoversAsked(addr string) []time.Time {
-	op.askMu.Lock()
-	defer op.askMu.Unlock()
-	return slices.Clone(op.failoverAsks[addr])
 }
 
 var readOnlyCommands = map[string]bool{
