@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
@@ -43,24 +42,26 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 	if plan.Refuse != "" {
 		return again(req.refuse(ctx, plan.Refuse, plan.Invalid))
 	}
+	if plan.Wait != "" {
+		s.conditions.progressing(ReasonFailoverRequested, "the failover asked with "+builder.AnnotationFailover+" waits: "+plan.Wait)
+		s.requeue(ctx, whileConverging, plan.Wait)
+		return true, nil
+	}
 	if err := req.choose(ctx, plan.Failover); err != nil {
 		return false, err
 	}
 	member := memberByPod(s.members, plan.Failover)
 	progress := plan.Failover + " takes its master's shard over, as asked with " + builder.AnnotationFailover
-	if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
-		s.conditions.progressing(ReasonFailoverRequested, progress)
-		s.requeue(ctx, whileConverging, "waiting for CLUSTER FAILOVER to swap the roles")
-		return true, nil
-	}
-	c, err := r.Redis.Client(s.memberEndpoint(member))
-	if err != nil {
-		return false, err
-	}
 	pod := s.pod(func(p *corev1.Pod) bool { return p.Name == plan.Failover })
-	if err := c.ClusterFailover(ctx, redis.FailoverDefault); err != nil {
+	wait, err := r.askFailover(ctx, s, s.members, member)
+	if err != nil {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover", "%s could not take its master's shard over: %v", plan.Failover, err)
 		return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", plan.Failover, err)
+	}
+	if wait != "" {
+		s.conditions.progressing(ReasonFailoverRequested, progress+": "+wait)
+		s.requeue(ctx, whileConverging, wait)
+		return true, nil
 	}
 	failovers.With(resourceLabelValues(s.cr)).Inc()
 	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s", progress)

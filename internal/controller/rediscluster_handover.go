@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
@@ -53,33 +52,30 @@ func (r *RedisClusterReconciler) handOver(ctx context.Context, s, view *clusterS
 		return m.Pod != pod.Name && slices.ContainsFunc(going, func(p corev1.Pod) bool { return p.Name == m.Pod })
 	})
 	plan := clusterplan.PlanRequestedFailover(candidates, pod.Name)
-	if plan.Refuse != "" {
+	switch {
+	case plan.Refuse != "":
 		// Redis fails over by itself once the pod is gone; say why it has to.
-		if r.failovers.ask("hand-over-refused/" + string(pod.UID)) {
+		if r.failovers.firstRefusal("hand-over-refused/" + string(pod.UID)) {
 			r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "HandOverRefused", "Failover",
 				"%s stops while it serves slots, and its shard cannot be handed over: %s", pod.Name, plan.Refuse)
 		}
 		s.requeue(ctx, whileConverging, "a terminating master's shard has no replica in sync to take it over yet")
 		return nil
+	case plan.Wait != "":
+		s.requeue(ctx, whileConverging, "the hand-over of terminating "+pod.Name+" waits: "+plan.Wait)
+		return nil
 	}
 	member := memberByPod(members, plan.Failover)
-	me, ok := myselfOf(member)
-	if !ok {
-		return nil
-	}
-	if !r.failovers.ask(me.ID) {
-		s.requeue(ctx, whileConverging, "waiting for CLUSTER FAILOVER to hand a terminating master's shard over")
-		return nil
-	}
-	c, err := r.Redis.Client(s.memberEndpoint(member))
-	if err != nil {
-		return err
-	}
 	replica := view.pod(func(p *corev1.Pod) bool { return p.Name == plan.Failover })
-	if err := c.ClusterFailover(ctx, redis.FailoverDefault); err != nil {
+	wait, err := r.askFailover(ctx, s, members, member)
+	if err != nil {
 		r.Recorder.Eventf(s.cr, replica, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover",
 			"%s could not take the shard of terminating %s over: %v", plan.Failover, pod.Name, err)
 		return fmt.Errorf("CLUSTER FAILOVER on %s for terminating %s: %w", plan.Failover, pod.Name, err)
+	}
+	if wait != "" {
+		s.requeue(ctx, whileConverging, "the hand-over of terminating "+pod.Name+" waits: "+wait)
+		return nil
 	}
 	failovers.With(resourceLabelValues(s.cr)).Inc()
 	log.FromContext(ctx).Info("hand-over of a terminating master", "master", pod.Name, "replica", plan.Failover)

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
@@ -90,19 +87,16 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		return true, nil // its pod events bring us back
 	case action.Failover != "":
 		member := memberByPod(s.members, action.Failover)
-		c, err := r.Redis.Client(s.memberEndpoint(member))
-		if err != nil {
-			return false, err
-		}
 		pod := s.pod(func(p *corev1.Pod) bool { return p.Name == action.Failover })
-		if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
-			progress(action.Failover + " is taking its master's shard over")
-			s.requeue(ctx, whileConverging, "waiting for CLUSTER FAILOVER to swap the roles")
-			return true, nil
-		}
-		if err := c.ClusterFailover(ctx, redis.FailoverDefault); err != nil {
+		wait, err := r.askFailover(ctx, s, s.members, member)
+		if err != nil {
 			r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover", "%s could not take its master's shard over for the rolling update: %v", action.Failover, err)
 			return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", action.Failover, err)
+		}
+		if wait != "" {
+			progress(wait)
+			s.requeue(ctx, whileConverging, wait)
+			return true, nil
 		}
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s takes its master's shard over so that the master can be replaced", action.Failover)
 		progress(action.Failover + " takes its master's shard over")
@@ -118,34 +112,4 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 	}
 	s.conditions.degraded(ReasonRollingUpdate, action.Problem)
 	return true, nil // a change of the spec or a pod brings us back
-}
-
-// manualFailoverTimeout is how long Redis gives a CLUSTER FAILOVER to swap the roles; asking
-// again within it would restart the attempt, so the operator waits it out.
-const manualFailoverTimeout = 5 * time.Second
-
-// failoverLog remembers, by node ID, when the operator last asked a replica to fail over.
-type failoverLog struct {
-	mu    sync.Mutex
-	asked map[string]time.Time
-}
-
-// ask reports whether a failover on the node may be asked now, and notes it if so.
-func (l *failoverLog) ask(nodeID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if at, ok := l.asked[nodeID]; ok && now.Sub(at) < manualFailoverTimeout {
-		return false
-	}
-	if l.asked == nil {
-		l.asked = map[string]time.Time{}
-	}
-	for id, at := range l.asked {
-		if now.Sub(at) >= manualFailoverTimeout {
-			delete(l.asked, id)
-		}
-	}
-	l.asked[nodeID] = now
-	return true
 }

@@ -365,17 +365,3 @@ func conditionTrue(conds []metav1.Condition, typ string, generation int64) bool 
 	c := meta.FindStatusCondition(conds, typ)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
 }
-
-func TestFailoverLogWaitsOutTheManualFailoverTimeout(t *testing.T) {
-	var l failoverLog
-	if !l.ask("a") || l.ask("a") {
-		t.Fatal("a second failover on the same node within the timeout must wait")
-	}
-	if !l.ask("b") {
-		t.Fatal("another node's failover need not wait")
-	}
-	l.asked["a"] = time.Now().Add(-manualFailoverTimeout)
-	if !l.ask("a") {
-		t.Fatal("after the timeout the failover may be asked again")
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	if wait := r.migrationBlocked(ctx, s, plan.Steps); wait != "" {
 		plan = clusterplan.Plan{Wait: wait}
 	}
+	plan = r.withoutPendingFailovers(s, plan)
 	// What the cluster does not serve is said as an outage, whatever the plan does about it;
 	// steps and waits of a cluster that serves everything are progress.
 	if s.conditions.hasServed() { // a cluster still being created has no outage to report
@@ -101,6 +103,31 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 		return true, nil
 	}
 	return false, nil
+}
+
+// withoutPendingFailovers drops the fail-backs of shards whose election the operator asked
+// for recently (see failoverLog): asked again, they would pause the shard's writes and elect
+// nobody. A plan left with none waits, saying for what.
+func (r *RedisClusterReconciler) withoutPendingFailovers(s *clusterScope, plan clusterplan.Plan) clusterplan.Plan {
+	var waits []string
+	steps := slices.DeleteFunc(slices.Clone(plan.Steps), func(step clusterplan.Step) bool {
+		if step.Kind != clusterplan.StepFailover {
+			return false
+		}
+		wait := r.failovers.wait(s.members, memberByPod(s.members, step.On))
+		if wait != "" {
+			waits = append(waits, wait)
+		}
+		return wait != ""
+	})
+	if len(waits) == 0 {
+		return plan
+	}
+	if len(steps) == 0 {
+		return clusterplan.Plan{Wait: strings.Join(waits, "; ")}
+	}
+	plan.Steps = steps
+	return plan
 }
 
 // newCluster: the cluster has never served (it is being created), judged by the state the
@@ -356,11 +383,11 @@ func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, 
 	case clusterplan.StepReplicate:
 		err = c.ClusterReplicate(ctx, step.NodeID)
 	case clusterplan.StepFailover:
-		if me, ok := myselfOf(member); ok && !r.failovers.ask(me.ID) {
-			log.FromContext(ctx).V(1).Info("a failover asked recently is still running", "pod", step.On)
+		var wait string
+		if wait, err = r.askFailover(ctx, s, s.members, member); wait != "" {
+			log.FromContext(ctx).V(1).Info("a failover asked recently is still running", "pod", step.On, "wait", wait)
 			return 0, errFailoverRunning
 		}
-		err = c.ClusterFailover(ctx, redis.FailoverDefault)
 	case clusterplan.StepMigrate:
 		var keys int
 		slots, keys, err = r.migrateSlots(ctx, s, member, *step, time.Now().Add(migrationSlice))

@@ -80,6 +80,9 @@ type operator struct {
 	// redisWrites counts the Redis commands the operator sent that are not read-only.
 	redisWrites atomic.Int64
 	redisReads  atomic.Int64
+	// failoverAsks are the CLUSTER FAILOVERs sent, by the address of the node asked.
+	askMu        sync.Mutex
+	failoverAsks map[string][]time.Time
 }
 
 var readOnlyCommands = map[string]bool{
@@ -112,7 +115,15 @@ func startOperator(t *testing.T, namespace string, options ...stuckAfter) *opera
 			return rt.RoundTrip(req)
 		})
 	}
-	op.pool = redis.NewPool(redis.Options{OnCommand: func(_, command string) {
+	op.pool = redis.NewPool(redis.Options{OnCommand: func(addr, command string) {
+		if command == "cluster failover" {
+			op.askMu.Lock()
+			if op.failoverAsks == nil {
+				op.failoverAsks = map[string][]time.Time{}
+			}
+			op.failoverAsks[addr] = append(op.failoverAsks[addr], time.Now())
+			op.askMu.Unlock()
+		}
 		if readOnlyCommands[command] {
 			op.redisReads.Add(1)
 		} else {

@@ -67,8 +67,17 @@ func FuzzCompute(f *testing.F) {
 				t.Fatalf("early slots must give a leader one valid range: %v", s)
 			}
 		}
-		if a := Roll(design, members, departing%2 == 0); (a.Delete != "" && !pods[a.Delete]) || (a.Failover != "" && !pods[a.Failover]) {
+		a := Roll(design, members, departing%2 == 0)
+		if (a.Delete != "" && !pods[a.Delete]) || (a.Failover != "" && !pods[a.Failover]) {
 			t.Fatalf("roll names an unknown pod: %+v", a)
+		}
+		if a.Failover != "" {
+			assertKnownEverywhere(t, members, a.Failover)
+		}
+		for _, m := range members {
+			if p := PlanRequestedFailover(members, m.Pod); p.Failover != "" {
+				assertKnownEverywhere(t, members, p.Failover)
+			}
 		}
 		keepLeaders, keepFollowers, _ := Keep(design, members)
 		if keepLeaders < design.Leaders || keepLeaders > podsOf || keepFollowers < design.Followers || keepFollowers > design.Followers+extraFollowers {
@@ -111,9 +120,47 @@ func FuzzCompute(f *testing.F) {
 					}
 				}
 			case StepFailover:
+				assertKnownEverywhere(t, members, s.On)
 			default:
 				t.Fatalf("unknown step %v", s)
 			}
 		}
 	})
+}
+
+// assertKnownEverywhere fails unless every member that answers as a master serving slots (a
+// voter) has the pod's node at the pod's address, linked, neither suspected nor failing: a
+// failover asked otherwise elects nobody and blocks the next election for four node timeouts.
+func assertKnownEverywhere(t *testing.T, members []Member, pod string) {
+	t.Helper()
+	var candidate *Member
+	for i := range members {
+		if members[i].Pod == pod {
+			candidate = &members[i]
+		}
+	}
+	if candidate == nil || candidate.View == nil {
+		t.Fatalf("failover on %s, which does not answer", pod)
+	}
+	me, ok := candidate.View.Myself()
+	if !ok {
+		t.Fatalf("failover on %s, which has no myself line", pod)
+	}
+	for _, m := range members {
+		if m.Pod == pod || m.View == nil {
+			continue
+		}
+		if self, ok := m.View.Myself(); !ok || !self.IsMaster() || self.SlotCount() == 0 {
+			continue
+		}
+		seen, ok := m.View.NodeByID(me.ID)
+		switch {
+		case !ok:
+			t.Fatalf("failover on %s, which master %s does not know", pod, m.Pod)
+		case seen.Addr.IP != candidate.IP || seen.Addr.Port != candidate.Port || seen.Addr.BusPort != candidate.BusPort:
+			t.Fatalf("failover on %s (at %s:%d@%d), which master %s knows at %s@%d", pod, candidate.IP, candidate.Port, candidate.BusPort, m.Pod, seen.Addr.HostPort(), seen.Addr.BusPort)
+		case seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail):
+			t.Fatalf("failover on %s, which master %s sees with link %s, flags %s", pod, m.Pod, seen.Link, seen.Flags)
+		}
+	}
 }

@@ -737,8 +737,11 @@ func (o *observed) chooseShard(m Member, shards []*shard, perShard int) *shard {
 	return best
 }
 
-// failBack makes each leader pod the master of its shard again once it is a replica in sync:
-// CLUSTER FAILOVER run on the replica swaps the roles without losing acknowledged writes.
+// failBack makes each leader pod the master of its shard again once it is a replica in sync
+// and electable (see Electability): CLUSTER FAILOVER run on the replica swaps the roles
+// without losing acknowledged writes. Where a master's view holds the leader at a stale
+// address that meet left alone (a bus port, a handshake's other end), the same MEET comes
+// first; the failovers of other shards then follow in the next plan, one stage at a time.
 func failBack(o *observed) Plan {
 	var plan Plan
 	var waits []string
@@ -758,13 +761,20 @@ func failBack(o *observed) Plan {
 			waits = append(waits, fmt.Sprintf("leader %s is syncing from %s before it fails back", m.Pod, master.Pod))
 			continue
 		}
-		// Redis refuses a failover while the replica itself counts its master as failing.
-		if seen, ok := m.View.NodeByID(node.MasterID); !ok || seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail) {
-			waits = append(waits, fmt.Sprintf("leader %s does not see %s linked and healthy yet", m.Pod, master.Pod))
+		// Redis refuses a failover while the replica itself counts its master as failing, and
+		// the election fails while a voting master knows the leader at its old address.
+		if e := electable(o.members, &m); !e.Ready() {
+			plan.Steps = append(plan.Steps, e.Meets...)
+			if len(e.Meets) == 0 {
+				waits = append(waits, fmt.Sprintf("leader %s waits to fail back until every master knows it: %s", m.Pod, e.Reason()))
+			}
 			continue
 		}
 		plan.Steps = append(plan.Steps, Step{Kind: StepFailover, On: m.Pod,
 			Reason: fmt.Sprintf("leader pod takes its shard back from %s", master.Pod)})
+	}
+	if slices.ContainsFunc(plan.Steps, func(s Step) bool { return s.Kind == StepMeet }) {
+		plan.Steps = slices.DeleteFunc(plan.Steps, func(s Step) bool { return s.Kind == StepFailover })
 	}
 	if len(plan.Steps) == 0 && len(waits) > 0 {
 		plan.Wait = strings.Join(waits, "; ")

@@ -13,12 +13,16 @@ type RequestedFailover struct {
 	// Invalid: the request can never be fulfilled as asked (no such pod, no pod named); it is
 	// dropped.
 	Invalid bool
+	// Wait says, when the failover is safe but its replica could not be elected yet (a
+	// master's view of it has not converged, see Electability), what it waits for.
+	Wait string
 }
 
 // PlanRequestedFailover decides a failover the user asked for: target names a replica, which
 // takes its master's shard over, or a master, whose replica holding the most takes it over.
 // CLUSTER FAILOVER (without FORCE) loses no acknowledged write, and only a replica whose link
 // to its master is up is asked: the master waits for it to catch up, then the roles swap.
+// An electable one (see Electability): until one is, the plan waits.
 func PlanRequestedFailover(members []Member, target string) RequestedFailover {
 	var named *Member
 	for i := range members {
@@ -37,20 +41,33 @@ func PlanRequestedFailover(members []Member, target string) RequestedFailover {
 		if !named.Replication.LinkUp() {
 			return RequestedFailover{Refuse: fmt.Sprintf("%s's link to its master is down: it may not hold every write", target)}
 		}
+		if e := electable(members, named); !e.Ready() {
+			return RequestedFailover{Wait: fmt.Sprintf("%s takes its master's shard over once every master knows it: %s", target, e.Reason())}
+		}
 		return RequestedFailover{Failover: target}
 	}
-	var best *Member
+	var best, bestElectable *Member
+	better := func(r, than *Member) bool {
+		return than == nil || r.Replication.ReplicationOffset > than.Replication.ReplicationOffset
+	}
 	for i := range members {
 		r := &members[i]
-		if node, ok := myself(r); ok && node.IsReplica() && node.MasterID == me.ID && r.Replication.LinkUp() &&
-			(best == nil || r.Replication.ReplicationOffset > best.Replication.ReplicationOffset) {
-			best = r
+		if node, ok := myself(r); ok && node.IsReplica() && node.MasterID == me.ID && r.Replication.LinkUp() {
+			if better(r, best) {
+				best = r
+			}
+			if better(r, bestElectable) && electable(members, r).Ready() {
+				bestElectable = r
+			}
 		}
 	}
-	if best == nil {
+	switch {
+	case best == nil:
 		return RequestedFailover{Refuse: fmt.Sprintf("no replica of %s has its link up: a failover now could lose writes", target)}
+	case bestElectable == nil:
+		return RequestedFailover{Wait: fmt.Sprintf("%s takes %s's shard over once every master knows it: %s", best.Pod, target, electable(members, best).Reason())}
 	}
-	return RequestedFailover{Failover: best.Pod}
+	return RequestedFailover{Failover: bestElectable.Pod}
 }
 
 // IsServingMaster reports whether pod answers as a master that serves slots.

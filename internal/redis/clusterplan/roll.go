@@ -20,7 +20,8 @@ type RollAction struct {
 
 // Roll chooses the next step of a rolling update on a converged cluster: outdated replicas
 // first (follower pods first, highest ordinal first), then each outdated master once one of
-// its replicas in sync (an updated one if possible) has taken its shard over. A master with
+// its replicas in sync (an updated one if possible) has taken its shard over; that replica
+// must be electable (see Electability), or the rollout waits while the topology phase meets. A master with
 // no replica is replaced only when durable (its data is on a volume); otherwise that would
 // lose its shard, which is refused. The zero action means nothing is outdated.
 func Roll(design Design, members []Member, durable bool) RollAction {
@@ -76,11 +77,23 @@ func Roll(design Design, members []Member, durable bool) RollAction {
 	})
 	switch {
 	case len(inSync) > 0:
-		return RollAction{Failover: inSync[0].Pod}
+		return handOverTo(members, inSync, master)
 	case len(syncing) > 0:
 		return RollAction{Wait: fmt.Sprintf("%s is syncing before it takes over %s's shard", syncing[0].Pod, master.Pod)}
 	case me.SlotCount() == 0 || durable:
 		return RollAction{Delete: master.Pod}
 	}
 	return RollAction{Problem: fmt.Sprintf("%s is a master with no replica and no volume: replacing it would lose its %d slots' data (delete the pod yourself to accept that, or add followers or storage)", master.Pod, me.SlotCount())}
+}
+
+// handOverTo asks the first electable of the replicas in sync to take master's shard over, or
+// waits, saying why the first is not electable yet.
+func handOverTo(members []Member, inSync []*Member, master *Member) RollAction {
+	for _, r := range inSync {
+		if electable(members, r).Ready() {
+			return RollAction{Failover: r.Pod}
+		}
+	}
+	e := electable(members, inSync[0])
+	return RollAction{Wait: fmt.Sprintf("%s takes over %s's shard once every master knows it: %s", inSync[0].Pod, master.Pod, e.Reason())}
 }
