@@ -200,6 +200,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		// Within the promotion grace (or while sentinels fail over) and the outage bound: a
 		// master restarting is progress; past the bound it is an outage (above).
 		s.conditions.progressing(ReasonConverging, s.plan.Wait)
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {
 			wait = min(grace, outageAfter) // the promotion clock starts now
@@ -208,6 +209,8 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		return true, nil
 	case s.plan.Wait != "":
 		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, ReasonConverging, m) })
+		// A pod that cannot start (no volume, no image) is why no Redis answers: say so.
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		s.requeue(ctx, whileConverging, s.plan.Wait)
 		return true, nil
 	}
