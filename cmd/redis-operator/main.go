@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"math"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -164,6 +166,10 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	// both to the same structured logger so every line has one format.
 	goredis.SetLogger(redis.Logger{Base: ctrl.Log.WithName("go-redis")})
 	klog.SetLogger(ctrl.Log.WithName("client-go"))
+	// The standard library's log carries net/http's server errors (a TLS handshake refused
+	// before the webhook has its certificate): the same logger, without the text timestamp.
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(logrWriter{ctrl.Log.WithName("net/http")})
 	log := ctrl.Log.WithName("setup")
 
 	if cfg == nil {
@@ -396,4 +402,14 @@ func webhookServer(hook *conversionwebhook.Webhook) webhook.Server {
 		return nil
 	}
 	return hook.Server()
+}
+
+// logrWriter gives each line written to it to logr as one info entry.
+type logrWriter struct{ logger logr.Logger }
+
+func (w logrWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w.logger.Info(line)
+	}
+	return len(p), nil
 }
