@@ -12,9 +12,9 @@ func TestHashSlotIsTheClusterSlot(t *testing.T) {
 		"123456789":            12739, // CRC16/XMODEM's check value 0x31C3
 		"foo":                  12182,
 		"user1000":             3443,
-		"{user1000}.following": 3443,  // the hash tag alone
-		"foo{}{bar}":           8363,  // an empty first tag: the whole key
-		"foo{{bar}}zap":        4015,  // the tag is "{bar"
+		"{user1000}.following": 3443, // the hash tag alone
+		"foo{}{bar}":           8363, // an empty first tag: the whole key
+		"foo{{bar}}zap":        4015, // the tag is "{bar"
 		"":                     0,
 	} {
 		if got := HashSlot(key); got != want {
