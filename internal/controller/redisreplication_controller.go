@@ -16,6 +16,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 )
@@ -48,6 +49,9 @@ type RedisReplicationReconciler struct {
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch
+	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
+	// whose pods stops answering or answers again; nil: only the periodic health check does.
+	Liveness *liveness.Watcher
 	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
 	MasterPromotionGrace time.Duration
 	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
@@ -139,7 +143,8 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		newScope: func(cr *v1beta2.RedisReplication, b scopeBase) *replicationScope {
 			return &replicationScope{scopeBase: b, cr: cr}
 		},
-		phases: r.phases(),
+		phases:   r.phases(),
+		liveness: r.Liveness,
 	}.reconcile(ctx, r.Client, req)
 }
 

@@ -21,6 +21,9 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	if err := r.observeMembers(ctx, s); err != nil {
 		return false, err
 	}
+	watchLiveness(r.Liveness, s.cr, s.pods, func(pod *corev1.Pod) redis.Endpoint {
+		return redis.NewEndpoint(pod.Status.PodIP, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
+	})
 	observeReplicationMembers(s.cr, s.members)
 	observeReplicationPods(s.cr, s.pods)
 	r.observeLagSeconds(ctx, s)
@@ -107,7 +110,10 @@ func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *r
 			if err != nil {
 				return err
 			}
-			if role, linkDown, err := observeRole(ctx, c); err == nil {
+			readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
+			role, linkDown, err := observeRole(readCtx, c)
+			cancel()
+			if err == nil {
 				m.Role, m.LinkDown = &role, linkDown
 			} else {
 				log.FromContext(ctx).Info("ROLE failed", "pod", pod.Name, "error", err.Error())

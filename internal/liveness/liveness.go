@@ -155,6 +155,24 @@ func (w *Watcher) Watch(owner Owner, endpoints map[string]redis.Endpoint) {
 	w.targets[owner] = next
 }
 
+// ReadContext is ctx for the reconcile's reads of one of owner's pods: bounded by the PING
+// timeout while the pod last failed to answer PING, so that the reconcile the watcher brought
+// finds it silent in a second rather than after a whole command timeout; ctx itself otherwise.
+// The reconcile still asks the pod: a pod back before the next round answers.
+func (w *Watcher) ReadContext(ctx context.Context, owner Owner, pod string) (context.Context, context.CancelFunc) {
+	if w == nil {
+		return ctx, func() {}
+	}
+	w.mu.Lock()
+	t, ok := w.targets[owner][pod]
+	silent := ok && t.silent
+	w.mu.Unlock()
+	if !silent {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, w.opts.Timeout)
+}
+
 // Forget stops watching the pods of owner: it is deleted.
 func (w *Watcher) Forget(owner Owner) { w.Watch(owner, nil) }
 

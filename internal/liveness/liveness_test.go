@@ -197,3 +197,33 @@ func waitFor(t *testing.T, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+func TestReadContextIsShortOnlyForAPodFoundSilent(t *testing.T) {
+	ctx := context.Background()
+	pinger := &fakePinger{silent: map[string]bool{"10.0.0.2:6379": true}}
+	w := New(pinger, Options{Timeout: 700 * time.Millisecond})
+	cache := Owner{Kind: "Redis", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cache"}}
+	w.Watch(cache, map[string]redis.Endpoint{"cache-0": ep("10.0.0.1"), "cache-1": ep("10.0.0.2")})
+	deadline := func(pod string) (time.Duration, bool) {
+		c, cancel := w.ReadContext(ctx, cache, pod)
+		defer cancel()
+		d, ok := c.Deadline()
+		return time.Until(d), ok
+	}
+	if _, ok := deadline("cache-1"); ok {
+		t.Fatal("a pod not yet pinged got a short deadline")
+	}
+	w.Probe(ctx)
+	if _, ok := deadline("cache-0"); ok {
+		t.Fatal("a pod that answers got a short deadline")
+	}
+	if d, ok := deadline("cache-1"); !ok || d > 700*time.Millisecond {
+		t.Fatalf("a silent pod's reads get %v (deadline %v), want at most the PING timeout", d, ok)
+	}
+	var nilWatcher *Watcher
+	if c, cancel := nilWatcher.ReadContext(ctx, cache, "cache-1"); c != ctx {
+		t.Fatal("no watcher changed the context")
+	} else {
+		cancel()
+	}
+}
