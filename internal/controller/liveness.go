@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,4 +32,12 @@ func watchLiveness(w *liveness.Watcher, owner client.Object, pods []corev1.Pod, 
 		}
 	}
 	w.Watch(livenessOwner(owner), endpoints)
+}
+
+// silentPods says which running pods did not answer, in the words every kind's status uses.
+func silentPods(pods []string) string {
+	if len(pods) == 1 {
+		return "pod " + pods[0] + " does not answer"
+	}
+	return "pods " + strings.Join(pods, ", ") + " do not answer"
 }

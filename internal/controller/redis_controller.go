@@ -211,7 +211,12 @@ func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool,
 	}
 	if err != nil {
 		message := fmt.Sprintf("pod %s does not answer PING: %v", s.pod.Name, err)
-		s.conditions.progressing(ReasonRedisUnreachable, message)
+		if s.conditions.hasServed() {
+			// It served: an outage, as every kind says of a pod that stops answering.
+			s.conditions.degraded(ReasonRedisUnreachable, message)
+		} else {
+			s.conditions.progressing(ReasonRedisUnreachable, message)
+		}
 		s.requeue(ctx, whileConverging, "Redis does not answer PING")
 		return true, nil
 	}

@@ -305,16 +305,25 @@ func (r *RedisReplicationReconciler) applyDynamicConfig(ctx context.Context, s *
 func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replicationScope) (bool, error) {
 	size := *s.cr.Spec.Size
 	answering, readySilent := 0, ""
+	var silent []string
 	for i, m := range s.members {
 		switch {
 		case m.Role != nil:
 			answering++
+			continue
 		case podReady(&s.pods[i]) && readySilent == "":
 			readySilent = m.Pod
 		}
+		if m.IP != "" && s.pods[i].Status.Phase == corev1.PodRunning {
+			silent = append(silent, m.Pod)
+		}
 	}
 	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
-		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
+		message := fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering)
+		if len(silent) > 0 {
+			message += "; " + silentPods(silent)
+		}
+		r.notReady(s, ReasonPodsNotReady, message)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so

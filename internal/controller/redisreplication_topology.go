@@ -203,9 +203,11 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		s.requeue(ctx, whileConverging, s.plan.Stuck)
 		return true, nil
 	case s.plan.MasterDown:
-		// Within the promotion grace (or while sentinels fail over) and the outage bound: a
-		// master restarting is progress; past the bound it is an outage (above).
-		s.conditions.progressing(ReasonConverging, s.plan.Wait)
+		// Within the promotion grace (or while sentinels fail over) and the outage bound, a
+		// silent master of a replication that served is Degraded, naming the master, as every
+		// kind says of a pod that stops answering; past the bound it is an outage (above), with
+		// its Warning event. One being created is progress.
+		r.notReady(s, ReasonRedisUnreachable, s.plan.Wait)
 		wait := min(whileConverging, outageAfter)
 		if !down {
 			wait = min(grace, outageAfter) // the promotion clock starts now

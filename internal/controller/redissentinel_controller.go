@@ -240,7 +240,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		cancel()
 		switch {
 		case err != nil:
-			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		case !known || host != s.masterHost:
@@ -285,7 +285,7 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 		err = c.Ping(readCtx)
 		cancel()
 		if err != nil {
-			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
