@@ -37,6 +37,7 @@ import (
 	redisv1beta1 "github.com/rediskube/redis-operator/api/v1beta1"
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/controller"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/metricsauth"
 	"github.com/rediskube/redis-operator/internal/redis"
 	conversionwebhook "github.com/rediskube/redis-operator/internal/webhook"
@@ -67,9 +68,11 @@ type options struct {
 	// client-side rate limit and no timeout).
 	kubeClientQPS     float64
 	kubeClientTimeout time.Duration
-	pprofAddr         string
-	webhook           conversionwebhook.Options
-	zap               zap.Options
+	// livenessInterval is the time between two PINGs of each pod by the liveness watcher.
+	livenessInterval time.Duration
+	pprofAddr        string
+	webhook          conversionwebhook.Options
+	zap              zap.Options
 }
 
 // defaultMaxConcurrentReconciles lets a slow or unreachable pod of one resource hold up only
@@ -104,6 +107,8 @@ func parseFlags(args []string) (*options, error) {
 		"Requests per second the operator's Kubernetes API client may send (burst 10); 0: no client-side limit, the API server's priority and fairness applies.")
 	fs.DurationVar(&opts.kubeClientTimeout, "kube-client-timeout", 0,
 		"Time limit of each Kubernetes API request the operator makes, watches excepted (they last by design); 0: none.")
+	fs.DurationVar(&opts.livenessInterval, "liveness-interval", liveness.DefaultInterval,
+		"Time between two PINGs (each bounded by 1s) of every Redis and sentinel pod, so that a pod that stops answering without any Kubernetes event is on its resource's status within seconds.")
 	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
 		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
 	bindWebhookFlags(fs, &opts.webhook)
@@ -116,6 +121,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if opts.kubeClientQPS < 0 || opts.kubeClientQPS > math.MaxFloat32 {
 		return nil, fmt.Errorf("--kube-client-qps=%v: want 0 (no limit) or more", opts.kubeClientQPS)
+	}
+	if opts.livenessInterval <= 0 {
+		return nil, fmt.Errorf("--liveness-interval=%v: want more than 0", opts.livenessInterval)
 	}
 	if opts.kubeClientTimeout < 0 {
 		return nil, fmt.Errorf("--kube-client-timeout=%v: want 0 (none) or more", opts.kubeClientTimeout)
@@ -233,6 +241,13 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 			log.Error(err, "close Redis connections")
 		}
 	}()
+	// One liveness watcher for every controller: it PINGs the pods between reconciles on the
+	// same pooled connections and brings back a resource whose pod stops answering, or answers
+	// again, within seconds, with no API call of its own.
+	live := liveness.New(liveness.PoolPinger{Pool: redisPool}, liveness.Options{Interval: opts.livenessInterval})
+	if err := mgr.Add(live); err != nil {
+		return fmt.Errorf("add the liveness watcher: %w", err)
+	}
 	// Secrets a resource names are read by name from the API server, not from the cache.
 	writes := controller.CountWrites(controller.ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader()))
 	secretWatch, err := controller.NewSecretWatch(mgr, namespaces)
@@ -249,12 +264,12 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
-		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch,
+		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live}},
+		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			DNSDomain: opts.dnsDomain}},
-		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch,
+		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			DNSDomain: opts.dnsDomain}},
-		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch}},
+		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 )
 
 // The phases every kind shares: finalizer, deletion, owned objects, status.
@@ -236,6 +237,8 @@ func (b *scopeBase) requeuer(ctx context.Context) func(time.Duration, string) {
 type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
 	newScope func(T, scopeBase) S
 	phases   []phase[S]
+	// liveness stops PINGing the pods of a resource that is deleted or gone.
+	liveness *liveness.Watcher
 }
 
 func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
@@ -243,8 +246,12 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetResource(kindName(obj), req.Namespace, req.Name)
+			k.liveness.Forget(liveness.Owner{Kind: kindName(obj), NamespacedName: req.NamespacedName})
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		k.liveness.Forget(livenessOwner(obj))
 	}
 	before := obj.DeepCopyObject().(T)
 	common := commonStatusOf(obj)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
@@ -34,6 +35,9 @@ type RedisReconciler struct {
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch
+	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
+	// whose pods stops answering or answers again; nil: only the periodic health check does.
+	Liveness *liveness.Watcher
 }
 
 type redisScope struct {
@@ -75,6 +79,7 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return kindShell[*v1beta2.Redis, *redisScope]{
 		newScope: func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
 		phases:   r.phases(),
+		liveness: r.Liveness,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -147,6 +152,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	if err != nil {
 		return false, err
 	}
+	watchLiveness(r.Liveness, s.cr, pods, func(pod *corev1.Pod) redis.Endpoint { return r.endpoint(s, pod) })
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
@@ -168,7 +174,12 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 }
 
 func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
-	return r.Redis.Client(podEndpoint(s.pod, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig()))
+	return r.Redis.Client(r.endpoint(s, s.pod))
+}
+
+// endpoint is how to reach the Redis of the pod: its port, password and TLS.
+func (r *RedisReconciler) endpoint(s *redisScope, pod *corev1.Pod) redis.Endpoint {
+	return podEndpoint(pod, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
 }
 
 func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope) (bool, error) {
@@ -194,11 +205,18 @@ func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope)
 func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool, error) {
 	c, err := r.client(s)
 	if err == nil {
-		err = c.Ping(ctx)
+		readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), s.pod.Name)
+		err = c.Ping(readCtx)
+		cancel()
 	}
 	if err != nil {
 		message := fmt.Sprintf("pod %s does not answer PING: %v", s.pod.Name, err)
-		s.conditions.progressing(ReasonRedisUnreachable, message)
+		if s.conditions.hasServed() {
+			// It served: an outage, as every kind says of a pod that stops answering.
+			s.conditions.degraded(ReasonRedisUnreachable, message)
+		} else {
+			s.conditions.progressing(ReasonRedisUnreachable, message)
+		}
 		s.requeue(ctx, whileConverging, "Redis does not answer PING")
 		return true, nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
@@ -44,6 +45,9 @@ type RedisClusterReconciler struct {
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch
+	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
+	// whose pods stops answering or answers again; nil: only the periodic health check does.
+	Liveness *liveness.Watcher
 	// DNSDomain is the cluster's DNS domain, in the names the nodes announce; "" is
 	// cluster.local.
 	DNSDomain string
@@ -116,6 +120,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
 		newScope: func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
 		phases:   r.phases(),
+		liveness: r.Liveness,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -180,6 +185,10 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	if err := r.listPods(ctx, s); err != nil {
 		return false, err
 	}
+	port := int(builder.ClusterPort(cr))
+	watchLiveness(r.Liveness, cr, append(slices.Clone(s.leaders), s.followers...), func(pod *corev1.Pod) redis.Endpoint {
+		return s.endpoint(pod.Status.PodIP, port) // members are dialled at their pod IP, NodePorts or not
+	})
 	if err := r.readRevisions(ctx, s); err != nil {
 		return false, err
 	}

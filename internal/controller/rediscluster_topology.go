@@ -242,7 +242,9 @@ func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterSc
 	if err != nil {
 		return nil // no view: the plan waits for this pod
 	}
-	seen := c.ObserveCluster(ctx)
+	readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), m.Pod)
+	defer cancel()
+	seen := c.ObserveCluster(readCtx)
 	if seen.NodesErr != nil {
 		log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", m.Pod, "error", seen.NodesErr.Error())
 		return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 )
@@ -48,6 +49,9 @@ type RedisReplicationReconciler struct {
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch
+	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
+	// whose pods stops answering or answers again; nil: only the periodic health check does.
+	Liveness *liveness.Watcher
 	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
 	MasterPromotionGrace time.Duration
 	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
@@ -139,7 +143,8 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		newScope: func(cr *v1beta2.RedisReplication, b scopeBase) *replicationScope {
 			return &replicationScope{scopeBase: b, cr: cr}
 		},
-		phases: r.phases(),
+		phases:   r.phases(),
+		liveness: r.Liveness,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -300,16 +305,25 @@ func (r *RedisReplicationReconciler) applyDynamicConfig(ctx context.Context, s *
 func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replicationScope) (bool, error) {
 	size := *s.cr.Spec.Size
 	answering, readySilent := 0, ""
+	var silent []string
 	for i, m := range s.members {
 		switch {
 		case m.Role != nil:
 			answering++
+			continue
 		case podReady(&s.pods[i]) && readySilent == "":
 			readySilent = m.Pod
 		}
+		if m.IP != "" && s.pods[i].Status.Phase == corev1.PodRunning {
+			silent = append(silent, m.Pod)
+		}
 	}
 	if s.cr.Status.ReadyReplicas < size || int32(answering) < size {
-		r.notReady(s, ReasonPodsNotReady, fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering))
+		message := fmt.Sprintf("%d of %d pods ready, %d answer", s.cr.Status.ReadyReplicas, size, answering)
+		if len(silent) > 0 {
+			message += "; " + silentPods(silent)
+		}
+		r.notReady(s, ReasonPodsNotReady, message)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so

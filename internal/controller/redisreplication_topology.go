@@ -21,6 +21,9 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	if err := r.observeMembers(ctx, s); err != nil {
 		return false, err
 	}
+	watchLiveness(r.Liveness, s.cr, s.pods, func(pod *corev1.Pod) redis.Endpoint {
+		return redis.NewEndpoint(pod.Status.PodIP, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
+	})
 	observeReplicationMembers(s.cr, s.members)
 	observeReplicationPods(s.cr, s.pods)
 	r.observeLagSeconds(ctx, s)
@@ -107,7 +110,10 @@ func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *r
 			if err != nil {
 				return err
 			}
-			if role, linkDown, err := observeRole(ctx, c); err == nil {
+			readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
+			role, linkDown, err := observeRole(readCtx, c)
+			cancel()
+			if err == nil {
 				m.Role, m.LinkDown = &role, linkDown
 			} else {
 				log.FromContext(ctx).Info("ROLE failed", "pod", pod.Name, "error", err.Error())
@@ -197,9 +203,11 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		s.requeue(ctx, whileConverging, s.plan.Stuck)
 		return true, nil
 	case s.plan.MasterDown:
-		// Within the promotion grace (or while sentinels fail over) and the outage bound: a
-		// master restarting is progress; past the bound it is an outage (above).
-		s.conditions.progressing(ReasonConverging, s.plan.Wait)
+		// Within the promotion grace (or while sentinels fail over) and the outage bound, a
+		// silent master of a replication that served is Degraded, naming the master, as every
+		// kind says of a pod that stops answering; past the bound it is an outage (above), with
+		// its Warning event. One being created is progress; a pod that cannot start says why.
+		r.notReady(s, ReasonRedisUnreachable, s.plan.Wait)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
@@ -48,6 +49,9 @@ type RedisSentinelReconciler struct {
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch
+	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
+	// whose pods stops answering or answers again; nil: only the periodic health check does.
+	Liveness *liveness.Watcher
 	// StuckAfter overrides DefaultStuckAfter, the bound of every wait (tests shorten it).
 	StuckAfter time.Duration
 }
@@ -58,6 +62,11 @@ func (r *RedisSentinelReconciler) boundedWait(ctx context.Context, s *sentinelSc
 	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
 	boundedWait(r.Recorder, s.cr, s.conditions, key, bound, message, func(m string) { s.notReady(reason, m) })
 	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
+}
+
+// endpoint is how to reach the sentinel of the pod: its port, password and TLS.
+func (s *sentinelScope) endpoint(pod *corev1.Pod) redis.Endpoint {
+	return podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig())
 }
 
 type sentinelScope struct {
@@ -93,7 +102,8 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		newScope: func(cr *v1beta2.RedisSentinel, b scopeBase) *sentinelScope {
 			return &sentinelScope{scopeBase: b, cr: cr}
 		},
-		phases: r.phases(),
+		phases:   r.phases(),
+		liveness: r.Liveness,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -190,6 +200,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 		return false, err
 	}
 	s.pods = pods
+	watchLiveness(r.Liveness, s.cr, pods, func(pod *corev1.Pod) redis.Endpoint { return s.endpoint(pod) })
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
@@ -220,14 +231,16 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	var quorumErr error
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig()))
+		c, err := r.Redis.Client(s.endpoint(pod))
 		if err != nil {
 			return false, err
 		}
-		host, _, known, err := c.SentinelMasterAddr(ctx, group)
+		readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
+		host, _, known, err := c.SentinelMasterAddr(readCtx, group)
+		cancel()
 		switch {
 		case err != nil:
-			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		case !known || host != s.masterHost:
@@ -264,12 +277,15 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScope) (bool, error) {
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig()))
+		c, err := r.Redis.Client(s.endpoint(pod))
 		if err != nil {
 			return false, err
 		}
-		if err := c.Ping(ctx); err != nil {
-			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel %s: %v", pod.Name, err))
+		readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
+		err = c.Ping(readCtx)
+		cancel()
+		if err != nil {
+			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
@@ -288,7 +304,7 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 // SetupWithManager registers the RedisSentinel controller; a change of the monitored
 // RedisReplication (its master) reaches the sentinels that monitor it.
 func (r *RedisSentinelReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, r.SecretWatch, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,
+	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.RedisSentinel).Spec
 			names := secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, nil)

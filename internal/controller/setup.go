@@ -17,6 +17,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/liveness"
 )
 
 // secretsIndex indexes custom resources by the names of the Secrets they read (password and
@@ -25,7 +26,7 @@ const secretsIndex = "spec.secrets"
 
 // SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, r.SecretWatch, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
+	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.RedisCluster).Spec
 			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
@@ -38,7 +39,7 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the Redis controller.
 func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, r.SecretWatch, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
+	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.Redis).Spec
 			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
@@ -51,7 +52,7 @@ func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the RedisReplication controller.
 func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b, err := watchKind(mgr, r.SecretWatch, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
+	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.RedisReplication).Spec
 			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
@@ -74,7 +75,7 @@ func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // pods (owned by StatefulSets, mapped back by their instance label) and the password, TLS and
 // ACL Secrets they read (through a field index on the Secrets' names), by their metadata only
 // when secrets is set.
-func watchKind(mgr ctrl.Manager, secrets *SecretWatch, name string, obj client.Object, list client.ObjectList, setupType string,
+func watchKind(mgr ctrl.Manager, secrets *SecretWatch, live *liveness.Watcher, name string, obj client.Object, list client.ObjectList, setupType string,
 	secretsOf func(client.Object) []string) (*ctrlbuilder.Builder, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, secretsIndex,
 		secretsOf); err != nil {
@@ -88,6 +89,10 @@ func watchKind(mgr ctrl.Manager, secrets *SecretWatch, name string, obj client.O
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToInstance(setupType)))
+	if live != nil {
+		// Pods that stop answering, or answer again, with no Kubernetes event to say so.
+		b = b.WatchesRawSource(live.Source(kindName(obj)))
+	}
 	if secrets != nil {
 		b = b.WatchesRawSource(secrets.source(secretToUsers(mgr.GetClient(), list)))
 	} else {
