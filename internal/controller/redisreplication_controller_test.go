@@ -348,6 +348,18 @@ func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
 	if err := f.redis("rr-0").Do(f.ctx, "failover", "to", rr2.ip, builder.DefaultRedisPort).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// FAILOVER TO returns before the roles swap (rr-2 first catches up): a reconcile before
+	// the swap sees rr-0 master still, so the touch below waits for it.
+	waitUntil(t, 15*time.Second, "rr-2 master after FAILOVER TO", func() error {
+		role, err := f.redis("rr-2").Do(f.ctx, "ROLE").Slice()
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(role[0]) != "master" {
+			return fmt.Errorf("rr-2 reports ROLE %v", role[0])
+		}
+		return nil
+	})
 	// A role change inside Redis raises no Kubernetes event: the operator would see it at its
 	// next periodic check (30 s); touching the resource brings that check forward.
 	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
