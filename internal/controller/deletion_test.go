@@ -236,7 +236,7 @@ func TestDeletionDeletesClaimsOnlyOnceTheirPodsAreGone(t *testing.T) {
 	}
 	waitUntil(t, 10*time.Second, "the StatefulSet deleted and the pod marked for deletion", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("StatefulSet still there: %v", err)
+			return fmt.Errorf("StatefulSet still there: %w", err)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
@@ -269,7 +269,7 @@ func TestDeletionDeletesClaimsOnlyOnceTheirPodsAreGone(t *testing.T) {
 			return fmt.Errorf("claim not marked for deletion")
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("resource still there (finalizers %v): %v", cr.Finalizers, err)
+			return fmt.Errorf("resource still there (finalizers %v): %w", cr.Finalizers, err)
 		}
 		return nil
 	})
