@@ -16,11 +16,29 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 IMG ?= redis-operator:dev
-# Packages of the operator's module tested with the race detector: pure or local-process code
-# whose tests stay fast under it (about a minute together), the write checker because it is
-# concurrent by design. The race detector needs cgo (gcc, from hack/install-packages.sh).
-RACE_PKGS := ./internal/builder/... ./internal/redis/... ./internal/writecheck/...
 GO_TEST_FLAGS ?= -count=1
+
+# Three test tiers (README, "Tests"):
+#   unit         tests without build tag: no control plane, no redis-server, nothing in bin/.
+#   integration  test files tagged `//go:build integration`: a real kube-apiserver and etcd from
+#                bin/ (envtest), real redis-server/redis-cli/sh processes, bin/helm, promtool.
+#   e2e          the test module's packages under e2e/: each starts a sandbox.
+# A test that needs anything beyond Go goes in a file tagged integration (or under e2e/).
+# Both tiers below run under the race detector, which needs cgo (gcc, from hack/install-packages.sh).
+INTEGRATION_TAG := integration
+# The packages of the module in the current directory with a test file tagged integration
+# (a shell command for recipes: the files are looked up when the recipe runs).
+INTEGRATION_PKGS = $$(for d in $$(go list -tags $(INTEGRATION_TAG) -f '{{.Dir}}' ./...); do \
+	grep -qlx '//go:build $(INTEGRATION_TAG)' $$d/*_test.go 2>/dev/null && echo $$d; done)
+# The test module's sandbox packages: every package under e2e/, new ones included.
+E2E_PKGS := ./e2e/...
+# The test module's packages outside e2e/ (the sandbox's own pieces, the CRD comparisons, ...).
+TEST_MODULE_NON_E2E_PKGS = $$(go list ./... | grep -v '^github.com/rediskube/redis-operator/test/e2e\(/\|$$\)')
+# Timeouts with headroom of at least twice the measured time (README, "Tests"); go test applies
+# -timeout to each package's test binary, so E2E_TIMEOUT bounds each sandbox package.
+UNIT_TIMEOUT ?= 5m
+INTEGRATION_TIMEOUT ?= 30m
+E2E_TIMEOUT ?= 40m
 
 .PHONY: all
 all: build
@@ -104,18 +122,38 @@ chainsaw: ## Build bin/chainsaw (kyverno/chainsaw v0.2.12), which runs the tests
 	hack/build-chainsaw.sh
 
 .PHONY: vet
-vet: ## Run go vet on the operator's module and on the test module (benchmarks included).
-	go vet ./...
-	cd $(TEST_MODULE) && go vet -tags bench ./...
+vet: ## Run go vet on the operator's module and on the test module (integration tests and benchmarks included).
+	go vet -tags $(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && go vet -tags bench,chaos,$(INTEGRATION_TAG) ./...
 
 .PHONY: test
-test: packages control-plane build kubectl-redis chainsaw helm ## Run every test: vet, verify, lint, unit, golden, real kube-apiserver, real Redis, then the test module (compatibility, admission, end-to-end on the sandbox).
+test: packages control-plane build kubectl-redis chainsaw helm ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory verify
 	$(MAKE) --no-print-directory lint
-	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -timeout 10m $(RACE_PKGS)
-	KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m $$(go list ./... | grep -vxF -f <(go list $(RACE_PKGS)))
-	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 20m ./...
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory e2e
+
+# No prerequisites: the unit tier needs Go and gcc only. KUBEBUILDER_ASSETS is unset so that
+# nothing in it can lean on a control plane.
+.PHONY: unit
+unit: ## Run the unit tier: every test without build tag of both modules (e2e/ excepted), under the race detector.
+	env -u KUBEBUILDER_ASSETS CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -timeout $(UNIT_TIMEOUT) ./...
+	cd $(TEST_MODULE) && env -u KUBEBUILDER_ASSETS CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -timeout $(UNIT_TIMEOUT) $(TEST_MODULE_NON_E2E_PKGS)
+
+# The controller package's integration tests (every kind against a real kube-apiserver and
+# real redis-server processes, ~11 min on 2 cores under load) run without the race detector in
+# `make test`, to keep the suite's time; INTEGRATION_RACE_CONTROLLER=1 runs them under it too.
+CONTROLLER_PKG := $(ROOT)/internal/controller
+INTEGRATION_RACE_CONTROLLER ?=
+.PHONY: integration
+integration: packages control-plane helm ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
+	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
+		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
+	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
+		-timeout $(INTEGRATION_TIMEOUT) $(CONTROLLER_PKG)
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 # The sandbox slot the benchmark runs on: BENCH_SLOT=N (or SANDBOX_SLOT=N); empty takes the first free one.
 # BENCH_PARTS=bootstrap,failures,... runs only those parts (see test/bench) into bench/results/partial.json.
@@ -132,8 +170,8 @@ bench-quiet: packages control-plane build ## Measure the idle operator beside 10
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
-	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
-	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench ./...
+	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,$(INTEGRATION_TAG) ./...
 
 .PHONY: golden
 golden: ## Rewrite the builders' golden files from the current code.
@@ -182,6 +220,13 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 	@test -x $(BIN)/sandbox || $(MAKE) --no-print-directory sandbox-bin
 	$(BIN)/sandbox down --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT)
 
+# The fault scenarios too long for the CI budget (test files tagged chaos in e2e/operator): a
+# soak of CHAOS_SCALE_CYCLES (20) scale-out/scale-in cycles under per-shard writers.
+.PHONY: chaos
+chaos: packages control-plane build ## Run the fault scenarios kept out of make test (as root).
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(E2E_TIMEOUT) -v -run 'Soak' ./e2e/operator/
+
+# -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
-e2e: packages control-plane build kubectl-redis chainsaw helm ## Run the sandbox's end-to-end tests (as root).
-	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -timeout 15m -v ./e2e/...
+e2e: packages control-plane build kubectl-redis chainsaw helm ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS)

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,19 +92,4 @@ func redisState(obj client.Object) (*string, *string) {
 func clusterState(obj client.Object) (*string, *string) {
 	s := &obj.(*v1beta2.RedisCluster).Status
 	return &s.State, &s.Reason
-}
-
-// wantSpecUnwritten checks that the operator never wrote obj's spec: its generation is still
-// the one the user's create gave it. (An Update of the whole object to add the finalizer wrote
-// the Go types' empty structs into the spec and counted a second generation.)
-func wantSpecUnwritten(t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	got := obj.DeepCopyObject().(client.Object)
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err != nil {
-		t.Fatal(err)
-	}
-	if got.GetGeneration() != 1 || len(got.GetFinalizers()) == 0 {
-		t.Errorf("%s: generation %d with finalizers %v, want 1 with the finalizer: the operator wrote the spec",
-			got.GetName(), got.GetGeneration(), got.GetFinalizers())
-	}
 }

@@ -1,35 +1,19 @@
+//go:build integration
+
 package redis_test
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
-
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func newPool(t *testing.T, opts redis.Options) *redis.Pool {
-	pool := redis.NewPool(opts)
-	t.Cleanup(func() {
-		if err := pool.Close(); err != nil {
-			t.Errorf("close pool: %v", err)
-		}
-	})
-	return pool
-}
 
 func clusterClient(t *testing.T, c *redistest.Cluster) *goredis.ClusterClient {
 	var addrs []string

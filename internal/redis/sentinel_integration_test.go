@@ -1,3 +1,5 @@
+//go:build integration
+
 package redis_test
 
 import (
@@ -154,29 +156,6 @@ func TestSentinelMasterAndQuorum(t *testing.T) {
 	redistest.WaitFor(t, 15*time.Second, "the quorum to come back", func() error {
 		return first.SentinelCkQuorum(ctx, group)
 	})
-}
-
-func TestSentinelArgumentChecks(t *testing.T) {
-	t.Parallel()
-	ctx := testContext(t)
-	pool := newPool(t, redis.Options{})
-	// Nothing listens there: every call below must fail before dialing.
-	c, err := pool.Client(redis.NewEndpoint("127.0.0.1", 1, redis.Auth{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checks := map[string]error{"ckquorum": c.SentinelCkQuorum(ctx, "")}
-	_, _, _, checks["get-master-addr-by-name"] = c.SentinelMasterAddr(ctx, "")
-	_, checks["master"] = c.SentinelMaster(ctx, "")
-	for name, err := range checks {
-		var rerr *redis.Error
-		if err == nil || !errors.As(err, &rerr) || rerr.Addr != "127.0.0.1:1" || redis.IsServerError(err) {
-			t.Errorf("%s without a group: err = %v", name, err)
-		}
-	}
-	if c.CommandCount() != 0 {
-		t.Errorf("invalid calls sent %d commands", c.CommandCount())
-	}
 }
 
 // A password rotation as the operator runs it under a sentinel: the server accepts old and new

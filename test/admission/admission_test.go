@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package admission applies good and bad manifests to a real kube-apiserver (built from the
 // Kubernetes Go modules into bin/) with our generated CRDs installed, and checks that bad
 // input is refused with a message naming the field, and that every sample is accepted.

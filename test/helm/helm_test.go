@@ -5,22 +5,12 @@ package helm
 
 import (
 	"bytes"
-	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/rediskube/redis-operator/test/e2e/framework"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-var charts = []string{"redis-operator", "redis", "redis-cluster", "redis-replication", "redis-sentinel"}
 
 func repo(t *testing.T) string {
 	t.Helper()
@@ -29,137 +19,6 @@ func repo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-func helm(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	bin := filepath.Join(repo(t), "bin", "helm")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run make helm", bin)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if err != nil {
-		return out.String() + errOut.String(), err
-	}
-	return out.String(), nil
-}
-
-func TestLint(t *testing.T) {
-	for _, c := range charts {
-		if out, err := helm(t, "lint", "--strict", filepath.Join(repo(t), "charts", c)); err != nil {
-			t.Errorf("helm lint %s: %v\n%s", c, err, out)
-		}
-	}
-}
-
-// Each case renders a chart with --set values; its output is testdata/<chart>-<case>.yaml.
-var templateCases = []struct {
-	chart, name string
-	set         []string
-}{
-	{"redis-operator", "default", nil},
-	{"redis-operator", "options", []string{`redisOperator.watchNamespace=a\,b`, "redisOperator.metrics.enabled=false", "redisOperator.serviceDNSDomain=corp.example",
-		"redisOperator.pprof.enabled=true", "manager.config.kubeClientQPS=25", "manager.config.kubeClientTimeout=2m",
-		"tolerateAllTaints=true", "redisOperator.extraArgs={--zap-log-level=debug}", "rbac.enabled=false"}},
-	{"redis-operator", "namespaced", []string{"rbac.scope=namespace", `redisOperator.watchNamespace=apps\, cache`}},
-	{"redis-operator", "monitoring", []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true", "grafanaDashboard.namespace=grafana"}},
-	{"redis-cluster", "default", nil},
-	{"redis-cluster", "full", []string{"redisExporter.enabled=true", "externalConfig.enabled=true", "externalService.enabled=true",
-		"serviceMonitor.enabled=true", "redisCluster.enableMasterSlaveAntiAffinity=true", "redisCluster.leader.pdb.enabled=true",
-		"redisCluster.recreateStatefulSetOnUpdateInvalid=true", "redisCluster.redisSecret.secretName=pw", "redisCluster.redisSecret.secretKey=password",
-		"TLS.secret.secretName=tls", "acl.secret.secretName=acl"}},
-	{"redis", "default", nil},
-	{"redis", "full", []string{"redisExporter.enabled=true", "externalConfig.enabled=true", "externalService.enabled=true",
-		"redisStandalone.redisSecret.secretName=pw", "redisStandalone.redisSecret.secretKey=password", "nodeSelector.disk=ssd"}},
-	{"redis-replication", "default", nil},
-	{"redis-replication", "sentinel", []string{"sentinel.enabled=true", "redisExporter.enabled=true", "pdb.enabled=true"}},
-	{"redis-sentinel", "default", nil},
-	{"redis-sentinel", "full", []string{"redisSentinelConfig.masterGroupName=mymaster", "redisSentinelConfig.redisReplicationPassword.secretName=pw",
-		"externalConfig.enabled=true", "redisExporter.enabled=true", "pdb.enabled=true"}},
-}
-
-func TestTemplateGolden(t *testing.T) {
-	for _, c := range templateCases {
-		t.Run(c.chart+"-"+c.name, func(t *testing.T) {
-			args := []string{"template", "release", filepath.Join(repo(t), "charts", c.chart), "--namespace", "ns"}
-			for _, s := range c.set {
-				args = append(args, "--set", s)
-			}
-			out, err := helm(t, args...)
-			if err != nil {
-				t.Fatalf("helm template: %v\n%s", err, out)
-			}
-			golden := filepath.Join("testdata", c.chart+"-"+c.name+".yaml")
-			if *update {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./helm/ -update)", err)
-			}
-			if string(want) != out {
-				t.Errorf("helm template differs from %s (run go test ./helm/ -update and review the diff):\n%s", golden, out)
-			}
-		})
-	}
-}
-
-// TestSchemaRefuses: a value we cannot honour fails the install with the key's path.
-func TestSchemaRefuses(t *testing.T) {
-	for _, c := range []struct{ chart, set, path string }{
-		{"redis-operator", "redisOperator.webhook=true", "/redisOperator/webhook"},
-		{"redis-operator", "manager.config.kubeClientQPS=-1", "/manager/config/kubeClientQPS"},
-		{"redis-operator", "manager.config.kubeClientTimeout=soon", "/manager/config/kubeClientTimeout"},
-		{"redis-operator", "certmanager.enabled=true", "/certmanager/enabled"},
-		{"redis-operator", "featureGates.GenerateConfigInInitContainer=true", "/featureGates"},
-		{"redis-operator", "manager.config.execCommandTimeout=30s", "/manager/config/execCommandTimeout"},
-		{"redis-operator", "rbac.scope=namespaces", "/rbac/scope"},
-		{"redis-operator", "redisOperator.serviceDNSDomain=-not-a-domain-", "/redisOperator/serviceDNSDomain"},
-		{"redis-operator", "notAKey=1", "notAKey"},
-		{"redis-cluster", "redisCluster.leader.serviceType=NodePort", "/redisCluster/leader/serviceType"},
-		{"redis-cluster", "redisCluster.clusterSize=0", "/redisCluster/clusterSize"},
-		{"redis", "topologySpreadConstraints[0].maxSkew=1", "/topologySpreadConstraints"},
-		{"redis-sentinel", "redisSentinelConfig.quorum=two", "/redisSentinelConfig/quorum"},
-		{"redis-replication", "sentinel.resolveHostnames=maybe", "/sentinel/resolveHostnames"},
-	} {
-		out, err := helm(t, "template", "r", filepath.Join(repo(t), "charts", c.chart), "--set", c.set)
-		if err == nil {
-			t.Errorf("%s --set %s: accepted", c.chart, c.set)
-			continue
-		}
-		if !strings.Contains(out, c.path) {
-			t.Errorf("%s --set %s: the error does not name %s:\n%s", c.chart, c.set, c.path, out)
-		}
-	}
-}
-
-// TestReferenceKeys: every key and default of the charts users have today is in our values.
-func TestReferenceKeys(t *testing.T) {
-	for _, c := range charts {
-		tsv, err := os.ReadFile(filepath.Join("testdata", "reference-keys", c+".tsv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		values, err := helm(t, "show", "values", filepath.Join(repo(t), "charts", c))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(tsv)), "\n")[1:] {
-			key, _, _ := strings.Cut(line, "\t")
-			leaf := key[strings.LastIndex(key, ".")+1:]
-			if !strings.Contains(values, leaf+":") {
-				t.Errorf("%s: values.yaml lacks %s", c, key)
-			}
-		}
-	}
 }
 
 // TestGeneratedCopies: the operator chart ships config/'s CRDs, RBAC rules, alerts and dashboard as they are
@@ -188,51 +47,5 @@ func TestGeneratedCopies(t *testing.T) {
 		if errA != nil || errB != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs from %s (run make chart-sync, or copy the helpers): %v %v", p[1], p[0], errA, errB)
 		}
-	}
-}
-
-// TestNamespacedRBAC: with rbac.scope=namespace the operator gets Roles in the namespaces it
-// watches and a ClusterRole for cluster-scoped resources only, so it can touch no Secret,
-// ConfigMap, Service or StatefulSet elsewhere (kube-system included); without namespaces to
-// watch the install fails.
-func TestNamespacedRBAC(t *testing.T) {
-	chart := filepath.Join(repo(t), "charts", "redis-operator")
-	out, err := helm(t, "template", "r", chart, "--namespace", "ops", "--set", "rbac.scope=namespace", "--set", `redisOperator.watchNamespace=apps\,cache`)
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
-	}
-	clusterScoped := map[string]bool{"customresourcedefinitions": true, "storageclasses": true, "tokenreviews": true, "subjectaccessreviews": true}
-	roles := map[string]bool{}
-	bindings := map[string]bool{}
-	for _, doc := range strings.Split(out, "\n---") {
-		var obj rbacv1.ClusterRole // a Role has the same fields
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatal(err)
-		}
-		switch obj.Kind {
-		case "ClusterRole":
-			for _, r := range obj.Rules {
-				for _, res := range r.Resources {
-					if !clusterScoped[res] {
-						t.Errorf("the ClusterRole grants %v on %s, a namespaced resource", r.Verbs, res)
-					}
-				}
-			}
-		case "Role":
-			roles[obj.Namespace] = true
-		case "RoleBinding":
-			bindings[obj.Namespace] = true
-		}
-	}
-	for _, ns := range []string{"apps", "cache", "ops"} {
-		if !roles[ns] || !bindings[ns] {
-			t.Errorf("namespace %s: Role %v, RoleBinding %v", ns, roles[ns], bindings[ns])
-		}
-	}
-	if len(roles) != 3 {
-		t.Errorf("Roles in %v, want apps, cache and ops (leader election)", roles)
-	}
-	if out, err := helm(t, "template", "r", chart, "--set", "rbac.scope=namespace"); err == nil || !strings.Contains(out, "watchNamespace") {
-		t.Errorf("rbac.scope=namespace without watchNamespace: %v\n%s", err, out)
 	}
 }

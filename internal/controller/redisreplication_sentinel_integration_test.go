@@ -1,0 +1,187 @@
+//go:build integration
+
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// A replication whose embedded sentinels an earlier version of the operator runs (StatefulSet
+// rr-sentinel, group myMaster): the sentinels of this version (rr-s, group mymaster) are made
+// beside them, the old ones are deleted only once every new one is ready and monitors the
+// master, their other objects are then pruned; the master never moves and every key is kept.
+func TestEmbeddedSentinelsOfAnEarlierVersionAreReplaced(t *testing.T) {
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	f.writeAcknowledged("before", "migration")
+	masterIP := f.kubelet.pod("rr-0").ip
+
+	// The earlier version's state, laid out while the operator keeps its hands off.
+	f.skipReconcile()
+	legacy := "rr-sentinel"
+	f.createLegacySentinels(legacy, masterIP)
+	old := f.sentinelKubelet(legacy, builder.LegacyEmbeddedMasterGroupName)
+	old.nextIP = 100 // apart from the new sentinels' addresses, which share the loopback port
+	old.runStatefulSet(f.ctx, f.cr.Namespace, legacy)
+
+	// The operator of this version takes over.
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		t.Fatal(err)
+	}
+	delete(f.cr.Annotations, SkipReconcileReplicationAnnotation)
+	f.cr.Spec.Sentinel = &v1beta2.Sentinel{Size: 3, Image: "redis:7.0.15",
+		SentinelConfig: v1beta2.SentinelConfig{DownAfterMilliseconds: "1000", FailoverTimeout: "5000", ParallelSyncs: "1"}}
+	if err := f.c.Update(f.ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the migration reported while the new sentinels do not run", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if p := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionProgressing); p == nil || p.Reason != ReasonSentinelMigration {
+			return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+		}
+		return nil
+	})
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: legacy}, &appsv1.StatefulSet{}); err != nil {
+		t.Fatalf("the old sentinels went before the new ones ran: %v", err)
+	}
+
+	sentinels := f.sentinelKubelet("rr-s", builder.EmbeddedMasterGroupName)
+	sentinels.nextIP = 150
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "rr-s")
+	waitUntil(t, 45*time.Second, "the old sentinels' StatefulSet deleted", func() error {
+		err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: legacy}, &appsv1.StatefulSet{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+	for _, pod := range old.podNames() { // the garbage collector's part
+		old.deletePod(f.ctx, f.cr.Namespace, pod, syscall.SIGTERM)
+	}
+	f.waitReady("rr-0")
+	for _, obj := range []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: legacy}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: legacy + "-headless"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: legacy + "-config"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rr-sentinel-auth"}}} {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("%T %s pruned", obj, obj.GetName()), func() error {
+			err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: obj.GetName()}, obj)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%w)", err)
+		})
+	}
+
+	if info := f.cr.Status.ConnectionInfo; info == nil || *info != (v1beta2.ConnectionInfo{
+		Host: "rr-s-hl." + f.cr.Namespace + ".svc.cluster.local", Port: 26379, MasterName: "mymaster"}) {
+		t.Errorf("connectionInfo %+v", info)
+	}
+	var events eventsv1.EventList
+	if err := f.c.List(f.ctx, &events, client.InNamespace(f.cr.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	replaced := false
+	for _, e := range events.Items {
+		replaced = replaced || (e.Reason == "SentinelsReplaced" && strings.Contains(e.Note, "rr-0") && strings.Contains(e.Note, legacy))
+		if e.Reason == "Promote" {
+			t.Errorf("the master moved during the migration: %s", e.Note)
+		}
+	}
+	if !replaced {
+		t.Error("no SentinelsReplaced event naming the master and the old sentinels")
+	}
+	// The new sentinels monitor the master with a majority quorum, and count only each other.
+	for _, name := range sentinels.podNames() {
+		c, err := f.op.pool.Client(sentinels.pod(name).endpoint(builder.DefaultSentinelPort, redis.Auth{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 30*time.Second, name+" sees its two peers", func() error {
+			state, err := c.SentinelMaster(f.ctx, builder.EmbeddedMasterGroupName)
+			if err != nil {
+				return err
+			}
+			if state["ip"] != masterIP || state["quorum"] != "2" || state["num-other-sentinels"] != "2" {
+				return fmt.Errorf("SENTINEL MASTER mymaster = ip %s quorum %s others %s", state["ip"], state["quorum"], state["num-other-sentinels"])
+			}
+			return nil
+		})
+	}
+	f.checkTopology("rr-0", map[string]string{"before": "migration"})
+}
+
+// skipReconcile sets the skip-reconcile annotation and waits until the operator says it keeps
+// its hands off.
+func (f *replicationFixture) skipReconcile() {
+	f.t.Helper()
+	if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		f.t.Fatal(err)
+	}
+	metav1.SetMetaDataAnnotation(&f.cr.ObjectMeta, SkipReconcileReplicationAnnotation, "true")
+	if err := f.c.Update(f.ctx, f.cr); err != nil {
+		f.t.Fatal(err)
+	}
+	waitUntil(f.t, 15*time.Second, "the operator to skip the replication", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if p := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionProgressing); p == nil || p.Reason != ReasonSkipReconcile {
+			return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+		}
+		return nil
+	})
+}
+
+// createLegacySentinels makes what an earlier version made for embedded sentinels: StatefulSet
+// sts monitoring group myMaster at masterIP, its Services, ConfigMap and auth Secret, all
+// controlled by the replication and labelled as its own.
+func (f *replicationFixture) createLegacySentinels(sts, masterIP string) {
+	f.t.Helper()
+	ref := *metav1.NewControllerRef(f.cr, v1beta2.GroupVersion.WithKind("RedisReplication"))
+	labels := map[string]string{builder.LabelApp: sts, builder.LabelSetupType: builder.SetupSentinel, builder.LabelRole: builder.RoleSentinel}
+	meta := func(name string) metav1.ObjectMeta {
+		all := map[string]string{builder.LabelInstance: f.cr.Name, builder.LabelManagedBy: builder.ManagedByValue}
+		for k, v := range labels {
+			all[k] = v
+		}
+		return metav1.ObjectMeta{Name: name, Namespace: f.cr.Namespace, Labels: all, OwnerReferences: []metav1.OwnerReference{ref}}
+	}
+	group := builder.LegacyEmbeddedMasterGroupName
+	replicas := int32(3)
+	port := []corev1.ServicePort{{Name: "sentinel-client", Port: 26379}}
+	for _, obj := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: meta(sts + "-config"), Data: map[string]string{builder.SentinelConfKey: fmt.Sprintf(
+			"sentinel monitor %s %s 6379 2\nsentinel down-after-milliseconds %[1]s 1000\nsentinel failover-timeout %[1]s 5000\n", group, masterIP)}},
+		&corev1.Secret{ObjectMeta: meta("rr-sentinel-auth"), Data: map[string][]byte{builder.SentinelAuthKey: []byte(
+			"sentinel auth-pass " + group + " \"" + replicationPassword + "\"\n")}},
+		&corev1.Service{ObjectMeta: meta(sts), Spec: corev1.ServiceSpec{Selector: labels, Ports: port}},
+		&corev1.Service{ObjectMeta: meta(sts + "-headless"), Spec: corev1.ServiceSpec{Selector: labels, Ports: port, ClusterIP: corev1.ClusterIPNone}},
+		&appsv1.StatefulSet{ObjectMeta: meta(sts), Spec: appsv1.StatefulSetSpec{
+			Replicas: &replicas, ServiceName: sts + "-headless", Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: sts, Image: "redis:7.0.15"}}}},
+		}},
+	} {
+		if err := f.c.Create(f.ctx, obj); err != nil {
+			f.t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+}
