@@ -33,7 +33,7 @@ func (e Electability) Reason() string {
 	for _, s := range e.Meets {
 		parts = append(parts, s.On+" "+s.Reason)
 	}
-	return strings.Join(firstN(append(parts, e.Waits...), 3), "; ")
+	return strings.Join(firstWaits(append(parts, e.Waits...)), "; ")
 }
 
 // electable judges the member candidate (a replica) against the views of members: see

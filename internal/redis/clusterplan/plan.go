@@ -285,7 +285,7 @@ func meet(o *observed) Plan {
 		}
 	}
 	if len(plan.Steps) == 0 && len(waits) > 0 {
-		plan.Wait = "waiting for gossip: " + strings.Join(firstN(waits, 3), "; ")
+		plan.Wait = "waiting for gossip: " + strings.Join(firstWaits(waits), "; ")
 	}
 	return plan
 }
@@ -459,7 +459,7 @@ func replicate(o *observed) Plan {
 		return plan
 	}
 	if len(waits) > 0 {
-		return Plan{Wait: strings.Join(firstN(waits, 3), "; ")}
+		return Plan{Wait: strings.Join(firstWaits(waits), "; ")}
 	}
 	if len(plan.Problems) > 0 {
 		return plan
@@ -479,7 +479,7 @@ func replicate(o *observed) Plan {
 		}
 	}
 	if len(shortfalls) > 0 {
-		return Plan{Wait: "waiting for replicas: " + strings.Join(firstN(shortfalls, 3), "; ")}
+		return Plan{Wait: "waiting for replicas: " + strings.Join(firstWaits(shortfalls), "; ")}
 	}
 	return plan
 }
@@ -821,9 +821,13 @@ func short(id string) string {
 	return id
 }
 
-func firstN(s []string, n int) []string {
-	if len(s) > n {
-		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+// waitsNamed is how many waits a message names before it counts the rest.
+const waitsNamed = 3
+
+// firstWaits keeps the first waitsNamed items of s and says how many more there are.
+func firstWaits(s []string) []string {
+	if len(s) > waitsNamed {
+		return append(s[:waitsNamed:waitsNamed], fmt.Sprintf("and %d more", len(s)-waitsNamed))
 	}
 	return s
 }
