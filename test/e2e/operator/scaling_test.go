@@ -222,11 +222,10 @@ const handOverPause = 5 * time.Second
 
 // requireWrites stops the checker, requires every acknowledged write read back, and, with a
 // bound, that no shard's writes paused longer.
-func (c *cluster) requireWrites(checker *writecheck.Checker, what string, bound time.Duration) writecheck.Report {
+func (c *cluster) requireWrites(checker *writecheck.Checker, what string, bound time.Duration) {
 	c.t.Helper()
 	report := checker.StopAndRequire(c.ctx, c.t, c.client(), what)
 	if over := report.PausedLongerThan(bound); bound > 0 && len(over) > 0 {
 		c.t.Errorf("writes paused longer than %s %s: %s", bound, what, strings.Join(over, "; "))
 	}
-	return report
 }
