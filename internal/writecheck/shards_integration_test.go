@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
@@ -19,15 +16,7 @@ import (
 func TestPerShardWritersShowTheOneShardThatPaused(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	pool := redis.NewPool(redis.Options{})
-	t.Cleanup(func() { _ = pool.Close() })
-	cluster := redistest.StartCluster(t, pool, 3, 0, redistest.ServerOptions{})
-	var addrs []string
-	for _, s := range cluster.Servers {
-		addrs = append(addrs, s.Addr())
-	}
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = rdb.Close() })
+	cluster, rdb := startThreeMasters(t)
 
 	c, err := Start(ctx, rdb, Options{Prefix: "pershard", Writers: 1, PerShard: true})
 	if err != nil {

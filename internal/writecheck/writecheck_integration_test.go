@@ -158,15 +158,7 @@ func TestVerifyReportsLostWrites(t *testing.T) {
 func TestClusterReadsBackEveryAcknowledgedWrite(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	pool := redis.NewPool(redis.Options{})
-	t.Cleanup(func() { _ = pool.Close() })
-	cluster := redistest.StartCluster(t, pool, 3, 0, redistest.ServerOptions{})
-	var addrs []string
-	for _, s := range cluster.Servers {
-		addrs = append(addrs, s.Addr())
-	}
-	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = rdb.Close() })
+	cluster, rdb := startThreeMasters(t)
 
 	c := run(t, ctx, rdb, Options{Prefix: "cluster"})
 	report := verifyOK(t, ctx, c, rdb)
@@ -288,4 +280,19 @@ func TestKilledServerFailsWritesAndAcknowledgedOnesSurviveOnDisk(t *testing.T) {
 	if report.Failed == 0 {
 		t.Errorf("report without the failed writes: %s", report)
 	}
+}
+
+// startThreeMasters forms a cluster of three real masters and returns it with a cluster client.
+func startThreeMasters(t *testing.T) (*redistest.Cluster, *goredis.ClusterClient) {
+	t.Helper()
+	pool := redis.NewPool(redis.Options{})
+	t.Cleanup(func() { _ = pool.Close() })
+	cluster := redistest.StartCluster(t, pool, 3, 0, redistest.ServerOptions{})
+	var addrs []string
+	for _, s := range cluster.Servers {
+		addrs = append(addrs, s.Addr())
+	}
+	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return cluster, rdb
 }
