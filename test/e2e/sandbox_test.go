@@ -539,7 +539,11 @@ func TestLogsExecEnvAndVolumes(t *testing.T) {
 		t.Errorf("exec exit 3 returned %v, want exit status 3", err)
 	}
 
-	// A ConfigMap volume follows changes of the ConfigMap while mounted.
+	// A ConfigMap volume follows changes of the ConfigMap while mounted, on the kubelets'
+	// next refresh, which the sandbox's status reports.
+	if sb.VolumeRefresh() != volumeRefresh {
+		t.Errorf("the sandbox refreshes volumes every %s, want the %s it was started with", sb.VolumeRefresh(), volumeRefresh)
+	}
 	cm, err := sb.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "conf", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -548,7 +552,7 @@ func TestLogsExecEnvAndVolumes(t *testing.T) {
 	if _, err := sb.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sb.WaitFor(t, ns, "the configMap volume to show the new value", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+	sb.WaitFor(t, ns, "the configMap volume to show the new value", 2*volumeRefresh+10*time.Second, func(ctx context.Context) (bool, string, error) {
 		out, _, err := sb.Exec(ctx, ns, "talker", "main", "cat", "/etc/conf/key")
 		return strings.TrimSpace(out) == "two", out, err
 	})

@@ -40,6 +40,9 @@ type Options struct {
 	// Operator installs the CRDs and RBAC and deploys the operator (bin/redis-operator,
 	// config/default) and fails the start when it is not ready.
 	Operator bool
+	// VolumeRefresh is how often the kubelets re-render pods' Secret and ConfigMap volumes
+	// (default 2 s: a kubelet takes up to a minute; tests that depend on it wait for it).
+	VolumeRefresh time.Duration
 }
 
 // Sandbox is a running sandbox and clients for it.
@@ -155,6 +158,10 @@ func Start(opts Options) (*Sandbox, error) {
 	}
 	args := []string{"up", "--dir", s.Dir, "--slot", slot, "--nodes", strconv.Itoa(opts.Nodes), "--bin", bin,
 		"--repo", repo, "--exit-with-pid", strconv.Itoa(os.Getpid()), "--timeout", "3m"}
+	if opts.VolumeRefresh <= 0 {
+		opts.VolumeRefresh = 2 * time.Second
+	}
+	args = append(args, "--volume-refresh", opts.VolumeRefresh.String())
 	if opts.Operator {
 		args = append(args, "--require-operator")
 	} else {
@@ -253,3 +260,9 @@ func (s *Sandbox) Repo() string { return s.repo }
 
 // Bin is the directory of the control-plane binaries (kubectl among them).
 func (s *Sandbox) Bin() string { return s.bin }
+
+// VolumeRefresh is how often the running sandbox's kubelets re-render Secret and ConfigMap
+// volumes: the longest a pod's file lags behind its API object.
+func (s *Sandbox) VolumeRefresh() time.Duration {
+	return time.Duration(s.Status.VolumeRefreshSeconds * float64(time.Second))
+}

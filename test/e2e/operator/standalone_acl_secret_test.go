@@ -95,7 +95,12 @@ func TestStandaloneACLSecret(t *testing.T) {
 		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
 		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == "InvalidACL" && strings.Contains(d.Message, "line 2"), fmt.Sprintf("%+v", d), nil
 	})
-	time.Sleep(90 * time.Second) // longer than the kubelet's refresh of the pod's Secret volumes
+	// The refused edit reaches the pod's volume on the kubelet's next sync: what must hold
+	// is that the server keeps its users once its file says otherwise.
+	sb.WaitFor(t, ns, "the refused ACL file in the pod's volume", time.Minute+2*sb.VolumeRefresh(), func(ctx context.Context) (bool, string, error) {
+		out, _, err := sb.Exec(ctx, ns, "guarded-0", pod.Spec.Containers[0].Name, "cat", "/etc/redis/user.acl")
+		return err == nil && strings.Contains(out, "+sett"), fmt.Sprint(out, err), nil
+	})
 	if err := as("writer", "writer-pass").Set(ctx, "app:3", "three", 0).Err(); err != nil {
 		t.Errorf("the writer lost its rights after the refused edit: %v", err)
 	}

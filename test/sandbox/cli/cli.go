@@ -20,6 +20,7 @@ import (
 	"github.com/rediskube/redis-operator/test/sandbox/daemon"
 	"github.com/rediskube/redis-operator/test/sandbox/fault"
 	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/kubelet"
 )
 
 const usage = `sandbox: a real Kubernetes control plane with virtual nodes whose pods are local processes.
@@ -120,6 +121,7 @@ func run(args []string) error {
 	nodes := fs.Int("nodes", 3, "number of virtual nodes")
 	bin := fs.String("bin", binDir(), "directory with the control-plane binaries and redis-operator")
 	exitWith := fs.Int("exit-with-pid", 0, "stop when this process is gone")
+	volumeRefresh := fs.Duration("volume-refresh", kubelet.DefaultVolumeRefresh, "how often pods' Secret and ConfigMap volumes are re-rendered (a kubelet's sync period)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -136,7 +138,7 @@ func run(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return daemon.Run(daemon.Options{Dir: dir, Slot: s, Nodes: *nodes, Bin: binAbs, ExitWithPid: *exitWith, Log: log})
+	return daemon.Run(daemon.Options{Dir: dir, Slot: s, Nodes: *nodes, Bin: binAbs, ExitWithPid: *exitWith, VolumeRefresh: *volumeRefresh, Log: log})
 }
 
 func parseSlot(s string) (int, error) {
@@ -236,6 +238,7 @@ func status(args []string) error {
 func printStatus(w io.Writer, s *fault.Status) {
 	_, _ = fmt.Fprintf(w, "slot %d, state %s, API server %s, pods %s on bridge %s, services %s (kube-proxy in the node namespace)\n",
 		s.Slot, s.Dir, s.APIServer, s.PodCIDR, s.Bridge, s.ServiceCIDR)
+	_, _ = fmt.Fprintf(w, "Secret and ConfigMap volumes refreshed every %s\n", time.Duration(s.VolumeRefreshSeconds*float64(time.Second)))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tKUBELET")
 	for _, n := range s.Nodes {

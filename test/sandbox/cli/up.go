@@ -26,6 +26,7 @@ import (
 	"github.com/rediskube/redis-operator/test/sandbox/fault"
 	"github.com/rediskube/redis-operator/test/sandbox/images"
 	"github.com/rediskube/redis-operator/test/sandbox/instance"
+	"github.com/rediskube/redis-operator/test/sandbox/kubelet"
 	"github.com/rediskube/redis-operator/test/sandbox/manifests"
 )
 
@@ -38,6 +39,7 @@ type upOptions struct {
 	noApply              bool
 	requireOperator      bool
 	exitWithPid          int
+	volumeRefresh        time.Duration
 	timeout              time.Duration
 }
 
@@ -60,6 +62,7 @@ func up(args []string) error {
 	fs.BoolVar(&o.noApply, "no-apply", false, "only start the sandbox: no CRDs, RBAC, operator or sample")
 	fs.BoolVar(&o.requireOperator, "require-operator", false, "fail unless the operator is deployed and ready")
 	fs.IntVar(&o.exitWithPid, "exit-with-pid", 0, "stop the sandbox when this process is gone")
+	fs.DurationVar(&o.volumeRefresh, "volume-refresh", kubelet.DefaultVolumeRefresh, "how often pods' Secret and ConfigMap volumes are re-rendered (a kubelet's sync period: a minute)")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the sandbox and the sample")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -142,7 +145,8 @@ func startDaemon(ctx context.Context, cl *fault.Client, o upOptions) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"run", "--dir", o.dir, "--slot", o.slot, "--nodes", strconv.Itoa(o.nodes), "--bin", o.bin}
+	args := []string{"run", "--dir", o.dir, "--slot", o.slot, "--nodes", strconv.Itoa(o.nodes), "--bin", o.bin,
+		"--volume-refresh", o.volumeRefresh.String()}
 	if o.exitWithPid > 0 {
 		args = append(args, "--exit-with-pid", strconv.Itoa(o.exitWithPid))
 	}

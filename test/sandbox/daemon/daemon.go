@@ -47,7 +47,10 @@ type Options struct {
 	// ExitWithPid makes the sandbox stop itself when that process is gone (a test binary
 	// that crashed before it could tear the sandbox down).
 	ExitWithPid int
-	Log         *slog.Logger
+	// VolumeRefresh is the kubelets' period of re-rendering Secret and ConfigMap volumes
+	// (zero: a kubelet's default, a minute).
+	VolumeRefresh time.Duration
+	Log           *slog.Logger
 }
 
 // AutoSlot asks for any free slot.
@@ -244,6 +247,8 @@ func (d *daemon) start(ctx context.Context) error {
 		Net:    d.net,
 		Client: d.client,
 		Log:    d.log,
+
+		VolumeRefresh: opts.VolumeRefresh,
 	})
 	if err != nil {
 		return fmt.Errorf("virtual nodes: %w", err)
@@ -336,6 +341,8 @@ func (d *daemon) status() fault.Status {
 		Bridge:       inst.Bridge(),
 		Pid:          os.Getpid(),
 		StartSeconds: startSec,
+
+		VolumeRefreshSeconds: kubelet.Config{VolumeRefresh: d.opts.VolumeRefresh}.EffectiveVolumeRefresh().Seconds(),
 	}
 	if ready {
 		s.Processes = d.cp.Pids()

@@ -64,8 +64,10 @@ type Status struct {
 	Pid          int            `json:"pid"`
 	Processes    map[string]int `json:"processes,omitempty"`
 	StartSeconds float64        `json:"startSeconds"`
-	Nodes        []Node         `json:"nodes"`
-	Pods         []Pod          `json:"pods"`
+	// VolumeRefreshSeconds is how often pods' Secret and ConfigMap volumes are re-rendered.
+	VolumeRefreshSeconds float64 `json:"volumeRefreshSeconds"`
+	Nodes                []Node  `json:"nodes"`
+	Pods                 []Pod   `json:"pods"`
 }
 
 // PodRef names a pod (and optionally one of its containers).

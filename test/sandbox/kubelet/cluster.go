@@ -45,6 +45,22 @@ type Config struct {
 	// NodeCPU and NodeMemory are each node's capacity (virtual: pods share the machine).
 	NodeCPU    resource.Quantity
 	NodeMemory resource.Quantity
+	// VolumeRefresh is how often a pod's configMap, secret, projected and downward-API
+	// volumes are re-rendered (zero: DefaultVolumeRefresh). A kubelet does it on each pod
+	// sync, every minute by default, so a Secret edit reaches pods up to a minute apart.
+	VolumeRefresh time.Duration
+}
+
+// DefaultVolumeRefresh is a kubelet's default sync period, when a pod's volumes whose
+// content comes from API objects are brought up to date.
+const DefaultVolumeRefresh = time.Minute
+
+// EffectiveVolumeRefresh is VolumeRefresh, or its default when unset.
+func (c Config) EffectiveVolumeRefresh() time.Duration {
+	if c.VolumeRefresh <= 0 {
+		return DefaultVolumeRefresh
+	}
+	return c.VolumeRefresh
 }
 
 // Cluster is the set of virtual nodes of a sandbox.

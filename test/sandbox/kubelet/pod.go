@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -284,9 +285,16 @@ func (sb *podSandbox) setupVolumes() bool {
 	}
 }
 
-// refreshLoop keeps configMap, secret, projected and downward-API volumes up to date.
+// refreshLoop keeps configMap, secret, projected and downward-API volumes up to date, every
+// VolumeRefresh from a random phase: like kubelets, pods of one Secret see its edit at
+// different moments.
 func (sb *podSandbox) refreshLoop() {
-	t := time.NewTicker(2 * time.Second)
+	period := sb.p.c.cfg.EffectiveVolumeRefresh()
+	if !sb.sleep(time.Duration(rand.Int64N(int64(period)))) {
+		return
+	}
+	sb.vols.refresh(sb.ctx)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
