@@ -39,6 +39,9 @@ TEST_MODULE_NON_E2E_PKGS = $$(go list ./... | grep -v '^github.com/rediskube/red
 UNIT_TIMEOUT ?= 5m
 INTEGRATION_TIMEOUT ?= 30m
 E2E_TIMEOUT ?= 40m
+# Tests of one sandbox package that call t.Parallel run this many at a time: they mostly wait
+# on Redis and timeouts, not on the 2 cores.
+E2E_PARALLEL ?= 3
 
 .PHONY: all
 all: build
@@ -147,12 +150,15 @@ unit: ## Run the unit tier: every test without build tag of both modules (e2e/ e
 # `make test`, to keep the suite's time; INTEGRATION_RACE_CONTROLLER=1 runs them under it too.
 CONTROLLER_PKG := $(ROOT)/internal/controller
 INTEGRATION_RACE_CONTROLLER ?=
+# The controller package's tests each run an operator of their own on a namespace and loopback
+# addresses of their own, and spend their time waiting on Redis: this many run at once.
+CONTROLLER_PARALLEL ?= 4
 .PHONY: integration
 integration: packages control-plane helm ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
 		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
-		-timeout $(INTEGRATION_TIMEOUT) $(CONTROLLER_PKG)
+		-parallel $(CONTROLLER_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) $(CONTROLLER_PKG)
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 # The sandbox slot the benchmark runs on: BENCH_SLOT=N (or SANDBOX_SLOT=N); empty takes the first free one.
@@ -229,4 +235,4 @@ chaos: packages control-plane build ## Run the fault scenarios kept out of make 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
 e2e: packages control-plane build kubectl-redis chainsaw helm ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
-	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS)
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS)

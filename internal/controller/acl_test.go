@@ -27,6 +27,7 @@ import (
 // pattern; an edit of the Secret adds a user without restarting the pod; a malformed edit is
 // refused with Degraded/InvalidACL naming the line, one Warning event, and the users as they were.
 func TestStandaloneACLUsersFromASecret(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	const password = "s3cret-acl"
@@ -214,6 +215,7 @@ func waitForEvent(t *testing.T, c client.Client, ns, name, reason string) {
 // user's password, which the rendered file keeps): a writer's keys reach the replicas, where a
 // reader reads them and cannot write.
 func TestReplicationWithACLUsersReplicates(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t, func(f *replicationFixture) {
 		if err := f.c.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: f.cr.Namespace},
 			Data: map[string][]byte{"user.acl": []byte("user writer on >wpw ~* +@read +@write\nuser reader on >rpw ~* +@read\n")}}); err != nil {
@@ -243,6 +245,7 @@ func TestReplicationWithACLUsersReplicates(t *testing.T) {
 // a restart, the operator and the replicas log in as the operator's own user from then on, and
 // a failover after it (REPLICAOF to a new master, a restarted pod) replicates with that user.
 func TestReplicationTurnsTheDefaultUserOffInPlace(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t, func(f *replicationFixture) {
 		if err := f.c.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: f.cr.Namespace},
 			Data: map[string][]byte{"user.acl": []byte("user writer on >wpw ~* +@all\n")}}); err != nil {
@@ -303,6 +306,7 @@ func TestReplicationTurnsTheDefaultUserOffInPlace(t *testing.T) {
 // edit adds a user without restarting a node, and a password rotation keeps the default user
 // usable with the new password while the pods' files still hold the old one.
 func TestClusterACLUsersFromASecret(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixtureWithPassword(t, 3, 3, "first")
 	if err := f.c.Create(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: f.ns},

@@ -154,6 +154,7 @@ func monitoredReplication(t *testing.T, ctx context.Context, c client.Client, ns
 // removal reaches the objects (server-side apply), an annotation another manager put on the
 // Service stays, and a reconcile after that writes nothing.
 func TestRemovedFieldsLeaveTheObjects(t *testing.T) {
+	t.Parallel()
 	for _, tc := range applyCases() {
 		t.Run(tc.kind, func(t *testing.T) {
 			ns, op, c := operatorInNamespace(t)
@@ -288,6 +289,7 @@ func containerNames(containers []corev1.Container) string {
 // then leaves out are removed, what another manager set stays, and an unchanged desired
 // object is not written again.
 func TestApplyOwnedRemovesWhatItNoLongerSets(t *testing.T) {
+	t.Parallel()
 	ns := testNamespace(t)
 	ctx := context.Background()
 	c := newClient(t)

@@ -22,6 +22,7 @@ import (
 // one are deleted, those of the one with storage.keepAfterDelete stay. (Without a StatefulSet
 // controller here, the test creates the PVCs the StatefulSet would have made.)
 func TestDeletionRemovesClaimsUnlessKept(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	for _, keep := range []bool{false, true} {
@@ -83,6 +84,7 @@ func TestDeletionRemovesClaimsUnlessKept(t *testing.T) {
 // but the builders refuse (no image): their deletion must not depend on building, and it
 // still removes their PVCs.
 func TestResourcesTheBuildersRefuseAreDeleted(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	size := int32(3)
@@ -152,6 +154,7 @@ func TestResourcesTheBuildersRefuseAreDeleted(t *testing.T) {
 // missing objects are not made again and the refusal is not reported as a failure of the
 // resource. (envtest runs no namespace controller, so the namespace stays terminating.)
 func TestTerminatingNamespaceIsNotRecreatedInto(t *testing.T) {
+	t.Parallel()
 	ns := testNamespace(t)
 	startOperator(t, ns)
 	ctx := context.Background()
@@ -192,6 +195,7 @@ func TestTerminatingNamespaceIsNotRecreatedInto(t *testing.T) {
 // StatefulSet and the pod, and deletes the claim only once the pod is gone, so the StatefulSet
 // controller has no pod to create the claim again for.
 func TestDeletionDeletesClaimsOnlyOnceTheirPodsAreGone(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	const name = "held"

@@ -16,6 +16,7 @@ import (
 // Events of one reason about one resource with different messages stay apart (a timeline),
 // and an exact repeat is counted on the event it repeats instead of making another.
 func TestEventRecorderKeepsEachMessage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {

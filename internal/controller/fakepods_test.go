@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ import (
 
 // fakeKubelet stands in for the StatefulSet controller and the kubelet of a real cluster: for
 // each StatefulSet it creates the pods, runs each pod as a real redis-server bound to the pod's
-// own loopback address (127.0.<net>.<n>, a new one at every start, as a recreated pod gets a new
+// own loopback address (127.<process>.<net>.<n>, a new one at every start, as a recreated pod gets a new
 // IP) and reports the pod Running and Ready. The sandbox's end-to-end tests run real pods; these
 // tests run the controller's logic against real Redis in seconds.
 type fakeKubelet struct {
@@ -53,7 +54,7 @@ type fakeKubelet struct {
 	// authSecret, when set, is the operator's auth Secret: pods include its requirepass and
 	// masterauth file, as rendered (password is then unused), written at start.
 	authSecret string
-	net        int
+	net        int32
 	base       string // the pods' volumes
 	mu         sync.Mutex
 	nextIP     int
@@ -69,6 +70,14 @@ type fakePod struct {
 	exited  chan struct{}
 }
 
+// Each fake kubelet has a /24 of loopback addresses of its own, so tests running in parallel
+// never share an address: the second octet tells this test process from others running the
+// same tests on the machine, the third the kubelet.
+var (
+	processNet  = 1 + os.Getpid()%250
+	kubeletNets atomic.Int32
+)
+
 func newFakeKubelet(t *testing.T, c client.Client, port int) *fakeKubelet {
 	// The pods' volumes live under a folder of the kubelet's own, removed only after every
 	// process is stopped: a t.TempDir would be removed first (cleanups run last-in first-out)
@@ -77,7 +86,7 @@ func newFakeKubelet(t *testing.T, c client.Client, port int) *fakeKubelet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &fakeKubelet{t: t, c: c, port: port, net: 100 + os.Getpid()%100, nextIP: 10, pods: map[string]*fakePod{}, base: base}
+	k := &fakeKubelet{t: t, c: c, port: port, net: kubeletNets.Add(1)%254 + 1, nextIP: 10, pods: map[string]*fakePod{}, base: base}
 	t.Cleanup(func() {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -107,7 +116,7 @@ func (k *fakeKubelet) runStatefulSet(ctx context.Context, namespace, name string
 func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ordinal int, dataDir string) {
 	k.t.Helper()
 	k.mu.Lock()
-	ip := fmt.Sprintf("127.0.%d.%d", k.net, k.nextIP)
+	ip := fmt.Sprintf("127.%d.%d.%d", processNet, k.net, k.nextIP)
 	k.nextIP++
 	k.mu.Unlock()
 	if dataDir == "" {

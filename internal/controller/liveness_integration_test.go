@@ -131,7 +131,6 @@ func newLivenessResources(t *testing.T) *livenessResources {
 	f := newClusterFixture(t, 3, 0)
 	kubelet := newFakeKubelet(t, f.c, builder.DefaultRedisPort)
 	kubelet.standalone = true
-	kubelet.net = 200 + f.kubelet.net%50 // addresses of its own (the cluster kubelet has 100-199)
 	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: f.ns},
 		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
 	if err := f.c.Create(f.ctx, cr); err != nil {
@@ -176,6 +175,7 @@ func degradedNaming(t *testing.T, what, pod string, conditions func() ([]metav1.
 // process, a cut network) is on its resource's status within seconds, long before the 30 s
 // periodic health check would find it, and the resource is Ready again soon after it answers.
 func TestLivenessFrozenPodsAreDegradedWithinSeconds(t *testing.T) {
+	t.Parallel()
 	l := newLivenessResources(t)
 	f := l.cluster
 	op := startLivenessOperator(t, f.ns, true)
@@ -240,7 +240,10 @@ func TestLivenessFrozenPodsAreDegradedWithinSeconds(t *testing.T) {
 // The watcher's cost: the Redis commands a minute each Ready resource gets, without and with
 // it, and the API writes of an idle operator (none either way).
 func TestLivenessSteadyStateCommandsPerMinute(t *testing.T) {
-	const window = time.Minute
+	t.Parallel()
+	// Longer than the 30 s re-check of a Ready resource, so that a write it made would show;
+	// the counts are scaled to a minute.
+	const window = 35 * time.Second
 	l := newLivenessResources(t)
 	f := l.cluster
 	first := startLivenessOperator(t, f.ns, false)
@@ -250,7 +253,8 @@ func TestLivenessSteadyStateCommandsPerMinute(t *testing.T) {
 		time.Sleep(3 * time.Second) // the reconciles of a start settle
 		cluster, standalone, start := op.commandsTo(f.port), op.commandsTo(builder.DefaultRedisPort), op.apiWrites.Load()
 		time.Sleep(window)
-		cluster, standalone = op.commandsTo(f.port)-cluster, op.commandsTo(builder.DefaultRedisPort)-standalone
+		perMinute := func(n int) int { return int(int64(n) * int64(time.Minute) / int64(window)) }
+		cluster, standalone = perMinute(op.commandsTo(f.port)-cluster), perMinute(op.commandsTo(builder.DefaultRedisPort)-standalone)
 		writes := op.apiWrites.Load() - start
 		t.Logf("%s: Redis commands a minute: RedisCluster (3 pods) %d, Redis (1 pod) %d; API writes %d", label, cluster, standalone, writes)
 		if writes != 0 {

@@ -25,6 +25,7 @@ import (
 // sentinels: they keep seeing the master up, a sentinel started afterwards has the new password
 // too, and they still fail the replication over.
 func TestPasswordChangesInPlaceUnderEmbeddedSentinels(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	sentinels := f.addEmbeddedSentinels()
@@ -35,6 +36,7 @@ func TestPasswordChangesInPlaceUnderEmbeddedSentinels(t *testing.T) {
 // whatever state each pod is in: rr-1 accepting both passwords (step 1), rr-2 requiring the new
 // one alone (step 4), rr-0 untouched.
 func TestPasswordRotationUnderSentinelsResumes(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	sentinels := f.addEmbeddedSentinels()
@@ -69,6 +71,7 @@ func (f *replicationFixture) addEmbeddedSentinels() *fakeKubelet {
 
 // The same with a RedisSentinel watching the replication (its password from the same Secret).
 func TestPasswordChangesInPlaceUnderARedisSentinel(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	sn := f.createRedisSentinel()

@@ -21,6 +21,7 @@ import (
 // old password stops working, replication goes on (masterauth changed too), the auth Secret
 // the pods restart with holds the new one, and a replica restarted afterwards rejoins with it.
 func TestPasswordChangesInPlace(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "rotation")
@@ -92,6 +93,7 @@ func TestPasswordChangesInPlace(t *testing.T) {
 // The same for a cluster: every node takes the new password in place, replicas stay linked
 // (masterauth), and a client with the new password reads every key.
 func TestClusterPasswordChangesInPlace(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixtureWithPassword(t, 3, 3, "first")
 	f.runPods()

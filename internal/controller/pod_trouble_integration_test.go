@@ -24,6 +24,7 @@ import (
 // (Degraded, the pod and the kubelet's reason) with one Warning event however often it is
 // reconciled.
 func TestStuckPodIsNamedOnTheResource(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns},

@@ -21,6 +21,7 @@ import (
 )
 
 func TestStandaloneRedisServesWithItsPasswordAndDynamicConfig(t *testing.T) {
+	t.Parallel()
 	ns := testNamespace(t)
 	op := startOperator(t, ns)
 	ctx := context.Background()
@@ -121,6 +122,7 @@ func waitStandaloneReady(t *testing.T, c client.Client, cr *v1beta2.Redis) {
 }
 
 func TestStandaloneSkipReconcileCreatesNothing(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	cr := &v1beta2.Redis{

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +39,11 @@ type clusterFixture struct {
 	port    int
 }
 
-var testPort = 7100
+// testPorts hands each cluster test a port of its own, so no address is ever reused across
+// tests, parallel ones included.
+var testPorts atomic.Int32
+
+func nextTestPort() int { return 7100 + int(testPorts.Add(1)) }
 
 // testNamespace names the namespace of a test after the test, the same name on every call
 // within it; a test run again (go test -count=N) gets a fresh one, since the namespace of
@@ -73,8 +78,7 @@ func newClusterFixture(t *testing.T, leaders, followers int32) *clusterFixture {
 // newClusterFixtureWithPassword: a password other than "" comes from Secret redis-secret.
 func newClusterFixtureWithPassword(t *testing.T, leaders, followers int32, password string) *clusterFixture {
 	t.Helper()
-	testPort++ // each test its own port, so no address is ever reused across tests
-	f := &clusterFixture{t: t, ctx: context.Background(), c: newClient(t), name: "shards", ns: testNamespace(t), port: testPort}
+	f := &clusterFixture{t: t, ctx: context.Background(), c: newClient(t), name: "shards", ns: testNamespace(t), port: nextTestPort()}
 	f.kubelet = newFakeKubelet(t, f.c, f.port)
 	if err := f.c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}); err != nil {
 		t.Fatal(err)
@@ -302,6 +306,7 @@ func (f *clusterFixture) assertEvents(reasons ...string) {
 }
 
 func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
+	t.Parallel()
 	op := startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()
@@ -381,6 +386,7 @@ func TestClusterBootstrapsAndComesBackAfterEveryPodMoves(t *testing.T) {
 }
 
 func TestLeaderCrashFailsOverAndBack(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()
@@ -419,6 +425,7 @@ func TestLeaderCrashFailsOverAndBack(t *testing.T) {
 }
 
 func TestReplacedFollowerIsReattachedAndItsOldNodeForgotten(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()
@@ -438,6 +445,7 @@ func TestReplacedFollowerIsReattachedAndItsOldNodeForgotten(t *testing.T) {
 }
 
 func TestOperatorKilledDuringBootstrapIsFinishedByTheNext(t *testing.T) {
+	t.Parallel()
 	first := startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()
@@ -456,6 +464,7 @@ func TestOperatorKilledDuringBootstrapIsFinishedByTheNext(t *testing.T) {
 }
 
 func TestSmallClusterShapes(t *testing.T) {
+	t.Parallel()
 	t.Run("one shard", func(t *testing.T) {
 		startOperator(t, testNamespace(t))
 		f := newClusterFixture(t, 1, 1)
@@ -485,6 +494,7 @@ func TestSmallClusterShapes(t *testing.T) {
 // own slots: the other shards keep taking writes, and the status says which slots are not
 // served, and by which shard, until the master is back.
 func TestShardWithoutMasterStopsOnlyItsSlots(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 0)
 	f.runPods()
@@ -551,6 +561,7 @@ func TestShardWithoutMasterStopsOnlyItsSlots(t *testing.T) {
 }
 
 func TestSkipReconcileStopsAllAction(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 1, 0)
 	f.runPods()
@@ -583,6 +594,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 }
 
 func TestMissingPasswordSecretIsReported(t *testing.T) {
+	t.Parallel()
 	ns := testNamespace(t)
 	startOperator(t, ns)
 	c := newClient(t)
@@ -620,6 +632,7 @@ func TestMissingPasswordSecretIsReported(t *testing.T) {
 }
 
 func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 1, 0)
 	f.runPods()
@@ -706,6 +719,7 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 // the masters, and a pod made from a template without that label (an operator upgrade, before
 // the rolling update) is given it, so that the Service does not lose its endpoints meanwhile.
 func TestMasterServiceSelectsTheClusterLabel(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 1, 0)
 	f.runPods()

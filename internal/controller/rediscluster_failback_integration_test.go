@@ -20,6 +20,7 @@ import (
 // asked of the leader is that far from the one before. Then every slot is served, leader pods
 // are the masters and the keys read back.
 func TestLeaderBackAtANewIPFailsBackOnceEveryMasterKnowsIt(t *testing.T) {
+	t.Parallel()
 	op := startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()

@@ -137,6 +137,7 @@ func nodePortsOfService(t *testing.T, c client.Client, ns, name string) builder.
 // asks for that pod, at creation and at a scale-out. A Service recreated with other node
 // ports has its pod's file follow. Back to ClusterIP, the Services and files go.
 func TestNodePortServicesComeBeforeTheirPods(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	log := recordAPI(t, ns)

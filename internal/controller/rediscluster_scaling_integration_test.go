@@ -98,6 +98,7 @@ func (f *clusterFixture) resize(leaders, followers int32) {
 // scaled back in, the departing leaders hand every slot over before their pods go. A client
 // writing the whole time loses no acknowledged write.
 func TestScaleOutAndInMoveSlotsWithTheirKeys(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.runPods()
@@ -257,6 +258,7 @@ func (f *clusterFixture) assertMigrateEvents() {
 // importing on one master, migrating on another, some keys moved) is finished forward: the
 // slot ends on the destination with every key.
 func TestInterruptedSlotMoveIsFinished(t *testing.T) {
+	t.Parallel()
 	startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 0)
 	f.runPods()

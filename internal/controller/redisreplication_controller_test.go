@@ -190,6 +190,7 @@ func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
 }
 
 func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	wantSpecUnwritten(t, f.c, f.cr)
@@ -236,6 +237,7 @@ func TestReplicationBootstrapsAndStaysQuiet(t *testing.T) {
 // stream up to the crash, so the most advanced one is promoted at once (no grace period: the
 // old master answered, empty-handed or from its disk) and the old master rejoins as replica.
 func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "crash")
@@ -250,6 +252,7 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 // Every pod stops and comes back at once, each with its volume: no replica holds more than the
 // disks, so the recorded master leads again and nothing is lost.
 func TestReplicationAllPodsRestartTogether(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("survives", "everything")
@@ -268,6 +271,7 @@ func TestReplicationAllPodsRestartTogether(t *testing.T) {
 // The master is gone for good: after the grace period the replica with the most data is
 // promoted; writes go to it; when the old master returns with its data it rejoins as a replica.
 func TestReplicationPromotesAReplicaWhenTheMasterStaysAway(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	if err := f.redis("rr-0").Set(f.ctx, "before", "failover", 0).Err(); err != nil {
@@ -300,6 +304,7 @@ func (f *replicationFixture) masterDiesAndRejoins(keys map[string]string) {
 // marks its return: once a replica was promoted and the old master answers again as a second
 // master, the operator still finds it and makes it a replica of the promoted one.
 func TestReplicationDemotesAReturningMasterWithoutAPodEvent(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "freeze")
@@ -343,6 +348,7 @@ func TestReplicationDemotesAReturningMasterWithoutAPodEvent(t *testing.T) {
 // Scaling in removes the highest ordinals: when the master is among them, the operator first
 // hands its role to a replica that stays (FAILOVER TO, no write lost), then shrinks.
 func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	// Make rr-2, the pod that scaling in removes, the master; the operator follows.
@@ -409,6 +415,7 @@ func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
 // outage bound that is an outage (Degraded, Outage, naming the master; never Failed), said by
 // one Warning event however many reconciles it lasts, and cleared once the replicas are back.
 func TestReplicationWithoutALinkedReplicaIsAnOutage(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("single", "copy")
@@ -466,6 +473,7 @@ func warnings(t *testing.T, c client.Client, namespace, reason string) int {
 // rendered), replicas sync with it, clients typing "pw" write and read keys, and the password
 // file of the preStop hook holds it trimmed too.
 func TestReplicationPasswordSecretWithATrailingNewline(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t, func(f *replicationFixture) {
 		var secret corev1.Secret
 		if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: "redis-secret"}, &secret); err != nil {

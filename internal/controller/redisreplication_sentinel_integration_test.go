@@ -27,6 +27,7 @@ import (
 // beside them, the old ones are deleted only once every new one is ready and monitors the
 // master, their other objects are then pruned; the master never moves and every key is kept.
 func TestEmbeddedSentinelsOfAnEarlierVersionAreReplaced(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "migration")

@@ -24,6 +24,7 @@ import (
 // resource (Degraded Unschedulable, the pod, the claim and the class), where it said only
 // that no Redis answered yet.
 func TestReplicationNamesTheStorageClassItsPodWaitsFor(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	class := "no-such-class"

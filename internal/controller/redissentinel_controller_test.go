@@ -110,6 +110,7 @@ func (f *replicationFixture) sentinelAuthFile(stsName string) (string, bool) {
 // the operator does not promote, follows the master they choose (status, labels, the returning
 // old master made its replica) and the sentinels report Ready on the new master.
 func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "sentinel-failover")
@@ -167,6 +168,7 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 // Embedded sentinels (spec.sentinel), added to a running RedisReplication: they are created
 // once it has a master, Ready waits for them to monitor it, and they fail it over.
 func TestEmbeddedSentinelsFailOver(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "sentinel-failover")
@@ -240,6 +242,7 @@ func (f *replicationFixture) sentinelsFailOver(sentinel *fakePod, group string) 
 // not exist (it waits for it), a password from anything but a Secret (the user must fix it), and
 // the skip annotation (no object is created).
 func TestSentinelReportsWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := t.Context()
 	size := int32(3)
@@ -293,6 +296,7 @@ func TestSentinelReportsWhatItWaitsFor(t *testing.T) {
 // Given a replication later, its pods are replaced (the StatefulSet controller's part, played
 // here by the test) by sentinels monitoring the master, and it becomes Ready.
 func TestSentinelWithoutConfigRunsIdleUntilToldWhatToMonitor(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	size := int32(3)
@@ -404,6 +408,7 @@ func (f *replicationFixture) sentinelTemplateHash(name string) string {
 // Deletion does not depend on the spec: a RedisSentinel without redisSentinelConfig, its
 // objects made, is deleted, its finalizer removed.
 func TestSentinelWithoutConfigIsDeleted(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := t.Context()
 	size := int32(1)
@@ -439,6 +444,7 @@ func TestSentinelWithoutConfigIsDeleted(t *testing.T) {
 // then Degraded (Stuck) saying what it waits for and since when, not Failed (the replication may
 // still be created), with one Warning event however many reconciles follow.
 func TestSentinelWaitingPastItsBoundSaysItIsStuck(t *testing.T) {
+	t.Parallel()
 	ns := testNamespace(t)
 	c := newClient(t)
 	ctx := t.Context()
@@ -480,6 +486,7 @@ func TestSentinelWaitingPastItsBoundSaysItIsStuck(t *testing.T) {
 // resource (condition QuorumAdjusted, one Warning event) while it lasts; it still goes Ready.
 // With enough sentinels the condition goes away and they run with the quorum asked for.
 func TestQuorumAboveTheSentinelsIsLoweredAndSaidSo(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	size := int32(1)

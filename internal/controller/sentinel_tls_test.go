@@ -27,6 +27,7 @@ import (
 // and counts exactly the two others, and they can still authorize a failover. Plain-text
 // sentinels stand in for TLS ones: which pod goes when does not depend on TLS.
 func TestSentinelTLSRollRestartsOnePodAtATimeAndForgetsTheDeparted(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	sn := f.createRedisSentinel()

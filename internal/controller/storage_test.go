@@ -117,6 +117,7 @@ func waitCondition(t *testing.T, what string, get func() []metav1.Condition, typ
 // capacity, then the StatefulSet is recreated, without the recreate annotation, with the new
 // templates. A later smaller request is ignored, with a Warning and a condition.
 func TestClusterStorageGrowsInPlace(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	class := ns + "-expandable"
@@ -287,6 +288,7 @@ func TestClusterStorageGrowsInPlace(t *testing.T) {
 // TestStorageGrowthRefusedByTheClass: a class without allowVolumeExpansion leaves the claims
 // as they are and gives Degraded with the reason, with one Warning however often it reconciles.
 func TestStorageGrowthRefusedByTheClass(t *testing.T) {
+	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	class := ns + "-fixed"
