@@ -103,6 +103,15 @@ $(HELM):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
+# The resource charts share their helpers through the library chart charts/redis-common, which
+# Helm reads from each chart's charts/ directory (git-ignored): chart-deps packages it there,
+# always anew so that an edit of the library is never rendered stale. Every target that installs
+# or renders the charts from the tree (integration, e2e) runs it first.
+KIND_CHARTS := redis redis-cluster redis-replication redis-sentinel
+.PHONY: chart-deps
+chart-deps: $(HELM) ## Package the redis-common library chart into the charts/ directory of each resource chart.
+	@for c in $(KIND_CHARTS); do $(HELM) dependency build --skip-refresh charts/$$c >/dev/null || exit 1; done
+
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
@@ -127,7 +136,7 @@ vet: ## Run go vet on the operator's module and on the test module (integration 
 	cd $(TEST_MODULE) && go vet -tags bench,chaos,$(INTEGRATION_TAG) ./...
 
 .PHONY: test
-test: packages control-plane build kubectl-redis chainsaw helm ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
+test: packages control-plane build kubectl-redis chainsaw helm chart-deps ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory verify
 	$(MAKE) --no-print-directory lint
@@ -148,7 +157,7 @@ unit: ## Run the unit tier: every test without build tag of both modules (e2e/ e
 CONTROLLER_PKG := $(ROOT)/internal/controller
 INTEGRATION_RACE_CONTROLLER ?=
 .PHONY: integration
-integration: packages control-plane helm ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
+integration: packages control-plane helm chart-deps ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
 		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
@@ -228,5 +237,5 @@ chaos: packages control-plane build ## Run the fault scenarios kept out of make 
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
-e2e: packages control-plane build kubectl-redis chainsaw helm ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
+e2e: packages control-plane build kubectl-redis chainsaw helm chart-deps ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS)
