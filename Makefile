@@ -72,6 +72,11 @@ chart-sync: ## Copy the generated CRDs, RBAC rules, admission policy, alerts and
 		'kind: PrometheusRule' 'metadata:' '  name: redis-operator' '  labels:' '    app.kubernetes.io/name: redis-operator' 'spec:'; \
 		sed -e 's/^./  &/' config/prometheus/alerts.rules.yaml; } > config/prometheus/prometheusrule.yaml
 
+# The resource charts' values.schema.json, from one source of the properties they share.
+.PHONY: chart-schemas
+chart-schemas: ## Write the resource charts' values.schema.json from hack/chartschema.
+	go run ./hack/chartschema -src hack/chartschema -charts charts
+
 # The API reference, one Markdown file per version under api/, from the Go types.
 .PHONY: docs
 docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
@@ -79,9 +84,9 @@ docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
 	@for v in api/*/; do v=$$(basename $$v); go run ./hack/apidocs -api api/$$v -out docs/api/$$v.md || exit 1; done
 
 .PHONY: verify
-verify: generate manifests docs ## Fail when generated files are not committed as generated.
+verify: generate manifests docs chart-schemas ## Fail when generated files are not committed as generated.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
-	@git diff --exit-code -- api config charts docs || { echo "generated files are out of date: run make generate manifests docs and commit"; exit 1; }
+	@git diff --exit-code -- api config charts docs || { echo "generated files are out of date: run make generate manifests docs chart-schemas and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts docs)" || { git status --porcelain -- api config charts docs; echo "untracked generated files"; exit 1; }
 
 ##@ Build
