@@ -75,6 +75,11 @@ chart-sync: ## Copy the generated CRDs, RBAC rules, admission policy, alerts and
 		'kind: PrometheusRule' 'metadata:' '  name: redis-operator' '  labels:' '    app.kubernetes.io/name: redis-operator' 'spec:'; \
 		sed -e 's/^./  &/' config/prometheus/alerts.rules.yaml; } > config/prometheus/prometheusrule.yaml
 
+# The resource charts' values.schema.json, from one source of the properties they share.
+.PHONY: chart-schemas
+chart-schemas: ## Write the resource charts' values.schema.json from hack/chartschema.
+	go run ./hack/chartschema -src hack/chartschema -charts charts
+
 # The API reference, one Markdown file per version under api/, from the Go types.
 .PHONY: docs
 docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
@@ -82,9 +87,9 @@ docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
 	@for v in api/*/; do v=$$(basename $$v); go run ./hack/apidocs -api api/$$v -out docs/api/$$v.md || exit 1; done
 
 .PHONY: verify
-verify: generate manifests docs ## Fail when generated files are not committed as generated.
+verify: generate manifests docs chart-schemas ## Fail when generated files are not committed as generated.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
-	@git diff --exit-code -- api config charts docs || { echo "generated files are out of date: run make generate manifests docs and commit"; exit 1; }
+	@git diff --exit-code -- api config charts docs || { echo "generated files are out of date: run make generate manifests docs chart-schemas and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts docs)" || { git status --porcelain -- api config charts docs; echo "untracked generated files"; exit 1; }
 
 ##@ Build
@@ -105,6 +110,15 @@ helm: $(HELM) ## Build bin/helm (helm.sh/helm/v3 $(HELM_VERSION)), which install
 $(HELM):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# The resource charts share their helpers through the library chart charts/redis-common, which
+# Helm reads from each chart's charts/ directory (git-ignored): chart-deps packages it there,
+# always anew so that an edit of the library is never rendered stale. Every target that installs
+# or renders the charts from the tree (integration, e2e) runs it first.
+KIND_CHARTS := redis redis-cluster redis-replication redis-sentinel
+.PHONY: chart-deps
+chart-deps: $(HELM) ## Package the redis-common library chart into the charts/ directory of each resource chart.
+	@for c in $(KIND_CHARTS); do $(HELM) dependency build --skip-refresh charts/$$c >/dev/null || exit 1; done
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -130,7 +144,7 @@ vet: ## Run go vet on the operator's module and on the test module (integration 
 	cd $(TEST_MODULE) && go vet -tags bench,chaos,$(INTEGRATION_TAG) ./...
 
 .PHONY: test
-test: packages control-plane build kubectl-redis chainsaw helm ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
+test: packages control-plane build kubectl-redis chainsaw helm chart-deps ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
 	$(MAKE) --no-print-directory vet
 	$(MAKE) --no-print-directory verify
 	$(MAKE) --no-print-directory lint
@@ -154,7 +168,7 @@ INTEGRATION_RACE_CONTROLLER ?=
 # addresses of their own, and spend their time waiting on Redis: this many run at once.
 CONTROLLER_PARALLEL ?= 4
 .PHONY: integration
-integration: packages control-plane helm ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
+integration: packages control-plane helm chart-deps ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
 		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
@@ -234,5 +248,5 @@ chaos: packages control-plane build ## Run the fault scenarios kept out of make 
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
-e2e: packages control-plane build kubectl-redis chainsaw helm ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
+e2e: packages control-plane build kubectl-redis chainsaw helm chart-deps ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS)

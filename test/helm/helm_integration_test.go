@@ -5,32 +5,109 @@ package helm
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rediskube/redis-operator/test/e2e/framework"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 var charts = []string{"redis-operator", "redis", "redis-cluster", "redis-replication", "redis-sentinel"}
 
+// builtCharts is a copy of charts/ in which each kind chart carries the library chart in its
+// charts/ directory, as `helm dependency build` (make chart-deps) puts it there: built once per
+// run from the current sources, so that no stale vendored copy in the tree is what renders.
+var builtCharts string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "charts-")
+	if err == nil {
+		err = buildCharts(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building the charts:", err)
+		os.Exit(1)
+	}
+	builtCharts = dir
+	code := m.Run()
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// buildCharts copies the repository's charts into dir, leaving out what chart-deps vendored, and
+// runs helm dependency build in each kind chart.
+func buildCharts(dir string) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	src := filepath.Join(root, "charts")
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() && filepath.Base(rel) == "charts" && strings.Count(rel, string(filepath.Separator)) == 1 {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	for _, c := range kindCharts {
+		if out, err := runHelm(root, "dependency", "build", "--skip-refresh", filepath.Join(dir, c)); err != nil {
+			return fmt.Errorf("helm dependency build %s: %w\n%s", c, err, out)
+		}
+	}
+	return nil
+}
+
+// chartPath is the built copy of a chart.
+func chartPath(name string) string { return filepath.Join(builtCharts, name) }
+
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin := filepath.Join(repo(t), "bin", "helm")
+	return runHelm(repo(t), args...)
+}
+
+// runHelm runs bin/helm with its own empty configuration; its output is stdout, with stderr
+// added on failure.
+func runHelm(root string, args ...string) (string, error) {
+	bin := filepath.Join(root, "bin", "helm")
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: run make helm", bin)
+		return "", fmt.Errorf("%s is missing: run make helm", bin)
 	}
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "helm-home-")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+dir, "HELM_CONFIG_HOME="+dir, "HELM_DATA_HOME="+dir)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	err = cmd.Run()
 	if err != nil {
 		return out.String() + errOut.String(), err
 	}
@@ -38,9 +115,33 @@ func helm(t *testing.T, args ...string) (string, error) {
 }
 
 func TestLint(t *testing.T) {
-	for _, c := range charts {
-		if out, err := helm(t, "lint", "--strict", filepath.Join(repo(t), "charts", c)); err != nil {
+	for _, c := range append(slices.Clone(charts), library) {
+		if out, err := helm(t, "lint", "--strict", chartPath(c)); err != nil {
 			t.Errorf("helm lint %s: %v\n%s", c, err, out)
+		}
+	}
+}
+
+// TestPackage: each kind chart packages with the library inside, and the package renders as the
+// chart directory does (testdata/<chart>-default.yaml).
+func TestPackage(t *testing.T) {
+	dest := t.TempDir()
+	for _, c := range kindCharts {
+		out, err := helm(t, "package", chartPath(c), "--destination", dest)
+		if err != nil {
+			t.Fatalf("helm package %s: %v\n%s", c, err, out)
+		}
+		pkg := filepath.Join(dest, c+"-"+readChart(t, chartPath(c)).Version+".tgz")
+		out, err = helm(t, "template", "release", pkg, "--namespace", "ns")
+		if err != nil {
+			t.Fatalf("helm template %s: %v\n%s", pkg, err, out)
+		}
+		want, err := os.ReadFile(filepath.Join("testdata", c+"-default.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(want) != out {
+			t.Errorf("the package of %s renders otherwise than testdata/%s-default.yaml:\n%s", c, c, out)
 		}
 	}
 }
@@ -74,7 +175,7 @@ var templateCases = []struct {
 func TestTemplateGolden(t *testing.T) {
 	for _, c := range templateCases {
 		t.Run(c.chart+"-"+c.name, func(t *testing.T) {
-			args := []string{"template", "release", filepath.Join(repo(t), "charts", c.chart), "--namespace", "ns"}
+			args := []string{"template", "release", chartPath(c.chart), "--namespace", "ns"}
 			for _, s := range c.set {
 				args = append(args, "--set", s)
 			}
@@ -118,7 +219,7 @@ func TestSchemaRefuses(t *testing.T) {
 		{"redis-sentinel", "redisSentinelConfig.quorum=two", "/redisSentinelConfig/quorum"},
 		{"redis-replication", "sentinel.resolveHostnames=maybe", "/sentinel/resolveHostnames"},
 	} {
-		out, err := helm(t, "template", "r", filepath.Join(repo(t), "charts", c.chart), "--set", c.set)
+		out, err := helm(t, "template", "r", chartPath(c.chart), "--set", c.set)
 		if err == nil {
 			t.Errorf("%s --set %s: accepted", c.chart, c.set)
 			continue
@@ -136,7 +237,7 @@ func TestReferenceKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		values, err := helm(t, "show", "values", filepath.Join(repo(t), "charts", c))
+		values, err := helm(t, "show", "values", chartPath(c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +256,7 @@ func TestReferenceKeys(t *testing.T) {
 // ConfigMap, Service or StatefulSet elsewhere (kube-system included); without namespaces to
 // watch the install fails.
 func TestNamespacedRBAC(t *testing.T) {
-	chart := filepath.Join(repo(t), "charts", "redis-operator")
+	chart := chartPath("redis-operator")
 	out, err := helm(t, "template", "r", chart, "--namespace", "ops", "--set", "rbac.scope=namespace", "--set", `redisOperator.watchNamespace=apps\,cache`)
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)

@@ -1,6 +1,7 @@
 {{/*
-Helpers shared by the redis, redis-cluster, redis-replication and redis-sentinel charts. The
-four copies are identical (test/helm checks it): a change goes into all of them.
+Helpers shared by the redis, redis-cluster, redis-replication and redis-sentinel charts, which
+depend on this library chart. Every helper takes the calling chart's context explicitly (.root or
+the values), so .Chart, .Release and .Values are the kind chart's, never this chart's.
 */}}
 
 {{/* The custom resource's name: <kind>.name, else the release name. Call with (dict "root" $ "spec" .Values.<kind>). */}}
