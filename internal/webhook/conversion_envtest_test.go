@@ -206,6 +206,8 @@ func get(t *testing.T, c client.Client, name string, obj client.Object) {
 }
 
 func TestV1beta1ManifestsOfTheFirstShapeReadBackInBothVersions(t *testing.T) {
+	// Each test runs a kube-apiserver and webhook of its own: they wait in parallel.
+	t.Parallel()
 	e := start(t, 365*24*time.Hour)
 
 	applyFile(t, e.client, "testdata/v1beta1-redis.yaml")
@@ -298,6 +300,7 @@ func TestV1beta1ManifestsOfTheFirstShapeReadBackInBothVersions(t *testing.T) {
 }
 
 func TestTheWebhookKeepsConvertingAcrossCertificateRenewals(t *testing.T) {
+	t.Parallel()
 	// Serving certificates valid 30 s renew after 20 s: the test sees a renewal go by, with
 	// room for a loaded machine between the start and the first request.
 	e := start(t, 30*time.Second)
@@ -352,6 +355,7 @@ func servingSerial(t *testing.T, e *env) string {
 // With leader election, a replica that is not the leader serves the leader's certificate from
 // the Secret and converts, and writes nothing.
 func TestAReplicaThatIsNotLeaderServesTheSharedCertificate(t *testing.T) {
+	t.Parallel()
 	cfg := startAPIServer(t)
 	leader := startReplica(t, cfg, time.Hour, true)
 	c, err := client.New(cfg, client.Options{Scheme: newScheme(t)})
