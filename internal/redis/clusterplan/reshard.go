@@ -35,6 +35,11 @@ func finishMigrations(o *observed) Plan {
 	for i := range o.members {
 		m := &o.members[i]
 		me := o.self[m.Pod]
+		// Valkey 8 copies a primary's move states to its replicas; only a master's own are
+		// moves to finish (a replica refuses SETSLOT).
+		if !me.IsMaster() {
+			continue
+		}
 		for _, mig := range me.Migrating {
 			to, ok := o.ids[mig.NodeID]
 			if !ok {

@@ -295,3 +295,30 @@ func TestInterruptedMoveIsFinishedForward(t *testing.T) {
 		t.Errorf("want a problem naming the odd import, got %+v", plan)
 	}
 }
+
+// Valkey 8 replicates a primary's slot-move states to its replicas, whose own CLUSTER NODES
+// line then shows them too: a move is finished between the masters only, never to or from a
+// replica (which refuses SETSLOT: "Please use SETSLOT only with masters").
+func TestInterruptedMoveIgnoresTheStatesReplicasCopy(t *testing.T) {
+	nodes := healthy()
+	nodes[0].migrating = map[int]string{100: "c-leader-1"}
+	nodes[1].importing = map[int]string{100: "c-leader-0"}
+	nodes[3].migrating = map[int]string{100: "c-leader-1"} // follower-0, replica of leader-0
+	nodes[4].importing = map[int]string{100: "c-leader-0"} // follower-1, replica of leader-1
+	c := cluster{known: nodes}
+	plan := Compute(threeByThree, c.members(nodes))
+	assertSteps(t, plan, StepMigrate, 1)
+	if s := plan.Steps[0]; s.On != "c-leader-0" || s.To != "c-leader-1" || formatRanges(s.Slots) != "100" {
+		t.Errorf("want slot 100 moved on from leader-0 to leader-1, got %v", s)
+	}
+
+	// Only the destination's replica remembers: nothing a master says is half moved.
+	nodes[0].migrating, nodes[1].importing, nodes[3].migrating = nil, nil, nil
+	c = cluster{known: nodes}
+	plan = Compute(threeByThree, c.members(nodes))
+	for _, s := range plan.Steps {
+		if s.Kind == StepMigrate {
+			t.Errorf("a move finished from what a replica copied: %v", s)
+		}
+	}
+}
