@@ -58,8 +58,12 @@ type Options struct {
 	Interval time.Duration
 	// WaitReplicas, when positive, sends WAIT WaitReplicas WaitTimeout after each SET on the
 	// same connection, and counts the write as acknowledged only if at least WaitReplicas
-	// replicas confirmed it. It needs a *goredis.Client (standalone or sentinel-managed): a
-	// cluster client cannot route WAIT to the node that took the key.
+	// replicas confirmed it. It needs a *goredis.Client (standalone or sentinel-managed) or a
+	// *goredis.ClusterClient; with a cluster client each SET and its WAIT go to the master
+	// that serves the key's slot in the client's view of the cluster, and a write refused
+	// there (MOVED after a failover or a reshard, a node gone) makes the client reload that
+	// view, so the next write finds the new master. A write to a slot being migrated gets ASK
+	// and counts as failed until the migration ends.
 	WaitReplicas int
 	// WaitTimeout bounds each WAIT (default 1s); it must be shorter than the client's
 	// ReadTimeout.
@@ -101,23 +105,24 @@ func (o Options) validate(rdb goredis.UniversalClient) error {
 	case o.WaitReplicas < 0:
 		return fmt.Errorf("wait replicas %d must not be negative", o.WaitReplicas)
 	}
-	if o.PerShard {
-		if _, cluster := rdb.(*goredis.ClusterClient); !cluster {
-			return fmt.Errorf("PerShard needs a *goredis.ClusterClient, got %T", rdb)
-		}
-		if o.WaitReplicas > 0 {
-			return errors.New("PerShard and WaitReplicas together: WAIT needs a *goredis.Client")
-		}
+	if _, cluster := rdb.(*goredis.ClusterClient); o.PerShard && !cluster {
+		return fmt.Errorf("PerShard needs a *goredis.ClusterClient, got %T", rdb)
 	}
 	if o.WaitReplicas == 0 {
 		return nil
 	}
-	client, single := rdb.(*goredis.Client)
-	if !single {
-		return fmt.Errorf("WAIT needs a *goredis.Client, got %T: WAIT must run on the connection of the node that took the write", rdb)
+	var readTimeout time.Duration
+	switch client := rdb.(type) {
+	case *goredis.Client:
+		readTimeout = client.Options().ReadTimeout
+	case *goredis.ClusterClient:
+		// The cluster's options are those of every node client, which runs the pipeline.
+		readTimeout = client.Options().ReadTimeout
+	default:
+		return fmt.Errorf("WAIT needs a *goredis.Client or a *goredis.ClusterClient, got %T: WAIT must run on the connection of the node that took the write", rdb)
 	}
 	// SET and WAIT go in one pipeline, whose reply must arrive within the client's read timeout.
-	if readTimeout := client.Options().ReadTimeout; readTimeout > 0 && o.WaitTimeout >= readTimeout {
+	if readTimeout > 0 && o.WaitTimeout >= readTimeout {
 		return fmt.Errorf("wait timeout %s must be shorter than the client's read timeout %s", o.WaitTimeout, readTimeout)
 	}
 	return nil
@@ -315,25 +320,59 @@ func (c *Checker) send(ctx context.Context, key, value string) (outcome, error) 
 		}
 		return acknowledged, nil
 	}
+	cluster, isCluster := c.rdb.(*goredis.ClusterClient)
+	if !isCluster {
+		result, _, err := c.setAndWait(ctx, c.rdb.(*goredis.Client), key, value)
+		return result, err
+	}
+	// The cluster client cannot route WAIT (it has no key), so both go to the key's master
+	// by hand; that node's client follows no redirection.
+	master, err := cluster.MasterForKey(ctx, key)
+	if err != nil {
+		// Nothing was sent: no node is known to serve the slot.
+		c.reloadClusterState(ctx, cluster)
+		return failed, fmt.Errorf("find the master of %s: %w", key, err)
+	}
+	result, answered, err := c.setAndWait(ctx, master, key, value)
+	if !answered {
+		c.reloadClusterState(ctx, cluster)
+	}
+	return result, err
+}
+
+// reloadClusterState asks the cluster client to read the slot map again (in the background,
+// at most every 200ms): after MOVED, or when the node that served the slot does not answer,
+// the map the client holds is out of date, and the client would otherwise keep it for a
+// minute.
+func (c *Checker) reloadClusterState(ctx context.Context, cluster *goredis.ClusterClient) {
+	if ctx.Err() == nil {
+		cluster.ReloadState(ctx)
+	}
+}
+
+// setAndWait pipelines SET and WAIT on one connection of node. answered reports whether node
+// replied to both, so that it is still the master of the key and reachable: a WAIT that came
+// back short says the replicas lag, not that the write went to the wrong node.
+func (c *Checker) setAndWait(ctx context.Context, node *goredis.Client, key, value string) (result outcome, answered bool, err error) {
 	// One pipeline uses one connection, so WAIT counts the replicas that have this SET.
-	pipe := c.rdb.(*goredis.Client).Pipeline()
+	pipe := node.Pipeline()
 	set := pipe.Set(ctx, key, value, 0)
 	// Pipeliner has no Wait method; the raw command is the same.
 	wait := pipe.Do(ctx, "WAIT", c.opts.WaitReplicas, c.opts.WaitTimeout.Milliseconds())
 	// Exec returns the first command's error; both are inspected one by one below.
 	_, _ = pipe.Exec(ctx)
 	if err := set.Err(); err != nil {
-		return classify(err), fmt.Errorf("SET %s: %w", key, err)
+		return classify(err), false, fmt.Errorf("SET %s: %w", key, err)
 	}
 	// The SET was applied on the master; without enough replicas it may not survive a failover.
 	confirmed, err := wait.Int64()
 	if err != nil {
-		return uncertain, fmt.Errorf("WAIT after SET %s: %w", key, err)
+		return uncertain, false, fmt.Errorf("WAIT after SET %s: %w", key, err)
 	}
 	if confirmed < int64(c.opts.WaitReplicas) {
-		return uncertain, fmt.Errorf("WAIT after SET %s: %d of %d replicas confirmed within %s", key, confirmed, c.opts.WaitReplicas, c.opts.WaitTimeout)
+		return uncertain, true, fmt.Errorf("WAIT after SET %s: %d of %d replicas confirmed within %s", key, confirmed, c.opts.WaitReplicas, c.opts.WaitTimeout)
 	}
-	return acknowledged, nil
+	return acknowledged, true, nil
 }
 
 // classify tells an error that says the write was not applied (an error reply, no

@@ -285,9 +285,16 @@ func TestKilledServerFailsWritesAndAcknowledgedOnesSurviveOnDisk(t *testing.T) {
 // startThreeMasters forms a cluster of three real masters and returns it with a cluster client.
 func startThreeMasters(t *testing.T) (*redistest.Cluster, *goredis.ClusterClient) {
 	t.Helper()
+	return startCluster(t, 0)
+}
+
+// startCluster forms a cluster of three real masters with replicasPerMaster replicas each
+// (cluster.Replicas[i] replicates cluster.Masters[i%3]) and returns it with a cluster client.
+func startCluster(t *testing.T, replicasPerMaster int) (*redistest.Cluster, *goredis.ClusterClient) {
+	t.Helper()
 	pool := redis.NewPool(redis.Options{})
 	t.Cleanup(func() { _ = pool.Close() })
-	cluster := redistest.StartCluster(t, pool, 3, 0, redistest.ServerOptions{})
+	cluster := redistest.StartCluster(t, pool, 3, replicasPerMaster, redistest.ServerOptions{})
 	var addrs []string
 	for _, s := range cluster.Servers {
 		addrs = append(addrs, s.Addr())
