@@ -239,6 +239,9 @@ type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
 	phases   []phase[S]
 	// liveness stops PINGing the pods of a resource that is deleted or gone.
 	liveness *liveness.Watcher
+	// finish, when set, runs after the phases, whichever stopped them, before the status is
+	// written: what must hold of every reconcile's status.
+	finish func(context.Context, S)
 }
 
 func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
@@ -275,6 +278,9 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 		return writeStatus(ctx, obj.DeepCopyObject().(T), false)
 	}
 	defer func() {
+		if k.finish != nil {
+			k.finish(ctx, s)
+		}
 		s.base().acl.report(s.base().conditions)
 		err = errors.Join(err, writeStatus(ctx, obj, err == nil))
 		observeReady(obj)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +91,12 @@ type replicationScope struct {
 	// address more than half of their answering pods report.
 	sentinels bool
 	monitored string
+	// vote is how the sentinels asked answered: the address most of them name, how many name
+	// it, answered, and were asked (running pods). The labels need a majority of those asked.
+	vote struct {
+		host                       string
+		agreeing, answering, asked int
+	}
 	// embeddedReports are the master hosts the embedded sentinels' pods report, one per pod
 	// asked ("" for none); legacySentinels is set while the embedded sentinels an earlier
 	// version ran (StatefulSet <name>-sentinel) still exist and must be retired.
@@ -128,7 +136,6 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 		{"sentinels", r.observeSentinels},
 		{"sentinel-tls-roll", r.rollSentinelsForTLS},
 		{"replication", r.reconcileReplication},
-		{"pod-roles", r.labelPodRoles},
 		{"dynamic-config", r.applyDynamicConfig},
 		{"requested-failover", r.failoverOnRequest},
 		{"rolling-update", r.rollPods},
@@ -145,6 +152,7 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
+		finish:   r.degradeWhileSilent,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -250,11 +258,44 @@ func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicati
 // notReady reports what is missing: a replication that was never Ready is initializing, one
 // that was is degraded.
 func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, message string) {
-	if s.conditions.hasServed() {
+	if r.hasServed(s) {
 		s.conditions.degraded(reason, message)
 		return
 	}
 	s.conditions.progressing(reason, message)
+}
+
+// hasServed tells whether the replication served: the status says so, or this operator saw it
+// Ready (the status may say Progressing meanwhile, as while a replica is re-pointed after a
+// failover, which must not hide a pod that stopped answering).
+func (r *RedisReplicationReconciler) hasServed(s *replicationScope) bool {
+	_, served := r.served.Load(s.cr.UID)
+	return served || s.conditions.hasServed()
+}
+
+// degradeWhileSilent runs after the phases, whichever stopped them: a replication that served
+// is Degraded whenever one of its running pods does not answer, whatever else the reconcile
+// reported (a fail-over in progress, replicas being re-pointed), naming the silent pods.
+func (r *RedisReplicationReconciler) degradeWhileSilent(_ context.Context, s *replicationScope) {
+	var silent []string
+	for i, m := range s.members {
+		if m.Role == nil && m.IP != "" && !m.Terminating && s.pods[i].Status.Phase == corev1.PodRunning {
+			silent = append(silent, m.Pod)
+		}
+	}
+	if len(silent) == 0 || !r.hasServed(s) {
+		return
+	}
+	if degraded := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionDegraded); degraded != nil &&
+		degraded.Status == metav1.ConditionTrue {
+		return // already says what is wrong (an outage, the master unreachable, these pods)
+	}
+	message := silentPods(silent)
+	if ready := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionReady); ready != nil &&
+		ready.Status != metav1.ConditionTrue && ready.Message != "" {
+		message += "; " + ready.Message
+	}
+	s.conditions.degraded(ReasonRedisUnreachable, message)
 }
 
 func (s *replicationScope) podNamed(name string) runtime.Object {

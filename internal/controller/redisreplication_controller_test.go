@@ -35,6 +35,8 @@ type replicationFixture struct {
 	// password is the one the test's clients use: the Secret's; username the user they log
 	// in as ("" for the default user).
 	password, username string
+	// operatorOptions are those of the operator the fixture starts (options may add some).
+	operatorOptions []operatorOption
 }
 
 // newReplicationFixture starts a replication of three; options change the fixture (its CR,
@@ -44,7 +46,6 @@ func newReplicationFixture(t *testing.T, options ...func(*replicationFixture)) *
 	t.Helper()
 	ns := testNamespace(t)
 	f := &replicationFixture{t: t, ctx: context.Background(), c: newClient(t), password: replicationPassword}
-	f.op = startOperator(t, ns)
 	f.kubelet = newFakeKubelet(t, f.c, builder.DefaultRedisPort)
 	f.kubelet.standalone, f.kubelet.password = true, replicationPassword
 	if err := f.c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -66,6 +67,7 @@ func newReplicationFixture(t *testing.T, options ...func(*replicationFixture)) *
 	for _, o := range options {
 		o(f)
 	}
+	f.op = startOperator(t, ns, f.operatorOptions...)
 	if err := f.c.Create(f.ctx, f.cr); err != nil {
 		t.Fatal(err)
 	}

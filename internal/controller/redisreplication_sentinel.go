@@ -89,6 +89,8 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 		}
 	}
 	s.monitored = replicationplan.AgreedMaster(reports)
+	s.vote.host, s.vote.agreeing, s.vote.answering = replicationplan.SentinelVote(reports)
+	s.vote.asked = len(reports)
 	return false, nil
 }
 

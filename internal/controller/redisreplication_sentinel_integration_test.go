@@ -186,3 +186,187 @@ func (f *replicationFixture) createLegacySentinels(sts, masterIP string) {
 		}
 	}
 }
+
+// roleSample is one look at the replication: the pods labelled master and whether it is
+// Degraded.
+type roleSample struct {
+	at       time.Time
+	masters  []string
+	degraded bool
+}
+
+// sampleRoles looks every 100 ms until stop is closed, then hands its samples to the channel
+// it returns.
+func (f *replicationFixture) sampleRoles(stop <-chan struct{}) <-chan []roleSample {
+	out := make(chan []roleSample, 1)
+	go func() {
+		var samples []roleSample
+		defer func() { out <- samples }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			var pods corev1.PodList
+			if err := f.c.List(f.ctx, &pods, client.InNamespace(f.cr.Namespace),
+				client.MatchingLabels{builder.LabelApp: f.cr.Name, builder.LabelRedisRole: builder.RedisRoleMaster}); err != nil {
+				continue
+			}
+			var cr v1beta2.RedisReplication
+			if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), &cr); err != nil {
+				continue
+			}
+			s := roleSample{at: time.Now(), degraded: meta.IsStatusConditionTrue(cr.Status.Conditions, v1beta2.ConditionDegraded)}
+			for i := range pods.Items {
+				s.masters = append(s.masters, pods.Items[i].Name)
+			}
+			samples = append(samples, s)
+		}
+	}()
+	return out
+}
+
+// labelOf is the redis-role label of a pod of the replication.
+func (f *replicationFixture) labelOf(name string) (string, error) {
+	var pod corev1.Pod
+	if err := f.c.Get(f.ctx, client.ObjectKey{Namespace: f.cr.Namespace, Name: name}, &pod); err != nil {
+		return "", err
+	}
+	return pod.Labels[builder.LabelRedisRole], nil
+}
+
+// The master's redis-server freezes (SIGSTOP: a hung process, a partition) while its pod stays
+// Running and Ready, and the sentinels fail over: the frozen pod loses the master label while
+// it is still frozen, the promoted one gets it, no two pods are ever labelled master together,
+// and the replication is Degraded all the while a pod does not answer. Thawed, the old master
+// still says master until it is re-pointed: it is labelled slave at once and becomes a replica.
+func TestSentinelFailoverMovesTheMasterLabelOffAFrozenMaster(t *testing.T) {
+	f := newReplicationFixture(t, func(f *replicationFixture) { f.operatorOptions = append(f.operatorOptions, withLiveness) })
+	f.waitReady("rr-0")
+	f.writeAcknowledged("before", "freeze")
+	sn := f.createRedisSentinel()
+	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
+	masterIP := f.kubelet.pod("rr-0").ip
+	waitUntil(t, 45*time.Second, "RedisSentinel Ready on rr-0", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		if ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady); ready == nil ||
+			ready.Status != metav1.ConditionTrue || !strings.Contains(ready.Message, masterIP) {
+			return fmt.Errorf("conditions %s", describeConditions(sn.Status.Conditions))
+		}
+		return nil
+	})
+	f.waitReady("rr-0")
+	f.checkTopology("rr-0", map[string]string{"before": "freeze"})
+
+	stopSampling := make(chan struct{})
+	samples := f.sampleRoles(stopSampling)
+	frozen := f.kubelet.pod("rr-0")
+	stopped := time.Now()
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+
+	var promoted string
+	waitUntil(t, 20*time.Second, "the master label off the frozen rr-0 and on the promoted pod", func() error {
+		old, err := f.labelOf("rr-0")
+		if err != nil {
+			return err
+		}
+		if old == builder.RedisRoleMaster {
+			return fmt.Errorf("rr-0 still labelled master")
+		}
+		for _, name := range []string{"rr-1", "rr-2"} {
+			label, err := f.labelOf(name)
+			if err != nil {
+				return err
+			}
+			if label != builder.RedisRoleMaster {
+				continue
+			}
+			role, err := f.redis(name).Do(f.ctx, "role").Slice()
+			if err != nil {
+				return err
+			}
+			if len(role) == 0 || role[0] != "master" {
+				return fmt.Errorf("%s labelled master, ROLE says %v", name, role)
+			}
+			promoted = name
+			return nil
+		}
+		return fmt.Errorf("no replica labelled master yet")
+	})
+	t.Logf("the master label moved from the frozen rr-0 to %s %s after the freeze", promoted, time.Since(stopped).Round(100*time.Millisecond))
+	time.Sleep(3 * time.Second) // the labels and Degraded must hold while rr-0 stays frozen
+	if label, err := f.labelOf(promoted); err != nil || label != builder.RedisRoleMaster {
+		t.Errorf("%s labelled %q while rr-0 is frozen (%v)", promoted, label, err)
+	}
+	thawedAt := time.Now()
+	thaw()
+
+	waitUntil(t, 30*time.Second, "the thawed rr-0 labelled slave and a replica of "+promoted, func() error {
+		label, err := f.labelOf("rr-0")
+		if err != nil {
+			return err
+		}
+		info, err := f.redis("rr-0").Info(f.ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if label != builder.RedisRoleSlave || !strings.Contains(info, "role:slave") ||
+			!strings.Contains(info, "master_host:"+f.kubelet.pod(promoted).ip+"\r") {
+			return fmt.Errorf("rr-0 labelled %q: %s", label, info)
+		}
+		return nil
+	})
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "freeze"})
+	close(stopSampling)
+
+	// What the samples saw: never two masters, and Degraded from soon after the freeze until
+	// the thaw.
+	var degradedSince time.Time
+	for _, s := range <-samples {
+		if len(s.masters) > 1 {
+			t.Errorf("at %s after the freeze, %d pods labelled master: %v", s.at.Sub(stopped).Round(time.Millisecond), len(s.masters), s.masters)
+		}
+		if s.at.After(thawedAt) {
+			continue
+		}
+		switch {
+		case s.degraded && degradedSince.IsZero():
+			degradedSince = s.at
+		case !s.degraded && !degradedSince.IsZero():
+			t.Errorf("at %s after the freeze, rr-0 still frozen, the replication is not Degraded", s.at.Sub(stopped).Round(time.Millisecond))
+		}
+	}
+	switch {
+	case degradedSince.IsZero():
+		t.Error("never Degraded while rr-0 was frozen")
+	case degradedSince.Sub(stopped) > 10*time.Second:
+		t.Errorf("Degraded only %s after rr-0 froze", degradedSince.Sub(stopped).Round(100*time.Millisecond))
+	default:
+		t.Logf("Degraded %s after the freeze", degradedSince.Sub(stopped).Round(100*time.Millisecond))
+	}
+	// The sentinels promoted, not the operator.
+	var events eventsv1.EventList
+	if err := f.c.List(f.ctx, &events, client.InNamespace(f.cr.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "Promote" {
+			t.Errorf("the operator promoted a replica although sentinels monitor the replication: %s", e.Note)
+		}
+	}
+}

@@ -181,6 +181,9 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		r.observeMasterChange(s.cr, s.cr.Status.MasterNode, s.plan.Master)
 		s.cr.Status.MasterNode = s.plan.Master
 	}
+	if err := r.labelPodRoles(ctx, s); err != nil {
+		return false, err
+	}
 	for _, step := range s.plan.Steps {
 		if err := r.runStep(ctx, s, step); err != nil {
 			return false, err
@@ -297,22 +300,40 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 	return nil
 }
 
-// labelPodRoles keeps redis-role on what Redis says each pod is, for the -master and -replica
-// Services and users' selectors.
-func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *replicationScope) (bool, error) {
-	for i := range s.members {
-		m := &s.members[i]
+// labelPodRoles keeps redis-role on the pods for the -master and -replica Services and users'
+// selectors, as replicationplan.RoleLabels decides from this very observation: at most one
+// master, one that answers as master and that the sentinels' majority (or the plan) names.
+// It runs in the reconcile that observes a change, before any step or wait, so a master
+// that stops answering or is replaced leaves the -master Service at once.
+func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *replicationScope) error {
+	view := replicationplan.LabelView{Sentinels: s.sentinels, SentinelMaster: s.vote.host, Agreeing: s.vote.agreeing,
+		Answering: s.vote.answering, Quorum: s.vote.asked/2 + 1, Planned: s.plan.Master, Current: s.cr.Status.MasterNode}
+	for _, m := range s.members {
 		pod, _ := s.podNamed(m.Pod).(*corev1.Pod)
-		if m.Role == nil || pod == nil {
+		if pod == nil {
 			continue
 		}
+		view.Pods = append(view.Pods, replicationplan.PodView{Pod: m.Pod, IP: m.IP, Answered: m.Role != nil,
+			ReportsMaster: m.Role != nil && m.Role.Kind == redis.RoleMaster, LabelledMaster: pod.Labels[builder.LabelRedisRole] == builder.RedisRoleMaster})
+	}
+	labels := replicationplan.RoleLabels(view)
+	for _, p := range view.Pods {
 		want := builder.RedisRoleSlave
-		if m.Role.Kind == redis.RoleMaster {
+		if labels[p.Pod] == replicationplan.LabelMaster {
 			want = builder.RedisRoleMaster
 		}
+		// A silent pod keeps what it has unless that is master: it is not vouched for either way.
+		if !p.Answered && !p.LabelledMaster {
+			continue
+		}
+		pod, _ := s.podNamed(p.Pod).(*corev1.Pod)
+		if p.LabelledMaster && want != builder.RedisRoleMaster {
+			log.FromContext(ctx).Info("the master label leaves a pod", "pod", p.Pod, "answers", p.Answered,
+				"sentinelsName", s.vote.host, "agreeing", s.vote.agreeing, "plan", s.plan.Master)
+		}
 		if err := setPodRoleLabel(ctx, r.Client, pod, want); err != nil {
-			return false, err
+			return err
 		}
 	}
-	return false, nil
+	return nil
 }

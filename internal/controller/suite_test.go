@@ -28,6 +28,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -93,15 +94,29 @@ var readOnlyCommands = map[string]bool{
 	"sentinel": true, "acl users": true,
 }
 
-// stuckAfter shortens the bound of the waits (DefaultStuckAfter) of the operator it is given to.
-type stuckAfter time.Duration
+// operatorSettings are what tests change of the operator startOperator starts.
+type operatorSettings struct {
+	stuckAfter time.Duration // 0: the default
+	liveness   bool
+}
 
-func startOperator(t *testing.T, namespace string, options ...stuckAfter) *operator {
+type operatorOption func(*operatorSettings)
+
+// stuckAfter shortens the bound of the waits (DefaultStuckAfter) of the operator it is given to.
+func stuckAfter(bound time.Duration) operatorOption {
+	return func(o *operatorSettings) { o.stuckAfter = bound }
+}
+
+// withLiveness runs the liveness watcher for the RedisReplications, as main does.
+func withLiveness(o *operatorSettings) { o.liveness = true }
+
+func startOperator(t *testing.T, namespace string, options ...operatorOption) *operator {
 	t.Helper()
-	var bound time.Duration // 0: the default
+	var settings operatorSettings
 	for _, o := range options {
-		bound = time.Duration(o)
+		o(&settings)
 	}
+	bound := settings.stuckAfter
 	op := &operator{done: make(chan error, 1)}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -166,9 +181,16 @@ func startOperator(t *testing.T, namespace string, options ...stuckAfter) *opera
 		Recorder: events, Redis: op.pool}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	var live *liveness.Watcher
+	if settings.liveness {
+		live = liveness.New(liveness.PoolPinger{Pool: op.pool}, liveness.Options{})
+		if err := mgr.Add(live); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := (&RedisReplicationReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
 		Recorder: events, Redis: op.pool, MasterPromotionGrace: 2 * time.Second,
-		OutageAfter: 3 * time.Second, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
+		OutageAfter: 3 * time.Second, StuckAfter: bound, Liveness: live}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisSentinelReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,

@@ -9,17 +9,27 @@ package replicationplan
 // follows the agreed address (Compute takes it as master only if a pod there answers as a
 // master) and never promotes while sentinels watch.
 func AgreedMaster(reports []string) string {
-	votes, answers := map[string]int{}, 0
-	for _, host := range reports {
-		if host != "" {
-			votes[host]++
-			answers++
-		}
-	}
-	for host, n := range votes {
-		if 2*n > answers {
-			return host
-		}
+	host, agreeing, answering := SentinelVote(reports)
+	if 2*agreeing > answering {
+		return host
 	}
 	return ""
+}
+
+// SentinelVote counts the reports: the address most sentinels name (the lowest on a tie, so
+// that the answer does not depend on map order), how many name it and how many answered.
+func SentinelVote(reports []string) (host string, agreeing, answering int) {
+	votes := map[string]int{}
+	for _, h := range reports {
+		if h != "" {
+			votes[h]++
+			answering++
+		}
+	}
+	for h, n := range votes {
+		if n > agreeing || (n == agreeing && h < host) {
+			host, agreeing = h, n
+		}
+	}
+	return host, agreeing, answering
 }

@@ -26,3 +26,22 @@ func TestAgreedMaster(t *testing.T) {
 		})
 	}
 }
+
+func TestSentinelVote(t *testing.T) {
+	for _, c := range []struct {
+		reports             []string
+		host                string
+		agreeing, answering int
+	}{
+		{nil, "", 0, 0},
+		{[]string{"", ""}, "", 0, 0},
+		{[]string{"b", "a", "b", ""}, "b", 2, 3},
+		{[]string{"b", "a"}, "a", 1, 2}, // a tie: the lowest, whatever the order
+		{[]string{"a", "b"}, "a", 1, 2},
+	} {
+		host, agreeing, answering := SentinelVote(c.reports)
+		if host != c.host || agreeing != c.agreeing || answering != c.answering {
+			t.Errorf("SentinelVote(%q) = %q %d %d, want %q %d %d", c.reports, host, agreeing, answering, c.host, c.agreeing, c.answering)
+		}
+	}
+}
