@@ -260,16 +260,21 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	}
 	events, stopEvents := controller.NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
 	defer stopEvents()
+	// One memory for the four reconcilers: a TLS Secret two kinds read (a replication's
+	// reconciler asks its sentinels) keeps one client configuration, hence one pool client a pod.
+	memory := controller.NewMemory()
 	controllers := []struct {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live}},
+		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
+			Memory: memory}},
 		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			DNSDomain: opts.dnsDomain}},
+			Memory: memory, DNSDomain: opts.dnsDomain}},
 		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			DNSDomain: opts.dnsDomain}},
-		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live}},
+			Memory: memory, DNSDomain: opts.dnsDomain}},
+		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
+			Memory: memory}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {

@@ -28,10 +28,9 @@ const (
 	DefaultStuckAfter = 2 * time.Minute
 )
 
-// waitClocks remembers, per resource and per wait, since when it has lasted. It is memory
-// only: an operator restart restarts the clocks, which delays a report and never hastens it.
-var waitClocks = &clocks{since: map[types.UID]map[string]time.Time{}}
-
+// clocks remember, per resource and per wait, since when it has lasted (Memory.waits). They
+// are memory only: an operator restart restarts the clocks, which delays a report and never
+// hastens it.
 type clocks struct {
 	mu    sync.Mutex
 	since map[types.UID]map[string]time.Time
@@ -82,15 +81,15 @@ func (c *clocks) lasted(uid types.UID, key string, holds bool, now time.Time) ti
 // is Degraded (ReasonStuck) with what it waits for and since when, and one Warning event says
 // so (one per wait, not one per reconcile). The clocks stop when the resource is Ready
 // (waitsOver).
-func boundedWait(rec recorder.EventRecorder, obj client.Object, conditions conditionSet, key string, bound time.Duration, message string, report func(message string)) {
+func boundedWait(rec recorder.EventRecorder, mem *Memory, obj client.Object, conditions conditionSet, key string, bound time.Duration, message string, report func(message string)) {
 	now := time.Now()
-	since := waitClocks.started(obj.GetUID(), key, now)
+	since := mem.waits.started(obj.GetUID(), key, now)
 	if now.Sub(since) < bound {
 		report(message)
 		return
 	}
 	stuck := fmt.Sprintf("%s; unchanged since %s", message, since.UTC().Format(time.RFC3339))
-	if warnedTroubles.firstWarning(obj.GetUID(), "stuck", key) {
+	if mem.warned.firstWarning(obj.GetUID(), "stuck", key) {
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonStuck, "Wait", "waited %s: %s", bound, stuck)
 	}
 	conditions.degraded(ReasonStuck, stuck)
@@ -98,7 +97,7 @@ func boundedWait(rec recorder.EventRecorder, obj client.Object, conditions condi
 
 // waitsOver stops every wait's clock and forgets the stuck warnings of a resource that serves
 // as specified, so that a later wait starts its bound afresh and is warned of again.
-func waitsOver(uid types.UID) {
-	waitClocks.forget(uid)
-	warnedTroubles.cleared(uid, "stuck")
+func (m *Memory) waitsOver(uid types.UID) {
+	m.waits.forget(uid)
+	m.warned.cleared(uid, "stuck")
 }

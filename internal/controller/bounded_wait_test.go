@@ -18,16 +18,16 @@ func TestBoundedWaitSaysStuckOncePastItsBound(t *testing.T) {
 	cr := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "rr", Namespace: "ns", UID: types.UID("bounded-wait")}}
 	conds := conditionSet{conditions: &cr.Status.Conditions}
 	rec := events.NewFakeRecorder(10)
-	t.Cleanup(func() { waitsOver(cr.UID) })
+	mem := NewMemory()
 	reported := 0
 	report := func(m string) { reported++; conds.progressing(ReasonConverging, m) }
 
-	boundedWait(rec, cr, conds, "sentinels", time.Hour, "sentinels disagree", report)
+	boundedWait(rec, mem, cr, conds, "sentinels", time.Hour, "sentinels disagree", report)
 	if reported != 1 || conds.degradedReason() != "" {
 		t.Fatalf("within the bound: reported %d, degraded %q", reported, conds.degradedReason())
 	}
 	for range 3 { // past the bound (0), three reconciles
-		boundedWait(rec, cr, conds, "sentinels", 0, "sentinels disagree", report)
+		boundedWait(rec, mem, cr, conds, "sentinels", 0, "sentinels disagree", report)
 	}
 	if reported != 1 || conds.degradedReason() != ReasonStuck {
 		t.Fatalf("past the bound: reported %d, degraded %q", reported, conds.degradedReason())
@@ -38,12 +38,12 @@ func TestBoundedWaitSaysStuckOncePastItsBound(t *testing.T) {
 	if e := <-rec.Events; !strings.Contains(e, "Warning Stuck") || !strings.Contains(e, "sentinels disagree") {
 		t.Errorf("event %q", e)
 	}
-	waitsOver(cr.UID) // Ready
-	boundedWait(rec, cr, conds, "sentinels", time.Hour, "sentinels disagree", report)
+	mem.waitsOver(cr.UID) // Ready
+	boundedWait(rec, mem, cr, conds, "sentinels", time.Hour, "sentinels disagree", report)
 	if reported != 2 {
 		t.Errorf("after Ready the wait did not start afresh")
 	}
-	boundedWait(rec, cr, conds, "sentinels", 0, "sentinels disagree", report)
+	boundedWait(rec, mem, cr, conds, "sentinels", 0, "sentinels disagree", report)
 	if len(rec.Events) != 1 {
 		t.Errorf("a new stuck episode after Ready was not warned of")
 	}

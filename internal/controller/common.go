@@ -57,7 +57,7 @@ func runPhases[S any](ctx context.Context, kind string, phases []phase[S], s S) 
 // finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
 // lets the resource go by removing the finalizer. It needs only the resource's kind and name,
 // so that a resource with any spec the API server admitted can be deleted.
-func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, keepClaims bool,
+func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, mem *Memory, obj client.Object, kind string, keepClaims bool,
 	requeue func(time.Duration, string)) error {
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
@@ -83,8 +83,7 @@ func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 	if err := patchFinalizers(ctx, c, obj, func() { controllerutil.RemoveFinalizer(obj, Finalizer) }); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
-	warnedTroubles.forget(obj.GetUID())
-	waitClocks.forget(obj.GetUID())
+	mem.forget(obj.GetUID())
 	return nil
 }
 
@@ -205,7 +204,9 @@ func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.
 // the reconcile returns once a phase stops it.
 type scopeBase struct {
 	conditions conditionSet
-	result     ctrl.Result
+	// memory is the reconciler's Memory.
+	memory *Memory
+	result ctrl.Result
 	// clusterStage is which pods a RedisCluster on its way waits for (see stateFacts).
 	clusterStage string
 	// acl is what the acl phase found in spec.acl.secret.
@@ -242,13 +243,18 @@ type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
 	// finish, when set, runs after the phases, whichever stopped them, before the status is
 	// written: what must hold of every reconcile's status.
 	finish func(context.Context, S)
+	// memory is the reconciler's Memory, which the phases reach through scopeBase.
+	memory *Memory
 }
 
 func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	if err := requireMemory(k.memory, kindName(obj)+" reconciler"); err != nil {
+		return ctrl.Result{}, err // SetupWithManager refuses it: only a hand-made reconciler gets here
+	}
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetResource(kindName(obj), req.Namespace, req.Name)
+			forgetResource(k.memory.counted, kindName(obj), req.Namespace, req.Name)
 			k.liveness.Forget(liveness.Owner{Kind: kindName(obj), NamespacedName: req.NamespacedName})
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -258,7 +264,8 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	}
 	before := obj.DeepCopyObject().(T)
 	common := commonStatusOf(obj)
-	s := k.newScope(obj, scopeBase{conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(), uid: obj.GetUID()}})
+	s := k.newScope(obj, scopeBase{memory: k.memory, conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(),
+		uid: obj.GetUID(), warned: k.memory.warned}})
 	// writeStatus settles the derived fields of target's status and patches them, when they
 	// changed, from what the API server was last given (before), which it then becomes.
 	writeStatus := func(ctx context.Context, target T, succeeded bool) error {

@@ -34,22 +34,24 @@ const (
 type conditionSet struct {
 	conditions *[]metav1.Condition
 	generation int64
-	// uid is the resource's: a resource that stops being Ready may say so again when it is
-	// Ready again (firstReady). Empty in tests that need no such memory.
-	uid types.UID
+	// uid is the resource's, and warned what the operator remembers of it: a resource that
+	// stops being Ready may say so again when it is Ready again (firstReady). Empty in tests
+	// that need no such memory.
+	uid    types.UID
+	warned *troubleMemory
 }
 
 // firstReady reports whether the resource, which this reconcile finds Ready, has not said so
 // since it last was not: the status read at the start of a reconcile may be an older one from
 // the cache, which would tell the same Ready twice.
 func (c conditionSet) firstReady() bool {
-	return c.uid == "" || warnedTroubles.firstWarning(c.uid, "ready", "ready")
+	return c.uid == "" || c.warned == nil || c.warned.firstWarning(c.uid, "ready", "ready")
 }
 
 // notReadyAnyMore forgets that the resource said it was Ready.
 func (c conditionSet) notReadyAnyMore() {
-	if c.uid != "" {
-		warnedTroubles.cleared(c.uid, "ready")
+	if c.uid != "" && c.warned != nil {
+		c.warned.cleared(c.uid, "ready")
 	}
 }
 

@@ -83,12 +83,13 @@ func startLivenessOperator(t *testing.T, namespace string, watch bool) *liveness
 	events, stopEvents := NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
 	t.Cleanup(stopEvents)
 	kubeClient := ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader())
+	memory := NewMemory()
 	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Liveness: live}).SetupWithManager(mgr); err != nil {
+		Liveness: live, Memory: memory}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Liveness: live}).SetupWithManager(mgr); err != nil {
+		Liveness: live, Memory: memory}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -213,8 +213,8 @@ func observeReady(obj client.Object) {
 	}
 }
 
-// forgetResource drops the series of a resource that is gone.
-func forgetResource(kind, namespace, name string) {
+// forgetResource drops the series of a resource that is gone, and what counted remembers of it.
+func forgetResource(counted *onceMemory, kind, namespace, name string) {
 	l := prometheus.Labels{"kind": kind, "namespace": namespace, "name": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		resourceReady, resourceMasters, resourceReplicasLinked, resourceReplicasDesired, clusterSlotsServed, replicationLagBytes,
@@ -227,7 +227,7 @@ func forgetResource(kind, namespace, name string) {
 	switch kind {
 	case "RedisCluster":
 		series = compatClusterSeries
-		countedOnce.forget(namespace, name, "")
+		counted.forget(namespace, name, "")
 	case "RedisReplication":
 		series = compatReplicationSeries
 	}
@@ -236,13 +236,11 @@ func forgetResource(kind, namespace, name string) {
 	}
 }
 
-// countedOnce remembers what a counter of the replaced operator's has counted, by
-// namespace/name/what, for what lasts several reconciles but counts once: a run of slot moves
-// (a slice of moves each reconcile; a rebalance onto masters that stay, a reshard off departing
-// ones), a follower pod let go (a stale cache may show its StatefulSet unshrunk once more). An
-// operator restarted meanwhile counts what it resumes once more.
-var countedOnce = &onceMemory{seen: map[string]bool{}}
-
+// onceMemory remembers what a counter of the replaced operator's has counted (Memory.counted),
+// by namespace/name/what, for what lasts several reconciles but counts once: a run of slot
+// moves (a slice of moves each reconcile; a rebalance onto masters that stay, a reshard off
+// departing ones), a follower pod let go (a stale cache may show its StatefulSet unshrunk once
+// more). An operator restarted meanwhile counts what it resumes once more.
 type onceMemory struct {
 	mu   sync.Mutex
 	seen map[string]bool
@@ -272,7 +270,7 @@ func (m *onceMemory) forget(namespace, name, prefix string) {
 	}
 }
 
-// Entries of countedOnce.
+// Entries of onceMemory.
 const (
 	onceRebalance      = "rebalance"
 	onceReshard        = "reshard"
@@ -280,21 +278,21 @@ const (
 )
 
 // observeSlotsMoved counts a run of slot moves, a reshard when they leave a departing master,
-// else a rebalance, once per run (see countedOnce).
-func observeSlotsMoved(cr *v1beta2.RedisCluster, offDeparting bool) {
+// else a rebalance, once per run (see onceMemory).
+func observeSlotsMoved(counted *onceMemory, cr *v1beta2.RedisCluster, offDeparting bool) {
 	counter, what := clusterRebalances, onceRebalance
 	if offDeparting {
 		counter, what = clusterReshards, onceReshard
 	}
-	if countedOnce.first(cr, what) {
+	if counted.first(cr, what) {
 		counter.With(compatLabelValues(cr)).Inc()
 	}
 }
 
 // observeFollowersRemoved counts each follower ordinal in [from, to) let go by a scale-in once.
-func observeFollowersRemoved(cr *v1beta2.RedisCluster, from, to int32) {
+func observeFollowersRemoved(counted *onceMemory, cr *v1beta2.RedisCluster, from, to int32) {
 	for ordinal := from; ordinal < to; ordinal++ {
-		if countedOnce.first(cr, onceFollowerRemove+strconv.Itoa(int(ordinal))) {
+		if counted.first(cr, onceFollowerRemove+strconv.Itoa(int(ordinal))) {
 			clusterRemoveFollowerAttempts.With(compatLabelValues(cr)).Inc()
 		}
 	}

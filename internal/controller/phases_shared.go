@@ -25,13 +25,13 @@ import (
 // finalizeDeleted runs when the resource is being deleted: it removes the PVCs of its
 // StatefulSets unless storage.keepAfterDelete, and lets the resource go. It reads nothing of
 // the spec but that flag.
-func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object, kind string, storage *v1beta2.Storage,
+func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, mem *Memory, obj client.Object, kind string, storage *v1beta2.Storage,
 	requeue func(time.Duration, string)) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
 	}
 	keep := storage != nil && storage.KeepAfterDelete
-	return true, finalize(ctx, c, rec, obj, kind, keep, requeue)
+	return true, finalize(ctx, c, rec, mem, obj, kind, keep, requeue)
 }
 
 // skipWhileAnnotated stops every later phase while the kind's skip annotation is "true".
@@ -62,7 +62,7 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 // A change a StatefulSet cannot take in place, without the recreate annotation, does not stop
 // it: the resource goes on as it runs, Ready if it is, and the UpdatePending condition (with
 // one Warning event) says what waits and how to apply it.
-func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object,
+func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, warned *troubleMemory, owner client.Object,
 	objects *builder.Objects, buildErr error, conditions conditionSet) (bool, error) {
 	if buildErr != nil {
 		conditions.degraded(ReasonInvalidSpec, buildErr.Error())
@@ -70,7 +70,7 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 		return true, nil
 	}
 	pending, err := applyAll(ctx, c, rec, owner, objects)
-	reportPendingUpdates(rec, owner, pending, conditions)
+	reportPendingUpdates(rec, warned, owner, pending, conditions)
 	var notOwned *NotOwnedError
 	switch {
 	case errors.As(err, &notOwned):
@@ -96,10 +96,10 @@ const ConditionUpdatePending = "UpdatePending"
 
 // reportPendingUpdates keeps the UpdatePending condition, with a Warning event when what waits
 // is first seen or changes.
-func reportPendingUpdates(rec recorder.EventRecorder, owner client.Object, pending []*ImmutableError, conditions conditionSet) {
+func reportPendingUpdates(rec recorder.EventRecorder, warned *troubleMemory, owner client.Object, pending []*ImmutableError, conditions conditionSet) {
 	if len(pending) == 0 {
 		meta.RemoveStatusCondition(conditions.conditions, ConditionUpdatePending)
-		warnedTroubles.cleared(owner.GetUID(), "update-pending")
+		warned.cleared(owner.GetUID(), "update-pending")
 		return
 	}
 	var parts []string
@@ -108,7 +108,7 @@ func reportPendingUpdates(rec recorder.EventRecorder, owner client.Object, pendi
 	}
 	message := strings.Join(parts, "; ")
 	previous := meta.FindStatusCondition(*conditions.conditions, ConditionUpdatePending)
-	if warnedTroubles.firstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
+	if warned.firstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonImmutable, "Update", "%s", message)
 	}
 	conditions.set(ConditionUpdatePending, metav1.ConditionTrue, ReasonImmutable, message)

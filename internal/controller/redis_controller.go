@@ -38,6 +38,9 @@ type RedisReconciler struct {
 	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
 	// whose pods stops answering or answers again; nil: only the periodic health check does.
 	Liveness *liveness.Watcher
+	// Memory is what the operator remembers between reconciles, shared by its reconcilers
+	// (NewMemory); SetupWithManager refuses a reconciler without one.
+	Memory *Memory
 }
 
 type redisScope struct {
@@ -80,11 +83,12 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		newScope: func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
 		phases:   r.phases(),
 		liveness: r.Liveness,
+		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "Redis", s.cr.Spec.Storage, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "Redis", s.cr.Spec.Storage, s.requeuer(ctx))
 }
 
 func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
@@ -104,7 +108,7 @@ func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bo
 }
 
 func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
 	return stop, err
 }
 
@@ -134,16 +138,16 @@ func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, 
 // growStorage grows the volumes to a larger storage request before the objects are applied.
 func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool, error) {
 	var err error
-	s.storage, err = storageGrowth{r.Client, r.Recorder}.grow(ctx, s.cr, s.objects, s.conditions)
+	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.conditions)
 	return false, err
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {
-	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
+	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.conditions,
 		s.requeuer(ctx)), nil
 }
 
@@ -157,7 +161,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
 		switch {
-		case reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx)):
+		case reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, pods, s.requeuer(ctx)):
 		case s.conditions.hasServed():
 			s.conditions.degraded(ReasonPodsNotReady, message)
 		default:

@@ -48,6 +48,9 @@ type RedisClusterReconciler struct {
 	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
 	// whose pods stops answering or answers again; nil: only the periodic health check does.
 	Liveness *liveness.Watcher
+	// Memory is what the operator remembers between reconciles, shared by its reconcilers
+	// (NewMemory); SetupWithManager refuses a reconciler without one.
+	Memory *Memory
 	// DNSDomain is the cluster's DNS domain, in the names the nodes announce; "" is
 	// cluster.local.
 	DNSDomain string
@@ -121,6 +124,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		newScope: func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
 		phases:   r.phases(),
 		liveness: r.Liveness,
+		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -129,7 +133,7 @@ func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clust
 	if s.cr.Spec.Storage != nil {
 		storage = &s.cr.Spec.Storage.Storage
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisCluster", storage, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisCluster", storage, s.requeuer(ctx))
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
@@ -167,16 +171,16 @@ func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope
 // growStorage grows the volumes to a larger storage request before the objects are applied.
 func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScope) (bool, error) {
 	var err error
-	s.storage, err = storageGrowth{r.Client, r.Recorder}.grow(ctx, s.cr, s.objects, s.conditions)
+	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.conditions)
 	return false, err
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {
-	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
+	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.conditions,
 		s.requeuer(ctx)), nil
 }
 
@@ -280,7 +284,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		}
 		s.conditions.progressing(reason, message)
 	}
-	reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
+	reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
 }
 
 // outage reports that an established cluster does not serve as it should, with one Warning
@@ -295,7 +299,7 @@ func (r *RedisClusterReconciler) outage(s *clusterScope, message string) {
 }
 
 func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
 	return stop, err
 }
 
@@ -331,66 +335,4 @@ func (s *clusterScope) memberEndpoint(m *clusterplan.Member) redis.Endpoint {
 func (s *clusterScope) withPods(leaders, followers []corev1.Pod) *clusterScope {
 	return &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, tls: s.tls, nodePorts: s.nodePorts,
 		leaders: leaders, followers: followers}
-}
-
-// podEndpoint is how to reach the process listening on port in the pod.
-func podEndpoint(pod *corev1.Pod, port int, auth redis.Auth) redis.Endpoint {
-	return redis.NewEndpoint(pod.Status.PodIP, port, auth)
-}
-
-// podsOf lists the live pods of a StatefulSet.
-func podsOf(ctx context.Context, c client.Client, namespace, statefulSet string) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{builder.LabelApp: statefulSet}); err != nil {
-		return nil, fmt.Errorf("list pods of %s: %w", statefulSet, err)
-	}
-	var out []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && ownedByStatefulSet(&p, statefulSet) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-func ownedByStatefulSet(pod *corev1.Pod, statefulSet string) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "StatefulSet" && ref.Name == statefulSet && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
-}
-
-// countRunning counts the pods that have an address and a running container: Redis may answer.
-func countRunning(pods []corev1.Pod) int32 {
-	var n int32
-	for i := range pods {
-		if pods[i].Status.PodIP != "" && pods[i].Status.Phase == corev1.PodRunning {
-			n++
-		}
-	}
-	return n
-}
-
-func countReady(pods []corev1.Pod) int32 {
-	var n int32
-	for i := range pods {
-		if podReady(&pods[i]) {
-			n++
-		}
-	}
-	return n
-}
-
-func podReady(pod *corev1.Pod) bool {
-	if pod.Status.PodIP == "" {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

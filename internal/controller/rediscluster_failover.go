@@ -18,7 +18,7 @@ import (
 // the pod made master: as long as it is master, its leader pod does not take the shard back
 // (which the operator otherwise does), so the failover lasts; remove it to let it.
 func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clusterScope) (bool, error) {
-	req := failoverRequest{client: r.Client, recorder: r.Recorder, obj: s.cr, conditions: &s.cr.Status.Conditions}
+	req := failoverRequest{client: r.Client, recorder: r.Recorder, obj: s.cr, conditions: &s.cr.Status.Conditions, warned: s.memory.warned}
 	again := func(more bool, err error) (bool, error) {
 		if more {
 			s.requeue(ctx, afterRedisCommands, "closing the requested failover once its outcome is in the status")

@@ -42,7 +42,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 		return false, err
 	}
 	if have.Leaders <= want.Leaders && have.Followers <= want.Followers {
-		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceFollowerRemove) // the pods let go are gone
+		s.memory.counted.forget(s.cr.Namespace, s.cr.Name, onceFollowerRemove) // the pods let go are gone
 		return false, nil
 	}
 	if err := r.listPods(ctx, s); err != nil {
@@ -71,7 +71,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 	scaleIn := clusterplan.PlanScaleIn(design, members)
 	leaders, followers, reason := scaleIn.Leaders, scaleIn.Followers, scaleIn.Reason
 	s.pods = builder.ClusterPods{Leaders: keptReplicas(leaders, have.Leaders), Followers: keptReplicas(followers, have.Followers)}
-	observeFollowersRemoved(s.cr, s.pods.Followers, have.Followers)
+	observeFollowersRemoved(s.memory.counted, s.cr, s.pods.Followers, have.Followers)
 	if len(scaleIn.Steps) > 0 {
 		// A view that still maps slots to a departing node is told their owner; the pods stay
 		// until the next reconcile reads every view again.

@@ -58,8 +58,8 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	if len(plan.Steps) == 0 && plan.Wait == "" {
 		// A run of slot moves lasts until the cluster settles: the meets and replicas of a
 		// scale-out's later pods come between slices of the same rebalance.
-		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceRebalance)
-		countedOnce.forget(s.cr.Namespace, s.cr.Name, onceReshard)
+		s.memory.counted.forget(s.cr.Namespace, s.cr.Name, onceRebalance)
+		s.memory.counted.forget(s.cr.Namespace, s.cr.Name, onceReshard)
 	}
 
 	if wait := r.migrationBlocked(ctx, s, plan.Steps); wait != "" {
@@ -329,7 +329,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	case clusterplan.StepMigrate:
 		slotsMoved.With(resourceLabelValues(s.cr)).Add(float64(slots))
 		design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
-		observeSlotsMoved(s.cr, clusterplan.Departing(design, member))
+		observeSlotsMoved(s.memory.counted, s.cr, clusterplan.Departing(design, member))
 	}
 	log.FromContext(ctx).Info("ran cluster step", "step", step.Kind, "pod", step.On, "reason", step.Reason)
 	// The events API folds the events of one reason about one related pod into a series: the
@@ -340,7 +340,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if step.Kind == clusterplan.StepMeet {
 		action = fmt.Sprintf("%s -> %s", step.Kind, net.JoinHostPort(step.IP, strconv.Itoa(step.Port)))
 	}
-	if toldActions.firstTelling(s.cr.UID, action, time.Now()) {
+	if s.memory.told.firstTelling(s.cr.UID, action, time.Now()) {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
 	}
 	return nil

@@ -54,6 +54,9 @@ type RedisReplicationReconciler struct {
 	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
 	// whose pods stops answering or answers again; nil: only the periodic health check does.
 	Liveness *liveness.Watcher
+	// Memory is what the operator remembers between reconciles, shared by its reconcilers
+	// (NewMemory); SetupWithManager refuses a reconciler without one.
+	Memory *Memory
 	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
 	MasterPromotionGrace time.Duration
 	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
@@ -153,6 +156,7 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		phases:   r.phases(),
 		liveness: r.Liveness,
 		finish:   r.degradeWhileSilent,
+		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -162,7 +166,7 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 		r.countedMaster.Delete(s.cr.UID)
 		r.served.Delete(s.cr.UID)
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisReplication", s.cr.Spec.Storage, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisReplication", s.cr.Spec.Storage, s.requeuer(ctx))
 }
 
 func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
@@ -192,7 +196,7 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 	}
 	s.objects, s.buildErr = builder.BuildRedisReplication(in)
 	if s.buildErr == nil {
-		reportQuorum(r.Recorder, s.cr, builder.EmbeddedSentinelQuorum(s.cr), s.cr.Spec.Sentinel != nil, s.conditions)
+		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.EmbeddedSentinelQuorum(s.cr), s.cr.Spec.Sentinel != nil, s.conditions)
 	}
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
@@ -201,16 +205,16 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 // growStorage grows the volumes to a larger storage request before the objects are applied.
 func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replicationScope) (bool, error) {
 	var err error
-	s.storage, err = storageGrowth{r.Client, r.Recorder}.grow(ctx, s.cr, s.objects, s.conditions)
+	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.conditions)
 	return false, err
 }
 
 func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {
-	return storageGrowth{r.Client, r.Recorder}.wait(s.cr, s.storage, s.conditions,
+	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.conditions,
 		s.requeuer(ctx)), nil
 }
 
@@ -218,7 +222,7 @@ func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *repl
 // comes back at the bound to say so: nothing else may.
 func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replicationScope, key, message string, report func(string)) {
 	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
-	boundedWait(r.Recorder, s.cr, s.conditions, key, bound, message, report)
+	boundedWait(r.Recorder, s.memory, s.cr, s.conditions, key, bound, message, report)
 	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
@@ -234,7 +238,7 @@ func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, 
 }
 
 func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
 	return stop, err
 }
 
@@ -365,7 +369,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			message += "; " + silentPods(silent)
 		}
 		r.notReady(s, ReasonPodsNotReady, message)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so
 			// no pod event marks its return: only asking again finds it (a master to demote).
@@ -396,7 +400,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
 	}
 	s.conditions.ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
-	waitsOver(s.cr.UID)
+	s.memory.waitsOver(s.cr.UID)
 	r.served.Store(s.cr.UID, struct{}{})
 	if s.sentinels {
 		// Sentinels move the master without any Kubernetes event (a hung master, a partition):

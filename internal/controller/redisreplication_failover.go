@@ -14,7 +14,7 @@ import (
 // while no such replica is in sync, and while sentinels watch the replication (they decide
 // its master).
 func (r *RedisReplicationReconciler) failoverOnRequest(ctx context.Context, s *replicationScope) (bool, error) {
-	req := failoverRequest{client: r.Client, recorder: r.Recorder, obj: s.cr, conditions: &s.cr.Status.Conditions}
+	req := failoverRequest{client: r.Client, recorder: r.Recorder, obj: s.cr, conditions: &s.cr.Status.Conditions, warned: s.memory.warned}
 	target, chosen, asked := req.asked()
 	if !asked {
 		return false, nil

@@ -74,7 +74,7 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 			log.FromContext(ctx).Info("cannot ask sentinels without their password", "sentinels", g.name, "error", err.Error())
 			continue
 		}
-		tlsSettings, err := readTLS(ctx, r.Client, r.Redis, s.cr.Namespace, g.tls)
+		tlsSettings, err := readTLS(ctx, r.Client, s.memory.tls, r.Redis, s.cr.Namespace, g.tls)
 		if err != nil {
 			log.FromContext(ctx).Info("cannot ask sentinels without their TLS settings", "sentinels", g.name, "error", err.Error())
 			continue
@@ -136,7 +136,7 @@ func (r *RedisReplicationReconciler) watchingSentinels(ctx context.Context, s *r
 		if err != nil {
 			return nil, fmt.Errorf("the password of sentinels %s: %w", g.name, err)
 		}
-		tlsSettings, err := readTLS(ctx, r.Client, r.Redis, s.cr.Namespace, g.tls)
+		tlsSettings, err := readTLS(ctx, r.Client, s.memory.tls, r.Redis, s.cr.Namespace, g.tls)
 		if err != nil {
 			return nil, fmt.Errorf("the TLS settings of sentinels %s: %w", g.name, err)
 		}

@@ -242,6 +242,7 @@ func (f *replicationFixture) labelOf(name string) (string, error) {
 // and the replication is Degraded all the while a pod does not answer. Thawed, the old master
 // still says master until it is re-pointed: it is labelled slave at once and becomes a replica.
 func TestSentinelFailoverMovesTheMasterLabelOffAFrozenMaster(t *testing.T) {
+	t.Parallel()
 	f := newReplicationFixture(t, func(f *replicationFixture) { f.operatorOptions = append(f.operatorOptions, withLiveness) })
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "freeze")

@@ -30,7 +30,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
 		r.notReady(s, ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		return true, nil // the pod watch brings us back
 	}
 	return false, nil
@@ -195,14 +195,14 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		s.requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
 		return true, nil
 	}
-	warnedTroubles.cleared(s.cr.UID, ReasonOutage)
+	s.memory.warned.cleared(s.cr.UID, ReasonOutage)
 	switch {
 	case len(s.plan.Steps) > 0:
 		s.conditions.progressing(ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
 		s.requeue(ctx, afterRedisCommands, "waiting for replicas to connect")
 		return true, nil
 	case s.plan.Stuck != "":
-		boundedWait(r.Recorder, s.cr, s.conditions, "replica-link", 0, s.plan.Stuck, nil)
+		boundedWait(r.Recorder, s.memory, s.cr, s.conditions, "replica-link", 0, s.plan.Stuck, nil)
 		s.requeue(ctx, whileConverging, s.plan.Stuck)
 		return true, nil
 	case s.plan.MasterDown:
@@ -211,7 +211,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		// kind says of a pod that stops answering; past the bound it is an outage (above), with
 		// its Warning event. One being created is progress; a pod that cannot start says why.
 		r.notReady(s, ReasonRedisUnreachable, s.plan.Wait)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {
 			wait = min(grace, outageAfter) // the promotion clock starts now
@@ -221,7 +221,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 	case s.plan.Wait != "":
 		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, ReasonConverging, m) })
 		// A pod that cannot start (no volume, no image) is why no Redis answers: say so.
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		s.requeue(ctx, whileConverging, s.plan.Wait)
 		return true, nil
 	}
@@ -236,7 +236,7 @@ func (r *RedisReplicationReconciler) clockLinks(s *replicationScope) {
 	for i := range s.members {
 		m := &s.members[i]
 		down := m.Role != nil && m.Role.Kind == redis.RoleSlave && !m.Role.LinkUp()
-		m.LinkDown = max(m.LinkDown, waitClocks.lasted(s.cr.UID, "link/"+m.Pod, down, now))
+		m.LinkDown = max(m.LinkDown, s.memory.waits.lasted(s.cr.UID, "link/"+m.Pod, down, now))
 	}
 }
 
@@ -248,8 +248,8 @@ func (r *RedisReplicationReconciler) clockLinks(s *replicationScope) {
 func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replicationScope, bound time.Duration) []string {
 	health := replicationplan.Assess(s.plan, s.cr.Status.MasterNode, s.members, int(*s.cr.Spec.Size))
 	now := time.Now()
-	silent := waitClocks.lasted(s.cr.UID, "master-silent", health.MasterSilent != "", now)
-	unlinked := waitClocks.lasted(s.cr.UID, "unlinked", health.Unlinked != "", now)
+	silent := s.memory.waits.lasted(s.cr.UID, "master-silent", health.MasterSilent != "", now)
+	unlinked := s.memory.waits.lasted(s.cr.UID, "unlinked", health.Unlinked != "", now)
 	if _, served := r.served.Load(s.cr.UID); !served && !s.conditions.hasServed() {
 		return nil
 	}
@@ -264,7 +264,7 @@ func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replication
 // Warning event when the outage starts (its details change while it lasts; the condition
 // follows them, the events would only repeat).
 func (r *RedisReplicationReconciler) outage(s *replicationScope, message string) {
-	if warnedTroubles.firstWarning(s.cr.UID, ReasonOutage, ReasonOutage) {
+	if s.memory.warned.firstWarning(s.cr.UID, ReasonOutage, ReasonOutage) {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonOutage, "Observe", "%s", message)
 	}
 	s.conditions.degraded(ReasonOutage, message)

@@ -52,6 +52,9 @@ type RedisSentinelReconciler struct {
 	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
 	// whose pods stops answering or answers again; nil: only the periodic health check does.
 	Liveness *liveness.Watcher
+	// Memory is what the operator remembers between reconciles, shared by its reconcilers
+	// (NewMemory); SetupWithManager refuses a reconciler without one.
+	Memory *Memory
 	// StuckAfter overrides DefaultStuckAfter, the bound of every wait (tests shorten it).
 	StuckAfter time.Duration
 }
@@ -60,7 +63,7 @@ type RedisSentinelReconciler struct {
 // comes back at the bound to say so: nothing else may.
 func (r *RedisSentinelReconciler) boundedWait(ctx context.Context, s *sentinelScope, key, reason, message string) {
 	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
-	boundedWait(r.Recorder, s.cr, s.conditions, key, bound, message, func(m string) { s.notReady(reason, m) })
+	boundedWait(r.Recorder, s.memory, s.cr, s.conditions, key, bound, message, func(m string) { s.notReady(reason, m) })
 	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
@@ -104,11 +107,12 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
+		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
 func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.cr, "RedisSentinel", nil, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisSentinel", nil, s.requeuer(ctx))
 }
 
 func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
@@ -131,7 +135,7 @@ func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentin
 }
 
 func (r *RedisSentinelReconciler) resolveTLS(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
 	return stop, err
 }
 
@@ -189,9 +193,9 @@ func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelS
 	objects, err := builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
 		MasterPassword: s.masterPassword, MasterHost: s.masterHost})
 	if err == nil {
-		reportQuorum(r.Recorder, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.conditions)
+		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.conditions)
 	}
-	return applyBuilt(ctx, r.Client, r.Recorder, s.cr, objects, err, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, objects, err, s.conditions)
 }
 
 func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {
@@ -204,7 +208,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.cr, s.conditions, pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, pods, s.requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
 	return false, nil
@@ -265,7 +269,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "SentinelsReady", "Observe", "%d sentinels monitor %s at %s with quorum", len(s.pods), group, s.masterHost)
 	}
 	s.conditions.ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
-	waitsOver(s.cr.UID)
+	s.memory.waitsOver(s.cr.UID)
 	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
 	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
 	return false, nil
@@ -304,6 +308,9 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 // SetupWithManager registers the RedisSentinel controller; a change of the monitored
 // RedisReplication (its master) reaches the sentinels that monitor it.
 func (r *RedisSentinelReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := requireMemory(r.Memory, "RedisSentinelReconciler"); err != nil {
+		return err
+	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.RedisSentinel).Spec

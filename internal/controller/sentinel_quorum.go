@@ -29,15 +29,15 @@ const (
 
 // reportQuorum keeps the QuorumAdjusted condition of a resource whose sentinels run with q.
 // monitored is false when the sentinels monitor no master (no quorum applies).
-func reportQuorum(rec recorder.EventRecorder, owner client.Object, q builder.SentinelQuorum, monitored bool, conditions conditionSet) {
+func reportQuorum(rec recorder.EventRecorder, warned *troubleMemory, owner client.Object, q builder.SentinelQuorum, monitored bool, conditions conditionSet) {
 	if !monitored || !q.Lowered() {
 		meta.RemoveStatusCondition(conditions.conditions, ConditionQuorumAdjusted)
-		warnedTroubles.cleared(owner.GetUID(), "quorum")
+		warned.cleared(owner.GetUID(), "quorum")
 		return
 	}
 	message := fmt.Sprintf("quorum %d is more than the %d sentinels could ever reach: they run with quorum %d", q.Requested, q.Sentinels, q.Configured)
 	previous := meta.FindStatusCondition(*conditions.conditions, ConditionQuorumAdjusted)
-	if warnedTroubles.firstWarning(owner.GetUID(), "quorum", message) && (previous == nil || previous.Message != message) {
+	if warned.firstWarning(owner.GetUID(), "quorum", message) && (previous == nil || previous.Message != message) {
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonQuorumAboveSize, "Configure", "%s", message)
 	}
 	conditions.set(ConditionQuorumAdjusted, metav1.ConditionTrue, ReasonQuorumAboveSize, message)

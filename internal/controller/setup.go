@@ -26,6 +26,9 @@ const secretsIndex = "spec.secrets"
 
 // SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := requireMemory(r.Memory, "RedisClusterReconciler"); err != nil {
+		return err
+	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.RedisCluster).Spec
@@ -39,6 +42,9 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the Redis controller.
 func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := requireMemory(r.Memory, "RedisReconciler"); err != nil {
+		return err
+	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.Redis).Spec
@@ -52,6 +58,9 @@ func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the RedisReplication controller.
 func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := requireMemory(r.Memory, "RedisReplicationReconciler"); err != nil {
+		return err
+	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
 		func(obj client.Object) []string {
 			spec := obj.(*v1beta2.RedisReplication).Spec

@@ -50,6 +50,7 @@ func TestShowStatusWritesTheStatusBeforeTheReconcileEnds(t *testing.T) {
 			}
 			return true, nil
 		}}},
+		memory: NewMemory(),
 	}
 	if _, err := shell.reconcile(ctx, c, reconcile.Request{NamespacedName: ctrl.ObjectKeyFromObject(cr)}); err != nil {
 		t.Fatal(err)

@@ -48,6 +48,8 @@ func ClientOptions() client.Options {
 type storageGrowth struct {
 	c   client.Client
 	rec recorder.EventRecorder
+	// warned keeps a storage trouble to one Warning event.
+	warned *troubleMemory
 }
 
 // storageOutcome is what the storage phase leaves for the storage-wait phase: claims still
@@ -175,12 +177,12 @@ func (g storageGrowth) notExpandable(ctx context.Context, claim *corev1.Persiste
 func (g storageGrowth) reportShrinks(owner client.Object, shrinks []string, conditions conditionSet) {
 	if len(shrinks) == 0 {
 		meta.RemoveStatusCondition(conditions.conditions, ConditionStorageShrinkIgnored)
-		warnedTroubles.cleared(owner.GetUID(), "storage-shrink")
+		g.warned.cleared(owner.GetUID(), "storage-shrink")
 		return
 	}
 	message := "volumes never shrink; the smaller storage request is ignored: " + strings.Join(shrinks, "; ")
 	previous := meta.FindStatusCondition(*conditions.conditions, ConditionStorageShrinkIgnored)
-	if warnedTroubles.firstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
+	if g.warned.firstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
 		g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageShrinkIgnored, "Resize", "%s", message)
 	}
 	conditions.set(ConditionStorageShrinkIgnored, metav1.ConditionTrue, ReasonStorageShrinkIgnored, message)
@@ -193,14 +195,14 @@ func (g storageGrowth) wait(owner client.Object, out storageOutcome, conditions 
 		message := "storage cannot grow in place: " + strings.Join(out.refused, "; ")
 		previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded)
 		alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == ReasonStorageNotExpandable && previous.Message == message
-		if warnedTroubles.firstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
+		if g.warned.firstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
 			g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageNotExpandable, "Resize", "%s", message)
 		}
 		conditions.degraded(ReasonStorageNotExpandable, message)
 		requeue(whileBroken, "a StorageClass may come to allow expansion") // StorageClasses are not watched
 		return true
 	}
-	warnedTroubles.cleared(owner.GetUID(), "storage")
+	g.warned.cleared(owner.GetUID(), "storage")
 	if len(out.resizing) > 0 {
 		conditions.progressing(ReasonStorageResizing, "waiting for PVCs to report their new capacity: "+strings.Join(out.resizing, ", "))
 		requeue(whileResizing, "PVCs are resizing") // PVCs are not watched

@@ -173,12 +173,15 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		t.Fatal(err)
 	}
 	kubeClient := ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader())
+	// One memory for this operator's reconcilers, as in main; a later operator of the same
+	// test starts with none of it, as a restarted process would.
+	memory := NewMemory()
 	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool}).SetupWithManager(mgr); err != nil {
+		Recorder: events, Redis: op.pool, Memory: memory}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool}).SetupWithManager(mgr); err != nil {
+		Recorder: events, Redis: op.pool, Memory: memory}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	var live *liveness.Watcher
@@ -189,12 +192,12 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		}
 	}
 	if err := (&RedisReplicationReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, MasterPromotionGrace: 2 * time.Second,
+		Recorder: events, Redis: op.pool, Memory: memory, MasterPromotionGrace: 2 * time.Second,
 		OutageAfter: 3 * time.Second, StuckAfter: bound, Liveness: live}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisSentinelReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
+		Recorder: events, Redis: op.pool, Memory: memory, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -112,13 +112,11 @@ func (t *tlsSettings) clientConfig() *tls.Config {
 
 // tlsCache keeps one client configuration per TLS Secret and content, so that the pool keeps
 // one client per pod while the Secret is unchanged, and a change gives a new configuration
-// (the pool's clients of the old one are closed).
+// (the pool's clients of the old one are closed). The operator's is Memory.tls.
 type tlsCache struct {
 	mu      sync.Mutex
 	entries map[string]*tlsSettings // namespace/secret/keys -> current settings
 }
-
-var resolvedTLS = &tlsCache{entries: map[string]*tlsSettings{}}
 
 // TLSSecretError says what is wrong with a TLS Secret; the user must fix it.
 type TLSSecretError struct {
@@ -131,7 +129,7 @@ func (e *TLSSecretError) Error() string { return fmt.Sprintf("TLS Secret %s: %v"
 func (e *TLSSecretError) Unwrap() error { return e.Err }
 
 // readTLS reads and checks the Secret of spec and returns the settings for its content.
-func readTLS(ctx context.Context, c client.Reader, pool *redis.Pool, namespace string, spec *v1beta2.TLSConfig) (*tlsSettings, error) {
+func readTLS(ctx context.Context, c client.Reader, cache *tlsCache, pool *redis.Pool, namespace string, spec *v1beta2.TLSConfig) (*tlsSettings, error) {
 	if spec == nil {
 		return nil, nil
 	}
@@ -157,33 +155,33 @@ func readTLS(ctx context.Context, c client.Reader, pool *redis.Pool, namespace s
 	}
 	hash := m.Hash()
 	id := namespace + "/" + name + "/" + caKey + "/" + certKey + "/" + keyKey
-	resolvedTLS.mu.Lock()
-	defer resolvedTLS.mu.Unlock()
-	if cur := resolvedTLS.entries[id]; cur != nil && cur.hash == hash && string(cur.material.Key) == string(m.Key) {
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if cur := cache.entries[id]; cur != nil && cur.hash == hash && string(cur.material.Key) == string(m.Key) {
 		return cur, nil
 	}
 	cfg, err := redis.NewTLSConfig(m)
 	if err != nil {
 		return nil, &TLSSecretError{Name: name, Err: err}
 	}
-	if old := resolvedTLS.entries[id]; old != nil && pool != nil {
+	if old := cache.entries[id]; old != nil && pool != nil {
 		// Connections already open keep working (Redis keeps their sessions); new ones must
 		// trust the new bundle.
 		pool.EvictTLS(old.config)
 	}
 	next := &tlsSettings{config: cfg, material: m, hash: hash, certPath: builder.TLSCertPath(spec), firstSeen: time.Now()}
-	if old := resolvedTLS.entries[id]; old != nil {
+	if old := cache.entries[id]; old != nil {
 		next.certChanged = !bytes.Equal(old.material.Cert, m.Cert)
 	}
-	resolvedTLS.entries[id] = next
+	cache.entries[id] = next
 	return next, nil
 }
 
 // resolveTLSOf reads the resource's TLS Secret; a Secret the user must fix stops the reconcile
 // with a condition and an event (the Secret watch brings it back).
-func resolveTLSOf(ctx context.Context, c client.Reader, rec recorder.EventRecorder, pool *redis.Pool, obj client.Object,
+func resolveTLSOf(ctx context.Context, c client.Reader, rec recorder.EventRecorder, cache *tlsCache, pool *redis.Pool, obj client.Object,
 	spec *v1beta2.TLSConfig, conditions conditionSet) (*tlsSettings, bool, error) {
-	settings, err := readTLS(ctx, c, pool, obj.GetNamespace(), spec)
+	settings, err := readTLS(ctx, c, cache, pool, obj.GetNamespace(), spec)
 	var invalid *TLSSecretError
 	if errors.As(err, &invalid) {
 		conditions.degraded(ReasonTLSSecretInvalid, invalid.Error())

@@ -27,15 +27,16 @@ func TestReadTLSFromSecret(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithObjects(secret).Build()
 	spec := &v1beta2.TLSConfig{Secret: corev1.SecretVolumeSource{SecretName: "redis-tls"}}
+	cache := NewMemory().tls
 
-	got, err := readTLS(t.Context(), c, nil, "ns", spec)
+	got, err := readTLS(t.Context(), c, cache, nil, "ns", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.certPath != "/tls/tls.crt" || got.config == nil || got.config.RootCAs != nil || got.config.VerifyConnection == nil {
 		t.Fatalf("settings: cert path %q, config %v", got.certPath, got.config)
 	}
-	again, err := readTLS(t.Context(), c, nil, "ns", spec)
+	again, err := readTLS(t.Context(), c, cache, nil, "ns", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestReadTLSFromSecret(t *testing.T) {
 	if err := c.Update(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	next, err := readTLS(t.Context(), c, nil, "ns", spec)
+	next, err := readTLS(t.Context(), c, cache, nil, "ns", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestReadTLSFromSecret(t *testing.T) {
 	}
 	named := &v1beta2.TLSConfig{CaKeyFile: "root.pem", CertKeyFile: "server.pem", KeyFile: "server-key.pem",
 		Secret: corev1.SecretVolumeSource{SecretName: "custom"}}
-	if s, err := readTLS(t.Context(), c, nil, "ns", named); err != nil || s.certPath != "/tls/server.pem" {
+	if s, err := readTLS(t.Context(), c, cache, nil, "ns", named); err != nil || s.certPath != "/tls/server.pem" {
 		t.Fatalf("named keys: %v, %v", s, err)
 	}
 
@@ -100,14 +101,14 @@ func TestReadTLSFromSecret(t *testing.T) {
 					_ = c.Update(context.Background(), &cur)
 				})
 			}
-			_, err := readTLS(t.Context(), c, nil, "ns", tc.spec)
+			_, err := readTLS(t.Context(), c, cache, nil, "ns", tc.spec)
 			var invalid *TLSSecretError
 			if !errors.As(err, &invalid) {
 				t.Fatalf("got %v, want a TLSSecretError", err)
 			}
 		})
 	}
-	if readTLSNil, err := readTLS(t.Context(), c, nil, "ns", nil); readTLSNil != nil || err != nil || readTLSNil.clientConfig() != nil {
+	if readTLSNil, err := readTLS(t.Context(), c, cache, nil, "ns", nil); readTLSNil != nil || err != nil || readTLSNil.clientConfig() != nil {
 		t.Fatalf("no TLS: %v, %v", readTLSNil, err)
 	}
 }

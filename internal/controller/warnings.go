@@ -7,12 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// warnedTroubles remembers which lasting trouble each resource was warned of. The status
-// conditions say it too, but a reconcile may read a status from the cache that is older than
-// the last one written, and would warn a second time; this memory is what keeps a trouble to
-// one Warning event while the operator runs (after a restart the conditions still do).
-var warnedTroubles = &troubleMemory{warned: map[types.UID]map[string]string{}}
-
+// troubleMemory remembers which lasting trouble each resource was warned of (Memory.warned).
+// The status conditions say it too, but a reconcile may read a status from the cache that is
+// older than the last one written, and would warn a second time; this memory is what keeps a
+// trouble to one Warning event while the operator runs (after a restart the conditions still
+// do).
 type troubleMemory struct {
 	mu     sync.Mutex
 	warned map[types.UID]map[string]string // resource → topic → what it was warned of
@@ -40,9 +39,6 @@ func (m *troubleMemory) forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.warned, uid)
-	toldActions.mu.Lock()
-	defer toldActions.mu.Unlock()
-	delete(toldActions.told, uid)
 }
 
 // cleared forgets the topic's trouble, so that its return is warned of again.
@@ -60,12 +56,17 @@ func (m *troubleMemory) cleared(uid types.UID, topic string) {
 // entry of the timeline, not one per reconcile.
 const repeatWindow = time.Minute
 
-// toldActions remembers, per resource, when each action's event was last told.
-var toldActions = &actionMemory{told: map[types.UID]map[string]time.Time{}}
-
+// actionMemory remembers, per resource, when each action's event was last told (Memory.told).
 type actionMemory struct {
 	mu   sync.Mutex
 	told map[types.UID]map[string]time.Time
+}
+
+// forget drops all that is remembered of a resource that is gone.
+func (m *actionMemory) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.told, uid)
 }
 
 // firstTelling reports whether the action (its whole event text) was not told for the

@@ -1,0 +1,48 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Memory is what the reconcilers remember between reconciles and write nowhere: the clocks of
+// bounded waits, the troubles warned of, the actions told, the TLS client configurations, the
+// runs counted once. The operator makes one (NewMemory) and gives it to its four reconcilers,
+// which share it as one process would; each operator a test starts makes its own, so that
+// neither tests nor reconcilers share what they remember by accident.
+type Memory struct {
+	waits   *clocks        // since when each wait has lasted (bounded_wait.go)
+	warned  *troubleMemory // which lasting trouble each resource was warned of (warnings.go)
+	told    *actionMemory  // when each action's event was last told (warnings.go)
+	tls     *tlsCache      // one client configuration per TLS Secret and content (tls.go)
+	counted *onceMemory    // what the replaced operator's counters counted once (metrics.go)
+}
+
+// NewMemory returns a Memory that remembers nothing yet.
+func NewMemory() *Memory {
+	return &Memory{
+		waits:   &clocks{since: map[types.UID]map[string]time.Time{}},
+		warned:  &troubleMemory{warned: map[types.UID]map[string]string{}},
+		told:    &actionMemory{told: map[types.UID]map[string]time.Time{}},
+		tls:     &tlsCache{entries: map[string]*tlsSettings{}},
+		counted: &onceMemory{seen: map[string]bool{}},
+	}
+}
+
+// forget drops the warnings, told actions and wait clocks of a resource that is gone.
+func (m *Memory) forget(uid types.UID) {
+	m.warned.forget(uid)
+	m.told.forget(uid)
+	m.waits.forget(uid)
+}
+
+// requireMemory refuses to set up a reconciler given no Memory: one left without would
+// remember nothing, and one made behind the caller's back would not be shared with the others.
+func requireMemory(m *Memory, reconciler string) error {
+	if m == nil {
+		return fmt.Errorf("%s has no Memory: give it the one NewMemory made for the operator", reconciler)
+	}
+	return nil
+}
