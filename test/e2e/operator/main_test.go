@@ -2,9 +2,11 @@
 // ServiceAccount, so RBAC is enforced), driving real redis-server pods. Every healing scenario
 // writes data first and reads it back after.
 //
-// Tests that only use a namespace of their own, and neither stop the operator nor load the
-// machine, call t.Parallel: they run two at a time (go test's -parallel, GOMAXPROCS) once the
-// others have run one by one, which keeps the suite's time down while they wait on Redis.
+// Tests that only use a namespace of their own and neither stop the operator nor load the
+// whole machine (a CPU hog) call t.Parallel: they run E2E_PARALLEL at a time (go test's
+// -parallel) once the others have run one by one. Most of their time is spent waiting on
+// Redis and on timeouts, so this keeps the suite's time down; faults they inject (cuts,
+// crashes, deleted pods) touch only their own pods.
 package operator
 
 import (
