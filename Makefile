@@ -244,7 +244,7 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 # soak of CHAOS_SCALE_CYCLES (20) scale-out/scale-in cycles under per-shard writers.
 .PHONY: chaos
 chaos: packages control-plane build ## Run the fault scenarios kept out of make test (as root).
-	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(E2E_TIMEOUT) -v -run 'Soak' ./e2e/operator/
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(E2E_TIMEOUT) -v -run 'Soak|FaultMatrix' ./e2e/operator/
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
