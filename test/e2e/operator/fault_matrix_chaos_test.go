@@ -4,6 +4,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,9 +55,25 @@ func cutPod(name string) func(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
 	}
 }
 
-// stopNodeOfLeader stops the virtual node of leader-0 (its kubelet and every pod on it).
+// stopNodeOfLeader stops the virtual node (its kubelet and every pod on it) of a leader that
+// does not share it with the operator: the operator's own node going is another fault (one
+// replica, replaced only once the node is evicted).
 func stopNodeOfLeader(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
-	node := c.pod(c.name + "-leader-0").Spec.NodeName
+	var operators corev1.PodList
+	if err := sb.Client.List(c.ctx, &operators, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/name": "redis-operator"}); err != nil || len(operators.Items) == 0 {
+		t.Fatalf("the operator's pod: %v (%d pods)", err, len(operators.Items))
+	}
+	node := ""
+	for i := range 3 {
+		if n := c.pod(fmt.Sprintf("%s-leader-%d", c.name, i)).Spec.NodeName; n != operators.Items[0].Spec.NodeName {
+			node = n
+			break
+		}
+	}
+	if node == "" {
+		t.Fatal("every leader runs on the operator's node")
+	}
 	var hit []corev1.Pod
 	for _, p := range c.pods(c.ctx) {
 		if p.Spec.NodeName == node {
@@ -249,4 +266,3 @@ func (c *cluster) startWritingAcknowledged(prefix string) *writecheck.Checker {
 	c.t.Cleanup(checker.Stop)
 	return checker
 }
-
