@@ -53,6 +53,15 @@ func (c *clocks) started(uid types.UID, key string, now time.Time) time.Time {
 	return now
 }
 
+// startedAt returns when the clock of the wait named key started, and whether it runs,
+// without starting it.
+func (c *clocks) startedAt(uid types.UID, key string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	since, ok := c.since[uid][key]
+	return since, ok
+}
+
 // stopped stops the clock of a wait that no longer holds.
 func (c *clocks) stopped(uid types.UID, key string) {
 	c.mu.Lock()

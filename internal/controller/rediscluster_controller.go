@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,6 +87,8 @@ type clusterScope struct {
 	// (OnDelete), by StatefulSet name; durable: the leaders' data survives a pod's replacement.
 	revisions map[string]string
 	durable   bool
+	// rollingUpdate: the operator is replacing pods for a new template (rollingUpdateOn).
+	rollingUpdate bool
 }
 
 func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
@@ -196,6 +199,7 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	if err := r.readRevisions(ctx, s); err != nil {
 		return false, err
 	}
+	s.rollingUpdate = s.rollingUpdateOn(time.Now())
 	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)
 	cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas = readyLeaders, readyFollowers
 
@@ -265,7 +269,8 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 			running = append(running, p)
 		}
 	}
-	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
+	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr)),
+		RollingUpdate: s.rollingUpdate}
 	view := s.withPods(running, nil)
 	var outages []string
 	if s.conditions.hasServed() { // a cluster still being created has no outage to report

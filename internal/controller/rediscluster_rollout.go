@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,31 @@ func hasClaim(sts *appsv1.StatefulSet, name string) bool {
 	return false
 }
 
+// replacementKey is the wait clock (Memory.waits) started when the rolling update deletes a
+// pod: the replica it was is missing by plan until its replacement has synced.
+const replacementKey = "rolling-update-replacement"
+
+// replacementGrace bounds how long a pod the rolling update deleted counts as missing by plan:
+// a replacement that does not run by then is the outage it looks like.
+const replacementGrace = 2 * time.Minute
+
+// rollingUpdateOn reports whether the operator is replacing pods for a new template: some pod
+// runs an old revision, or one was deleted for its replacement within replacementGrace and
+// the cluster has not been Ready since (Ready stops that clock). The
+// StatefulSet's own revisions cannot say it: the last pod's replacement leaves no old pod, and
+// before Kubernetes 1.3x an OnDelete set's current revision never moved on.
+func (s *clusterScope) rollingUpdateOn(now time.Time) bool {
+	for _, pods := range [][]corev1.Pod{s.leaders, s.followers} {
+		for i := range pods {
+			if s.outdated(&pods[i]) {
+				return true
+			}
+		}
+	}
+	deleted, ok := s.memory.waits.startedAt(s.cr.UID, replacementKey)
+	return ok && now.Sub(deleted) < replacementGrace
+}
+
 // outdated reports whether the pod runs an old revision of a StatefulSet the operator rolls.
 func (s *clusterScope) outdated(pod *corev1.Pod) bool {
 	for _, ref := range pod.OwnerReferences {
@@ -82,6 +108,8 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 			}
 			return false, fmt.Errorf("delete pod %s for the rolling update: %w", pod.Name, err)
 		}
+		s.memory.waits.stopped(s.cr.UID, replacementKey) // its clock runs from this deletion
+		s.memory.waits.started(s.cr.UID, replacementKey, time.Now())
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s with the StatefulSet's current revision", pod.Name)
 		progress("replacing " + pod.Name)
 		return true, nil // its pod events bring us back

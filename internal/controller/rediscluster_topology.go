@@ -39,7 +39,7 @@ const (
 func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clusterScope) (bool, error) {
 	s.members = r.observeMembers(ctx, s)
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr)),
-		KeepMasters: requestedMasters(s.cr)}
+		KeepMasters: requestedMasters(s.cr), RollingUpdate: s.rollingUpdate}
 	// A leader of a new cluster that started last, with the other pods, gets its slots before
 	// it is met, as those that ran earlier did (see clusterplan.EarlySlots for why); also when
 	// it answers only after the others were met, in a later reconcile.
@@ -558,6 +558,7 @@ func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScop
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
 	}
 	s.conditions.ready(fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers))
+	s.memory.waits.stopped(s.cr.UID, replacementKey) // a replaced pod's replica is back
 	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	return false, nil
 }

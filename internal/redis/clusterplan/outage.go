@@ -80,7 +80,7 @@ func Outages(design Design, members []Member) []string {
 	}
 	unservedSlots, failing := failingNodes(*view, down, name)
 	out = append(out, failing...)
-	if design.Followers > 0 {
+	if design.Followers > 0 && !design.RollingUpdate {
 		out = append(out, mastersWithoutReplica(*view, members, down, name)...)
 	}
 	// The clusters run with cluster-require-full-coverage no: the other shards keep serving.

@@ -167,3 +167,28 @@ func TestUnservedSlotsAreNamedByShard(t *testing.T) {
 		t.Errorf("outages %q with every master down", got)
 	}
 }
+
+// A rolling update replaces a replica: its master is without one until the new pod syncs, by
+// plan. Without a rolling update the same cluster is an outage; with one, slots not served
+// and pods that do not answer still are.
+func TestReplicaReplacedByARollingUpdateIsNoOutage(t *testing.T) {
+	running := healthy()[:5] // c-follower-2 deleted for its replacement
+	members := cluster{known: healthy()}.members(running)
+	if got := Outages(threeByThree, members); len(got) != 1 || !strings.Contains(got[0], "master c-leader-2 has no replica up") {
+		t.Fatalf("without a rolling update: outages %q, want c-leader-2 without a replica", got)
+	}
+	rolling := threeByThree
+	rolling.RollingUpdate = true
+	if got := Outages(rolling, members); len(got) != 0 {
+		t.Errorf("during a rolling update: outages %q, want none", got)
+	}
+	members = cluster{known: healthy()}.members(healthy())
+	for i := range members {
+		if members[i].Pod == "c-leader-1" {
+			members[i].View = nil
+		}
+	}
+	if got := Outages(rolling, members); len(got) == 0 || !strings.Contains(got[0], "slots are not served") {
+		t.Errorf("a silent leader during a rolling update: outages %q, want its slots named", got)
+	}
+}

@@ -66,6 +66,10 @@ type Design struct {
 	// KeepMasters are follower pods a user made master (a requested failover): their leader
 	// pods do not take those shards back.
 	KeepMasters []string
+	// RollingUpdate: the operator is replacing pods one at a time for a new template. The
+	// replica it replaces is missing by plan, so a master left without one meanwhile is
+	// progress, not an outage (its shard keeps serving).
+	RollingUpdate bool
 }
 
 // StepKind names a Redis command the plan asks for.
