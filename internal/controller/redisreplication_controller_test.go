@@ -355,9 +355,11 @@ func TestReplicationScaleInHandsTheMasterRoleOver(t *testing.T) {
 	f.waitReady("rr-0")
 	// Make rr-2, the pod that scaling in removes, the master; the operator follows.
 	rr2 := f.kubelet.pod("rr-2")
-	if err := f.redis("rr-0").Do(f.ctx, "failover", "to", rr2.ip, builder.DefaultRedisPort).Err(); err != nil {
-		t.Fatal(err)
-	}
+	// Ready counts a replica once it replicates; the master takes FAILOVER TO only once its
+	// link to that replica is online, which can come a moment later.
+	waitUntil(t, 15*time.Second, "rr-0 to take FAILOVER TO rr-2", func() error {
+		return f.redis("rr-0").Do(f.ctx, "failover", "to", rr2.ip, builder.DefaultRedisPort).Err()
+	})
 	// FAILOVER TO returns before the roles swap (rr-2 first catches up): a reconcile before
 	// the swap sees rr-0 master still, so the touch below waits for it.
 	waitUntil(t, 15*time.Second, "rr-2 master after FAILOVER TO", func() error {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -241,7 +242,31 @@ func newClient(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return userClient{c}
+}
+
+// userClient is the client of a test acting as a user. The operator writes the objects a test
+// edits too (the finalizer, the status: each moves the resourceVersion), so an edit that meets
+// such a write is made again on the fresh version, keeping the test's spec, labels and
+// annotations, as a user's client retries a conflict.
+type userClient struct{ client.Client }
+
+func (c userClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	for attempt := 1; ; attempt++ {
+		err := c.Client.Update(ctx, obj, opts...)
+		if !apierrors.IsConflict(err) || attempt == 5 {
+			return err
+		}
+		latest, ok := obj.DeepCopyObject().(client.Object)
+		if !ok {
+			return err
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
+			return fmt.Errorf("read %s again after a conflict: %w", obj.GetName(), err)
+		}
+		obj.SetResourceVersion(latest.GetResourceVersion())
+		obj.SetFinalizers(latest.GetFinalizers())
+	}
 }
 
 // waitUntil polls cond until it returns nil, failing the test with the last error after timeout.
