@@ -10,6 +10,8 @@
 // answer at all may only be partitioned away, so a replica is promoted only when the caller
 // says it has been gone long enough (never when sentinels own failover). Only when no replica
 // holds anything (every pod restarted together) does the recorded master lead with its disk.
+// A replica is promoted once: a master that holds at least what every replica left holds was
+// promoted already and leads, even while the recorded master (a cached status) is older.
 package replicationplan
 
 import (
@@ -287,7 +289,8 @@ func promote(d Design, answering []*Member) (*Member, Plan) {
 		return nil, Plan{Wait: down + "; waiting for it to come back before promoting a replica", MasterDown: true}
 	}
 	// A pod that is still a replica holds the old master's data; one that answers as a master
-	// nobody follows restarted, possibly empty, and is promoted only when no replica answers.
+	// nobody follows restarted, possibly empty, and leads only when it holds at least as much
+	// (it was promoted already, below) or no replica answers.
 	var replicas []*Member
 	for _, m := range answering {
 		if m.Role.Kind == redis.RoleSlave {
