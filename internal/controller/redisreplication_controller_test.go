@@ -249,6 +249,10 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 	promoted := f.waitPromoted()
 	f.waitReady(promoted)
 	f.checkTopology(promoted, map[string]string{"before": "crash"})
+	// One promotion: a second one would drop the writes the first promoted master acknowledged.
+	if n := f.op.promotions.Load(); n != 1 {
+		t.Errorf("the operator sent REPLICAOF NO ONE %d times, want 1", n)
+	}
 }
 
 // Every pod stops and comes back at once, each with its volume: no replica holds more than the

@@ -84,6 +84,8 @@ type operator struct {
 	// redisWrites counts the Redis commands the operator sent that are not read-only.
 	redisWrites atomic.Int64
 	redisReads  atomic.Int64
+	// promotions counts the REPLICAOF NO ONE sent.
+	promotions atomic.Int64
 	// failoverAsks are the CLUSTER FAILOVERs sent, by the address of the node asked.
 	askMu        sync.Mutex
 	failoverAsks map[string][]time.Time
@@ -141,6 +143,9 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 			}
 			op.failoverAsks[addr] = append(op.failoverAsks[addr], time.Now())
 			op.askMu.Unlock()
+		}
+		if command == "replicaof no one" {
+			op.promotions.Add(1)
 		}
 		if readOnlyCommands[command] {
 			op.redisReads.Add(1)

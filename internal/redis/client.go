@@ -132,8 +132,11 @@ func (c *Client) count(args []any) {
 	c.touch()
 	if c.opts.OnCommand != nil {
 		name, sub := commandName(args)
-		if name == "cluster" || name == "config" || name == "client" || name == "sentinel" {
+		switch {
+		case name == "cluster" || name == "config" || name == "client" || name == "sentinel":
 			name += " " + sub
+		case name == "replicaof" && sub == "no":
+			name = "replicaof no one" // a promotion, told apart from re-pointing a replica
 		}
 		c.opts.OnCommand(c.addr, name)
 	}

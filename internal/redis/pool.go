@@ -33,7 +33,7 @@ type Options struct {
 	// TLSConfig, when set, makes every connection use TLS.
 	TLSConfig *tls.Config
 	// OnCommand, when set, is called for every command sent, with the address and the
-	// command name ("cluster nodes", "ping"...), e.g. to feed metrics.
+	// command name ("cluster nodes", "ping", "replicaof no one"...), e.g. to feed metrics.
 	OnCommand func(addr, command string)
 }
 

@@ -155,3 +155,44 @@ func FuzzDecisions(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOnePromotion checks that a promotion is never followed by another: once the promoted
+// replica answers as a master, the next plan promotes nobody, whether its status names the
+// promoted pod or still the old master (read from a cache before the write shows, or lost by an
+// operator restart).
+func FuzzOnePromotion(f *testing.F) {
+	// The master restarted empty at a new IP, both replicas tied on what they hold.
+	f.Add([]byte{1, 0, 0, 0, 2, 9, 6, 1, 2, 9, 6, 1}, uint8(0), false)
+	// The master is gone, the replicas tied.
+	f.Add([]byte{0, 0, 0, 0, 2, 0, 5, 1, 2, 0, 5, 1}, uint8(0), true)
+	f.Fuzz(func(t *testing.T, data []byte, masterIndex uint8, mayPromote bool) {
+		members := fuzzMembers(data)
+		d := Design{Current: fmt.Sprintf("rr-%d", masterIndex%10), MayPromote: mayPromote}
+		first := Compute(d, members)
+		var promoted string
+		for _, s := range first.Steps {
+			if s.Kind == StepPromote {
+				promoted = s.On
+			}
+		}
+		if promoted == "" {
+			return
+		}
+		after := slices.Clone(members)
+		for i := range after {
+			if after[i].Pod == promoted {
+				role := *after[i].Role
+				role.Kind, role.MasterIP, role.MasterPort, role.ReplicationState = redis.RoleMaster, "", 0, ""
+				after[i].Role = &role
+			}
+		}
+		for _, current := range []string{d.Current, promoted} {
+			next := Compute(Design{Current: current, MayPromote: mayPromote}, after)
+			for _, s := range next.Steps {
+				if s.Kind == StepPromote && s.On != promoted {
+					t.Fatalf("promoted %s, then with status naming %s promotes %s too: %+v", promoted, current, s.On, next)
+				}
+			}
+		}
+	})
+}

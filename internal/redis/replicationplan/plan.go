@@ -10,6 +10,8 @@
 // answer at all may only be partitioned away, so a replica is promoted only when the caller
 // says it has been gone long enough (never when sentinels own failover). Only when no replica
 // holds anything (every pod restarted together) does the recorded master lead with its disk.
+// A replica is promoted once: a master that holds at least what every replica left holds was
+// promoted already and leads, even while the recorded master (a cached status) is older.
 package replicationplan
 
 import (
@@ -116,14 +118,21 @@ func Compute(d Design, members []Member) Plan {
 	if len(answering) == 0 {
 		return Plan{Wait: "no Redis pod answers yet", MasterDown: d.Current != ""}
 	}
-	if orphan := restartedMaster(d, answering); orphan != nil {
-		return Plan{Master: orphan.Pod, Steps: []Step{{Kind: StepPromote, On: orphan.Pod,
+	master := restartedMaster(d, answering)
+	if master != nil && master.Role.Kind == redis.RoleSlave {
+		return Plan{Master: master.Pod, Steps: []Step{{Kind: StepPromote, On: master.Pod,
 			Reason: fmt.Sprintf("the master %s restarted without the replication stream its replicas hold; %s processed the most of it (offset %d)",
-				d.Current, orphan.Pod, orphan.Role.ReplicationOffset)}}}
+				d.Current, master.Pod, master.Role.ReplicationOffset)}}}
 	}
-	master := chooseMaster(d, answering)
 	if master == nil {
-		return promote(d, answering)
+		master = chooseMaster(d, answering)
+	}
+	if master == nil {
+		promoted, plan := promote(d, answering)
+		if promoted == nil || promoted.Role.Kind == redis.RoleSlave {
+			return plan
+		}
+		master = promoted
 	}
 	plan := Plan{Master: master.Pod}
 	for _, m := range answering {
@@ -206,7 +215,8 @@ func chooseMaster(d Design, answering []*Member) *Member {
 // restartedMaster returns the replica to promote when the recorded master answers as a master
 // that no replica follows while a replica that processed more of the stream than the master's
 // offset still points at an address no pod answers at: the master restarted and lost what that
-// replica holds. Nil otherwise.
+// replica holds. When another master already holds that much, that one is returned instead (see
+// promotedMaster): promoting the replica too would be a second promotion. Nil otherwise.
 // With sentinels it is nil: they fail over.
 func restartedMaster(d Design, answering []*Member) *Member {
 	if d.Current == "" || d.Sentinels {
@@ -239,20 +249,48 @@ func restartedMaster(d Design, answering []*Member) *Member {
 			ahead = append(ahead, m)
 		}
 	}
-	return BestReplica(ahead)
+	need := current.Role.ReplicationOffset + 1
+	best := BestReplica(ahead)
+	if best != nil {
+		need = best.Role.ReplicationOffset
+	}
+	if m := promotedMaster(answering, d.Current, need); m != nil {
+		return m
+	}
+	return best
 }
 
-// promote picks the replica to promote once the caller allows it.
-func promote(d Design, answering []*Member) Plan {
+// promotedMaster returns the master other than the recorded one (current) that holds the most,
+// when it holds at least need, the offset of the best replica left to promote; nil otherwise.
+// The callers know that no replica follows it. Such a master is a replica promoted already: by
+// a reconcile whose status write the caller has not read yet (the status comes from a cache),
+// or before an operator restart lost that write. A promoted replica keeps its offset and only
+// gains from the writes it takes, so it holds at least what its former peers hold: promoting
+// one of them as well would drop the writes the first one acknowledged.
+func promotedMaster(answering []*Member, current string, need int64) *Member {
+	var masters []*Member
+	for _, m := range answering {
+		if m.Pod != current && m.Role.Kind == redis.RoleMaster && m.Role.ReplicationOffset >= need {
+			masters = append(masters, m)
+		}
+	}
+	return BestReplica(masters)
+}
+
+// promote picks the replica to promote once the caller allows it, with the plan that promotes
+// it. When a master already holds at least what that replica holds (promotedMaster), that
+// master is returned instead, and the caller makes it lead without a second promotion.
+func promote(d Design, answering []*Member) (*Member, Plan) {
 	down := fmt.Sprintf("the master %s does not answer", cmp.Or(d.Current, "(none yet)"))
 	if d.Sentinels {
-		return Plan{Wait: down + "; the sentinels fail over", MasterDown: true}
+		return nil, Plan{Wait: down + "; the sentinels fail over", MasterDown: true}
 	}
 	if !d.MayPromote {
-		return Plan{Wait: down + "; waiting for it to come back before promoting a replica", MasterDown: true}
+		return nil, Plan{Wait: down + "; waiting for it to come back before promoting a replica", MasterDown: true}
 	}
 	// A pod that is still a replica holds the old master's data; one that answers as a master
-	// nobody follows restarted, possibly empty, and is promoted only when no replica answers.
+	// nobody follows restarted, possibly empty, and leads only when it holds at least as much
+	// (it was promoted already, below) or no replica answers.
 	var replicas []*Member
 	for _, m := range answering {
 		if m.Role.Kind == redis.RoleSlave {
@@ -263,7 +301,10 @@ func promote(d Design, answering []*Member) Plan {
 		replicas = answering
 	}
 	best := BestReplica(replicas)
-	return Plan{
+	if m := promotedMaster(answering, d.Current, best.Role.ReplicationOffset); m != nil {
+		return m, Plan{}
+	}
+	return best, Plan{
 		Master:     best.Pod,
 		MasterDown: true,
 		Steps: []Step{{Kind: StepPromote, On: best.Pod,

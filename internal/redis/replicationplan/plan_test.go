@@ -122,9 +122,9 @@ func TestCompute(t *testing.T) {
 			down:    true,
 		},
 		{
-			name:    "a replica that restarted as a master is not promoted over one that kept following",
+			name:    "a replica that restarted as a master with less is not promoted over one that kept following",
 			design:  Design{Current: "rr-0", MayPromote: true},
-			members: []Member{pod(1, "10.0.0.8", master(500)), pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 95))},
+			members: []Member{pod(1, "10.0.0.8", master(50)), pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 95))},
 			master:  "rr-2",
 			steps:   []string{"Promote rr-2"},
 			down:    true,
@@ -136,6 +136,40 @@ func TestCompute(t *testing.T) {
 				pod(2, "10.0.0.3", master(95))},
 			master: "rr-2",
 			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.3:6379", "ReplicaOf rr-1 -> 10.0.0.3:6379"},
+		},
+		// The status comes from a cache: a reconcile right after a promotion may still read the
+		// old master in it, or an operator restart may have lost the write. The promoted replica
+		// leads; promoting its tied peer too would drop the writes it acknowledged.
+		{
+			name:   "restarted master, status not yet naming the promoted replica: no second promotion of its tied peer",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", master(96)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 96))},
+			master: "rr-1",
+			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.2:6379", "ReplicaOf rr-2 -> 10.0.0.2:6379"},
+		},
+		{
+			name:   "restarted master, the promoted replica took writes since: it leads",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 96)),
+				pod(2, "10.0.0.3", master(140))},
+			master: "rr-2",
+			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.3:6379", "ReplicaOf rr-1 -> 10.0.0.3:6379"},
+		},
+		{
+			name:    "restarted master of two, status not yet naming the promoted replica: the empty one follows it",
+			design:  Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", master(0)), pod(1, "10.0.0.2", master(96))},
+			master:  "rr-1",
+			steps:   []string{"ReplicaOf rr-0 -> 10.0.0.2:6379"},
+		},
+		{
+			name:   "master gone, status not yet naming the promoted replica: no second promotion of its tied peer",
+			design: Design{Current: "rr-0", MayPromote: true},
+			members: []Member{pod(0, "10.0.0.1", nil), pod(1, "10.0.0.2", master(95)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 95))},
+			master: "rr-1",
+			steps:  []string{"ReplicaOf rr-2 -> 10.0.0.2:6379"},
 		},
 		{
 			name:   "a master that replicas follow beats the recorded master with none",
