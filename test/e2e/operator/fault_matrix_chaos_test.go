@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -228,27 +227,7 @@ func deleteAndRequireNothingLeft(t *testing.T, c *cluster) {
 	if err := sb.Client.Delete(c.ctx, c.get()); err != nil {
 		t.Fatal(err)
 	}
-	sb.WaitFor(t, c.ns, "nothing left of the deleted cluster", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
-		var claims corev1.PersistentVolumeClaimList
-		var pods corev1.PodList
-		var sets appsv1.StatefulSetList
-		var left []string
-		for _, list := range []client.ObjectList{&claims, &pods, &sets} {
-			if err := sb.Client.List(ctx, list, client.InNamespace(c.ns)); err != nil {
-				return false, "", err
-			}
-		}
-		for _, p := range claims.Items {
-			left = append(left, "claim "+p.Name)
-		}
-		for _, p := range pods.Items {
-			left = append(left, "pod "+p.Name)
-		}
-		for _, s := range sets.Items {
-			left = append(left, "statefulset "+s.Name)
-		}
-		return len(left) == 0, strings.Join(left, ", "), nil
-	})
+	sb.WaitFor(t, c.ns, "nothing left of the deleted cluster", 2*time.Minute, leftoversIn(c.ns))
 }
 
 // startWritingAcknowledged starts per-shard writers whose writes count once a replica

@@ -251,7 +251,18 @@ spec:
 		return true, "", nil
 	})
 	// Whatever would recreate a claim does so within a second or two: look for a while.
-	leftovers := func(ctx context.Context) (bool, string, error) {
+	leftovers := leftoversIn(ns)
+	sb.WaitFor(t, ns, "nothing left", time.Minute, leftovers)
+	time.Sleep(10 * time.Second)
+	if ok, left, err := leftovers(ctx); err != nil || !ok {
+		t.Fatalf("after the deletion, these came back: %s (%v)", left, err)
+	}
+}
+
+// leftoversIn is a condition that holds once namespace ns has no claim, pod or StatefulSet
+// left, naming those it still has.
+func leftoversIn(ns string) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
 		var claims corev1.PersistentVolumeClaimList
 		var pods corev1.PodList
 		var sets appsv1.StatefulSetList
@@ -271,10 +282,5 @@ spec:
 			left = append(left, "StatefulSet "+s.Name)
 		}
 		return len(left) == 0, strings.Join(left, ", "), nil
-	}
-	sb.WaitFor(t, ns, "nothing left", time.Minute, leftovers)
-	time.Sleep(10 * time.Second)
-	if ok, left, err := leftovers(ctx); err != nil || !ok {
-		t.Fatalf("after the deletion, these came back: %s (%v)", left, err)
 	}
 }
