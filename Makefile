@@ -39,9 +39,9 @@ TEST_MODULE_NON_E2E_PKGS = $$(go list ./... | grep -v '^github.com/rediskube/red
 UNIT_TIMEOUT ?= 5m
 INTEGRATION_TIMEOUT ?= 30m
 E2E_TIMEOUT ?= 40m
-# Tests of one sandbox package that call t.Parallel run this many at a time: they mostly wait
-# on Redis and timeouts. At 3 on 2 cores, hand-overs slowed to a manual failover's timeout (a
-# shard paused 5 s in the drain and hand-over tests) in two runs of three: 2 keeps them apart.
+# Tests of one sandbox package that call t.Parallel run this many at a time (go test's default
+# on 2 cores). At 3, hand-overs ran into a manual failover's timeout (a shard paused 5 s in the
+# drain and hand-over tests) in two runs of three.
 E2E_PARALLEL ?= 2
 
 .PHONY: all
