@@ -311,6 +311,24 @@ func (p *fakePod) start(t *testing.T, port int, conf string) {
 }
 
 // stop ends the process: SIGTERM lets Redis write its AOF and nodes.conf, SIGKILL is a crash.
+// freeze stops the pod's redis-server (SIGSTOP: a hung process, a partition) while its pod
+// stays Running; the returned thaw resumes it, and runs at the test's end if not called.
+func (p *fakePod) freeze(t *testing.T) (thaw func()) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw = func() {
+		if !thawed {
+			thawed = true
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
 func (p *fakePod) stop(signal syscall.Signal) {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return

@@ -315,17 +315,7 @@ func TestReplicationDemotesAReturningMasterWithoutAPodEvent(t *testing.T) {
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "freeze")
 	frozen := f.kubelet.pod("rr-0")
-	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(thaw)
+	thaw := frozen.freeze(t)
 	// Nothing tells the operator of the freeze: its periodic health check (30s) finds it.
 	var promoted string
 	waitUntil(t, 90*time.Second, "a replica promoted", func() error {

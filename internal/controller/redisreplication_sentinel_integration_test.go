@@ -267,17 +267,7 @@ func TestSentinelFailoverMovesTheMasterLabelOffAFrozenMaster(t *testing.T) {
 	samples := f.sampleRoles(stopSampling)
 	frozen := f.kubelet.pod("rr-0")
 	stopped := time.Now()
-	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(thaw)
+	thaw := frozen.freeze(t)
 
 	var promoted string
 	waitUntil(t, 20*time.Second, "the master label off the frozen rr-0 and on the promoted pod", func() error {
