@@ -20,6 +20,10 @@ const defaultClusterNodeTimeout = 15 * time.Second
 // refusalEventInterval spaces the Warning events of a hand-over refused again and again.
 const refusalEventInterval = 5 * time.Second
 
+// manualFailoverTimeout is Redis's bound on a manual failover (CLUSTER_MF_TIMEOUT): past it the
+// replica gives its election up and the master takes writes again, whatever the outcome.
+const manualFailoverTimeout = 5 * time.Second
+
 // electionRetry is how long after a failover election a replica refuses to start another:
 // twice Redis's auth timeout, itself twice the node timeout and at least 2 s (cluster.c,
 // clusterHandleSlaveFailover). A CLUSTER FAILOVER asked within it still makes the master
@@ -32,6 +36,12 @@ func electionRetry(nodeTimeout time.Duration) time.Duration {
 // the asked replica followed), so that no shard is asked again, on the same replica or
 // another, while its election is pending or within Redis's retry window. An attempt ends as
 // soon as its outcome is seen: the asked node says it is a master, or follows another master.
+//
+// Nor is another shard of the same cluster asked while an election runs: each master grants
+// one vote per epoch, so two replicas that start their elections together both ask for the
+// same epoch, split the votes, and the loser's master stays paused until the manual failover
+// times out (and the masters that voted for it refuse its shard another vote for twice the
+// node timeout). A drain that stops two masters at once hands their shards over one by one.
 type failoverLog struct {
 	mu sync.Mutex
 	// now is the clock; nil is time.Now (tests set it).
@@ -90,7 +100,7 @@ func (l *failoverLog) wait(members []clusterplan.Member, replica *clusterplan.Me
 func (l *failoverLog) waitLocked(members []clusterplan.Member, shard string, now time.Time) string {
 	a, ok := l.pending[shard]
 	if !ok {
-		return ""
+		return l.electionElsewhere(members, shard, now)
 	}
 	state := "does not answer"
 	for i := range members {
@@ -103,6 +113,25 @@ func (l *failoverLog) waitLocked(members []clusterplan.Member, shard string, now
 	}
 	return fmt.Sprintf("CLUSTER FAILOVER asked on %s %s ago for the shard of %s: %s; Redis allows no other election of it for %s more",
 		a.replicaPod, now.Sub(a.at).Round(100*time.Millisecond), a.masterPod, state, a.until.Sub(now).Round(time.Second))
+}
+
+// electionElsewhere says which election of another shard of the cluster members show still
+// runs (asked less than Redis's manual failover timeout ago, outcome unseen), "" when none. l.mu held.
+func (l *failoverLog) electionElsewhere(members []clusterplan.Member, shard string, now time.Time) string {
+	ids := map[string]bool{}
+	for i := range members {
+		if me, ok := myselfOf(&members[i]); ok {
+			ids[me.ID] = true
+		}
+	}
+	for other, a := range l.pending {
+		if other == shard || !ids[a.replicaID] || !now.Before(a.at.Add(manualFailoverTimeout)) {
+			continue
+		}
+		return fmt.Sprintf("CLUSTER FAILOVER asked on %s %s ago for the shard of %s is still being elected: one election at a time, as each master votes once per epoch",
+			a.replicaPod, now.Sub(a.at).Round(100*time.Millisecond), a.masterPod)
+	}
+	return ""
 }
 
 // begin notes a CLUSTER FAILOVER about to be asked on replica, whose election Redis retries

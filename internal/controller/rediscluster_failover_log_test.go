@@ -131,3 +131,91 @@ func TestHandOverRefusalsAreToldEveryFewSeconds(t *testing.T) {
 		t.Fatal("told again after the interval")
 	}
 }
+
+// twoShards is a cluster of two shards seen by its own nodes: masters m1 and m2, each with one
+// replica (r1, r2); promoted makes r1 the master of the first shard.
+func twoShards(t *testing.T, promoted bool) []clusterplan.Member {
+	t.Helper()
+	id := func(c byte) string { return strings.Repeat(string(c), redis.NodeIDLength) }
+	lines := map[string]string{
+		"m1": fmt.Sprintf("%s 10.0.0.1:6379@16379 master - 0 0 1 connected 0-8191", id('e')),
+		"r1": fmt.Sprintf("%s 10.0.0.2:6379@16379 slave %s 0 0 1 connected", id('f'), id('e')),
+		"m2": fmt.Sprintf("%s 10.0.0.3:6379@16379 master - 0 0 2 connected 8192-16383", id('1')),
+		"r2": fmt.Sprintf("%s 10.0.0.4:6379@16379 slave %s 0 0 2 connected", id('2'), id('1')),
+	}
+	if promoted {
+		lines["m1"] = fmt.Sprintf("%s 10.0.0.1:6379@16379 slave %s 0 0 3 connected", id('e'), id('f'))
+		lines["r1"] = fmt.Sprintf("%s 10.0.0.2:6379@16379 master - 0 0 3 connected 0-8191", id('f'))
+	}
+	pods := []string{"m1", "r1", "m2", "r2"}
+	var members []clusterplan.Member
+	for _, pod := range pods {
+		var text []string
+		for _, other := range pods {
+			line := lines[other]
+			if other == pod {
+				line = strings.Replace(line, " master ", " myself,master ", 1)
+				line = strings.Replace(line, " slave ", " myself,slave ", 1)
+			}
+			text = append(text, line)
+		}
+		view, err := redis.ParseClusterNodes(strings.Join(text, "\n") + "\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, clusterplan.Member{Pod: pod, View: &view,
+			Replication: redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected"}})
+	}
+	return members
+}
+
+// Two masters stopping at once (a drain) must not have their replicas elected together: they
+// would ask the same epoch and split the votes.
+func TestFailoverLogRunsOneElectionPerClusterAtATime(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := failoverLog{now: func() time.Time { return now }}
+	members := twoShards(t, false)
+	r1, r2 := &members[1], &members[3]
+	window := electionRetry(15 * time.Second)
+	if wait := l.begin(members, r1, window); wait != "" {
+		t.Fatalf("the first failover must be asked, got %q", wait)
+	}
+	now = now.Add(300 * time.Millisecond)
+	if wait := l.begin(members, r2, window); !strings.Contains(wait, "asked on r1") || !strings.Contains(wait, "one election at a time") {
+		t.Fatalf("the other shard must wait for r1's election, got %q", wait)
+	}
+	// r1 won: the other shard goes at once.
+	now = now.Add(500 * time.Millisecond)
+	promoted := twoShards(t, true)
+	if wait := l.begin(promoted, &promoted[3], window); wait != "" {
+		t.Fatalf("r1's election is over, r2 may be asked, got %q", wait)
+	}
+
+	// An election whose outcome is never seen holds the other shards only for Redis's manual
+	// failover timeout, not for its own shard's retry window.
+	l = failoverLog{now: func() time.Time { return now }}
+	if wait := l.begin(members, r1, window); wait != "" {
+		t.Fatal(wait)
+	}
+	now = now.Add(manualFailoverTimeout - time.Millisecond)
+	if l.wait(members, r2) == "" {
+		t.Fatal("r1's manual failover may still run")
+	}
+	now = now.Add(time.Millisecond)
+	if wait := l.begin(members, r2, window); wait != "" {
+		t.Fatalf("past the manual failover timeout r1's election is over, got %q", wait)
+	}
+	if l.wait(members, r1) == "" {
+		t.Fatal("r1's own shard is still held for its retry window")
+	}
+
+	// Another cluster's election does not hold this one.
+	other := failoverLog{now: func() time.Time { return now }}
+	single := shardMembers(t, false)
+	if wait := other.begin(single, &single[1], window); wait != "" {
+		t.Fatal(wait)
+	}
+	if wait := other.begin(members, r2, window); wait != "" {
+		t.Fatalf("an election in another cluster must not hold this one, got %q", wait)
+	}
+}
