@@ -15,6 +15,9 @@ import (
 // timeout) while every manual attempt pauses the shard's writes. So a failover is asked only
 // once every voting master knows the candidate at its current address, linked and healthy,
 // and the candidate so knows every voting master (its request goes over its own links).
+// A master also denies its vote when it knows the candidate's master at a greater config epoch
+// than the candidate claims (a failover or a resharding bumped it and the gossip has not
+// reached the candidate yet): that is waited for too.
 type Electability struct {
 	// Meets introduce the candidate anew where a view holds a stale address: from the master
 	// that holds it to the candidate, or from the candidate to the master it holds stale.
@@ -63,8 +66,27 @@ func electable(members []Member, candidate *Member) Electability {
 		} else if wait != "" {
 			e.Waits = append(e.Waits, wait)
 		}
+		if wait := staleConfigEpoch(candidate, x, me.MasterID); wait != "" {
+			e.Waits = append(e.Waits, wait)
+		}
 	}
 	return e
+}
+
+// staleConfigEpoch says why voter would deny candidate its vote for the config epoch of the
+// shard's master (id masterID) candidate claims, "" when it would not: Redis refuses a replica
+// whose master's slots it knows at a greater config epoch than the request carries.
+func staleConfigEpoch(candidate, voter *Member, masterID string) string {
+	claimed, ok := candidate.View.NodeByID(masterID)
+	if !ok {
+		return ""
+	}
+	known, ok := voter.View.NodeByID(masterID)
+	if !ok || known.ConfigEpoch <= claimed.ConfigEpoch {
+		return ""
+	}
+	return fmt.Sprintf("master %s knows the shard's master (node %s) at config epoch %d, candidate %s still at %d: its vote would be denied until the gossip reaches %s",
+		voter.Pod, short(masterID), known.ConfigEpoch, candidate.Pod, claimed.ConfigEpoch, candidate.Pod)
 }
 
 // judgeView checks from's view of the node id of member to: at to's current address (IP,

@@ -76,6 +76,18 @@ func TestFailBackWaitsUntilEveryMasterKnowsTheLeader(t *testing.T) {
 				m.View.Nodes = append(m.View.Nodes, redis.Node{ID: strings.Repeat("e", redis.NodeIDLength), Flags: redis.FlagHandshake | redis.FlagMaster,
 					Addr: redis.Address{IP: "10.0.2.2", Port: 6379, BusPort: 16379}, Link: redis.LinkDisconnected})
 			}},
+		{name: "a master knows the shard's master at a greater config epoch", wantWait: "master c-leader-0 knows the shard's master",
+			edit: func(t *testing.T, ms []Member) {
+				editView(t, ms, "c-leader-0", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
+			}},
+		{name: "the shard's master's own epoch ahead of the leader's view", wantWait: "master c-follower-1 knows the shard's master",
+			edit: func(t *testing.T, ms []Member) {
+				editView(t, ms, "c-follower-1", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
+			}},
+		{name: "the leader ahead of a master's view of the epoch: the vote is granted",
+			edit: func(t *testing.T, ms []Member) {
+				editView(t, ms, "c-leader-1", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
+			}},
 		{name: "a replica's stale view does not matter: replicas do not vote",
 			edit: func(t *testing.T, ms []Member) {
 				editView(t, ms, "c-follower-0", "c-leader-1", func(n *redis.Node) { n.Link = redis.LinkDisconnected })
@@ -190,7 +202,7 @@ func TestNoFailoverTowardsAStaleView(t *testing.T) {
 				continue
 			}
 			editView(t, members, from, about, func(n *redis.Node) {
-				switch rng.IntN(5) {
+				switch rng.IntN(6) {
 				case 0:
 					n.Addr.IP = "10.0.9." + strconv.Itoa(rng.IntN(9))
 				case 1:
@@ -199,6 +211,8 @@ func TestNoFailoverTowardsAStaleView(t *testing.T) {
 					n.Link = redis.LinkDisconnected
 				case 3:
 					n.Flags |= redis.FlagPFail
+				case 4:
+					n.ConfigEpoch += uint64(1 + rng.IntN(3))
 				default:
 					n.Flags |= redis.FlagFail
 				}

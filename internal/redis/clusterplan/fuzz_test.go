@@ -162,5 +162,11 @@ func assertKnownEverywhere(t *testing.T, members []Member, pod string) {
 		case seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail):
 			t.Fatalf("failover on %s, which master %s sees with link %s, flags %s", pod, m.Pod, seen.Link, seen.Flags)
 		}
+		if me.IsReplica() {
+			claimed, _ := candidate.View.NodeByID(me.MasterID)
+			if known, ok := m.View.NodeByID(me.MasterID); ok && known.ConfigEpoch > claimed.ConfigEpoch {
+				t.Fatalf("failover on %s, which claims its master's config epoch %d, master %s knows %d", pod, claimed.ConfigEpoch, m.Pod, known.ConfigEpoch)
+			}
+		}
 	}
 }
