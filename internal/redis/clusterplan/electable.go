@@ -15,7 +15,9 @@ import (
 // timeout) while every manual attempt pauses the shard's writes. So a failover is asked only
 // once every voting master knows the candidate at its current address, linked and healthy,
 // and the candidate so knows every voting master (its request goes over its own links).
-// A master also denies its vote when it knows the candidate's master at a greater config epoch
+// A master also denies its vote to a node it still takes for a master, or for the replica of
+// another master (a pod just told to CLUSTER REPLICATE, before the gossip carries it), and
+// when it knows the candidate's master at a greater config epoch
 // than the candidate claims (a failover or a resharding bumped it and the gossip has not
 // reached the candidate yet): that is waited for too.
 type Electability struct {
@@ -66,11 +68,33 @@ func electable(members []Member, candidate *Member) Electability {
 		} else if wait != "" {
 			e.Waits = append(e.Waits, wait)
 		}
+		if wait := staleRole(x, candidate, me); wait != "" {
+			e.Waits = append(e.Waits, wait)
+		}
 		if wait := staleConfigEpoch(candidate, x, me.MasterID); wait != "" {
 			e.Waits = append(e.Waits, wait)
 		}
 	}
 	return e
+}
+
+// staleRole says why voter would deny candidate (whose own line is me) its vote for the role
+// it knows it in, "" when it would not: Redis votes only for a node it knows as a replica, of
+// the master the candidate follows.
+func staleRole(voter, candidate *Member, me redis.Node) string {
+	if !me.IsReplica() {
+		return ""
+	}
+	seen, ok := voter.View.NodeByID(me.ID)
+	if !ok || (seen.IsReplica() && seen.MasterID == me.MasterID) {
+		return "" // unknown: judgeView waits for it
+	}
+	if !seen.IsReplica() {
+		return fmt.Sprintf("master %s still sees %s as a master: it would deny its vote until the gossip says %s replicates node %s",
+			voter.Pod, candidate.Pod, candidate.Pod, short(me.MasterID))
+	}
+	return fmt.Sprintf("master %s sees %s as the replica of node %s, not of node %s: it would deny its vote until the gossip catches up",
+		voter.Pod, candidate.Pod, short(seen.MasterID), short(me.MasterID))
 }
 
 // staleConfigEpoch says why voter would deny candidate its vote for the config epoch of the

@@ -76,6 +76,17 @@ func TestFailBackWaitsUntilEveryMasterKnowsTheLeader(t *testing.T) {
 				m.View.Nodes = append(m.View.Nodes, redis.Node{ID: strings.Repeat("e", redis.NodeIDLength), Flags: redis.FlagHandshake | redis.FlagMaster,
 					Addr: redis.Address{IP: "10.0.2.2", Port: 6379, BusPort: 16379}, Link: redis.LinkDisconnected})
 			}},
+		{name: "a master still takes the leader for a master", wantWait: "master c-leader-0 still sees c-leader-1 as a master",
+			edit: func(t *testing.T, ms []Member) {
+				editView(t, ms, "c-leader-0", "c-leader-1", func(n *redis.Node) {
+					n.Flags = n.Flags&^redis.FlagReplica | redis.FlagMaster
+					n.MasterID = ""
+				})
+			}},
+		{name: "a master takes the leader for another master's replica", wantWait: "master c-leader-2 sees c-leader-1 as the replica of node",
+			edit: func(t *testing.T, ms []Member) {
+				editView(t, ms, "c-leader-2", "c-leader-1", func(n *redis.Node) { n.MasterID = (node{pod: "c-leader-0"}).id() })
+			}},
 		{name: "a master knows the shard's master at a greater config epoch", wantWait: "master c-leader-0 knows the shard's master",
 			edit: func(t *testing.T, ms []Member) {
 				editView(t, ms, "c-leader-0", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
@@ -202,7 +213,7 @@ func TestNoFailoverTowardsAStaleView(t *testing.T) {
 				continue
 			}
 			editView(t, members, from, about, func(n *redis.Node) {
-				switch rng.IntN(6) {
+				switch rng.IntN(7) {
 				case 0:
 					n.Addr.IP = "10.0.9." + strconv.Itoa(rng.IntN(9))
 				case 1:
@@ -213,6 +224,11 @@ func TestNoFailoverTowardsAStaleView(t *testing.T) {
 					n.Flags |= redis.FlagPFail
 				case 4:
 					n.ConfigEpoch += uint64(1 + rng.IntN(3))
+				case 5:
+					if n.IsReplica() {
+						n.Flags = n.Flags&^redis.FlagReplica | redis.FlagMaster
+						n.MasterID = ""
+					}
 				default:
 					n.Flags |= redis.FlagFail
 				}

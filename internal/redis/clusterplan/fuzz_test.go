@@ -162,6 +162,9 @@ func assertKnownEverywhere(t *testing.T, members []Member, pod string) {
 		case seen.Link != redis.LinkConnected || seen.Is(redis.FlagPFail) || seen.Is(redis.FlagFail):
 			t.Fatalf("failover on %s, which master %s sees with link %s, flags %s", pod, m.Pod, seen.Link, seen.Flags)
 		}
+		if me.IsReplica() && (!seen.IsReplica() || seen.MasterID != me.MasterID) {
+			t.Fatalf("failover on %s, which master %s takes for %s of %q", pod, m.Pod, seen.Flags, seen.MasterID)
+		}
 		if me.IsReplica() {
 			claimed, _ := candidate.View.NodeByID(me.MasterID)
 			if known, ok := m.View.NodeByID(me.MasterID); ok && known.ConfigEpoch > claimed.ConfigEpoch {
