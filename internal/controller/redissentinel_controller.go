@@ -22,6 +22,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 )
 
 // Compatible status strings of a RedisSentinel.
@@ -232,29 +233,43 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		return r.checkIdle(ctx, s)
 	}
 	group := builder.MasterGroupName(s.cr)
-	var quorumErr error
+	views := make([]replicationplan.SentinelView, 0, len(s.pods))
+	var first *redis.Client
 	for i := range s.pods {
 		pod := &s.pods[i]
 		c, err := r.Redis.Client(s.endpoint(pod))
 		if err != nil {
 			return false, err
 		}
-		readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
-		host, _, known, err := c.SentinelMasterAddr(readCtx, group)
-		cancel()
-		switch {
-		case err != nil:
+		view, err := r.sentinelView(ctx, s, c, pod, group)
+		if err != nil {
 			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
-		case !known || host != s.masterHost:
-			r.boundedWait(ctx, s, "monitor", ReasonConverging, fmt.Sprintf("sentinel %s monitors %q, the master is at %s", pod.Name, host, s.masterHost))
+		}
+		views = append(views, view)
+		if i == 0 {
+			first = c
+		}
+	}
+	monitored, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Spec.RedisSentinelConfig.RedisReplicationName)
+	if err != nil {
+		return false, err
+	}
+	if reseeded, err := r.reseedBlindSentinel(ctx, s, views, monitored); err != nil || reseeded {
+		s.requeue(ctx, whileConverging, "a blind sentinel's pod starts again from the seed")
+		return true, err
+	}
+	for _, v := range views {
+		if v.Master != s.masterHost {
+			r.boundedWait(ctx, s, "monitor", ReasonConverging, fmt.Sprintf("sentinel %s monitors %q, the master is at %s", v.Pod, v.Master, s.masterHost))
 			s.requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
 			return true, nil
 		}
-		if i == 0 {
-			quorumErr = c.SentinelCkQuorum(ctx, group)
-		}
+	}
+	var quorumErr error
+	if first != nil {
+		quorumErr = first.SentinelCkQuorum(ctx, group)
 	}
 	if quorumErr != nil {
 		if !redis.IsServerError(quorumErr) {
@@ -273,6 +288,24 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
 	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
 	return false, nil
+}
+
+// sentinelView asks one sentinel where it monitors group's master and, when that is not the
+// master's current host, which replicas it knows (what it could still learn from).
+func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelScope, c *redis.Client, pod *corev1.Pod, group string) (replicationplan.SentinelView, error) {
+	readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
+	defer cancel()
+	view := replicationplan.SentinelView{Pod: pod.Name}
+	host, _, known, err := c.SentinelMasterAddr(readCtx, group)
+	if err != nil || !known {
+		return view, err
+	}
+	view.Master = host
+	if host == s.masterHost {
+		return view, nil
+	}
+	view.Replicas, err = c.SentinelReplicaHosts(readCtx, group)
+	return view, err
 }
 
 // checkIdle reports sentinels that monitor nothing because the spec names no RedisReplication:

@@ -124,3 +124,38 @@ func (c *Client) SentinelReset(ctx context.Context, group string) error {
 	}
 	return c.wrap(command, c.rdb.Do(ctx, "sentinel", sentinelResetSubcommand, group).Err())
 }
+
+// SentinelReplicaHosts lists the hosts of the replicas a sentinel knows for group (SENTINEL
+// REPLICAS), as it would connect to them. A group the sentinel does not monitor is a server error.
+func (c *Client) SentinelReplicaHosts(ctx context.Context, group string) ([]string, error) {
+	command := "SENTINEL REPLICAS " + group
+	if group == "" {
+		return nil, c.wrap(command, errors.New("empty group name"))
+	}
+	reply, err := c.rdb.Do(ctx, "sentinel", "replicas", group).Result()
+	if err != nil {
+		return nil, c.wrap(command, err)
+	}
+	hosts, err := parseReplicaHosts(reply)
+	return hosts, c.wrap(command, err)
+}
+
+// parseReplicaHosts reads the "ip" field of each replica's field map in a SENTINEL REPLICAS reply.
+func parseReplicaHosts(reply any) ([]string, error) {
+	entries, err := replyArray(reply)
+	if err != nil {
+		return nil, err
+	}
+	hosts := make([]string, 0, len(entries))
+	for i, e := range entries {
+		fields, err := parseFieldMap(e)
+		if err != nil {
+			return nil, fmt.Errorf("replica %d: %w", i, err)
+		}
+		if fields["ip"] == "" {
+			return nil, fmt.Errorf("replica %d: no ip field", i)
+		}
+		hosts = append(hosts, fields["ip"])
+	}
+	return hosts, nil
+}

@@ -107,6 +107,12 @@ func TestSentinelMasterAndQuorum(t *testing.T) {
 		}
 		return nil
 	})
+	if hosts, err := first.SentinelReplicaHosts(ctx, group); err != nil || len(hosts) != 1 || hosts[0] != replica.Host {
+		t.Errorf("SentinelReplicaHosts = %q, %v; want [%s]", hosts, err, replica.Host)
+	}
+	if _, err := first.SentinelReplicaHosts(ctx, "nosuchgroup"); !redis.IsServerError(err) {
+		t.Errorf("SentinelReplicaHosts of an unknown group: %v", err)
+	}
 
 	mu.Lock()
 	for _, command := range []string{"sentinel get-master-addr-by-name", "sentinel master", "sentinel ckquorum"} {

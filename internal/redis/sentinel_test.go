@@ -49,3 +49,26 @@ func TestParseMasterAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestParseReplicaHosts(t *testing.T) {
+	reply := []any{
+		[]any{"name", "10.0.0.6:6379", "ip", "10.0.0.6", "port", "6379", "flags", "slave"},
+		map[any]any{"name": "r.example:6379", "ip": "r.example", "port": int64(6379), "flags": "slave"},
+	}
+	got, err := parseReplicaHosts(reply)
+	if err != nil || !reflect.DeepEqual(got, []string{"10.0.0.6", "r.example"}) {
+		t.Errorf("parseReplicaHosts = %q, %v", got, err)
+	}
+	if got, err := parseReplicaHosts([]any{}); err != nil || len(got) != 0 {
+		t.Errorf("no replicas: %q, %v", got, err)
+	}
+	for name, bad := range map[string]any{
+		"not an array":        "OK",
+		"an entry with no ip": []any{[]any{"name", "x", "port", "6379"}},
+		"an odd field list":   []any{[]any{"ip"}},
+	} {
+		if got, err := parseReplicaHosts(bad); err == nil {
+			t.Errorf("%s: parseReplicaHosts = %q, want an error", name, got)
+		}
+	}
+}

@@ -196,3 +196,52 @@ func FuzzOnePromotion(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReseed: whatever the sentinels say, a reseed names one sentinel that is blind (it
+// monitors a host where no pod runs, and knows no replica where one runs), while more than
+// half of them monitor the current master: never one that follows it, never a silent one.
+func FuzzReseed(f *testing.F) {
+	f.Add([]byte{2, 2, 1, 0, 0, 3}, uint8(2), uint8(0b0110))
+	f.Add([]byte{2, 2, 2, 1, 1, 0}, uint8(2), uint8(0b0100))
+	f.Fuzz(func(t *testing.T, data []byte, masterHost, liveMask uint8) {
+		host := func(b byte) string { return fmt.Sprintf("10.0.0.%d", b%8) }
+		live := func(h string) bool {
+			var n int
+			_, _ = fmt.Sscanf(h, "10.0.0.%d", &n)
+			return liveMask&(1<<(n%8)) != 0
+		}
+		master := host(masterHost)
+		var views []SentinelView
+		for i := 0; i+1 < len(data) && len(views) < 7; i += 2 {
+			v := SentinelView{Pod: fmt.Sprintf("s-%d", len(views))}
+			if data[i] != 0 {
+				v.Master = host(data[i])
+			}
+			for j := range data[i+1] % 3 {
+				v.Replicas = append(v.Replicas, host(data[i+1]+j))
+			}
+			views = append(views, v)
+		}
+		got := Reseed(views, master, live)
+		if got == "" {
+			return
+		}
+		agreeing := 0
+		for _, v := range views {
+			if v.Master == master {
+				agreeing++
+			}
+		}
+		if 2*agreeing <= len(views) {
+			t.Fatalf("reseed of %s while only %d of %d sentinels follow the master", got, agreeing, len(views))
+		}
+		for _, v := range views {
+			if v.Pod != got {
+				continue
+			}
+			if v.Master == "" || v.Master == master || live(v.Master) || slices.ContainsFunc(v.Replicas, live) {
+				t.Fatalf("reseed of %s, which can still learn the master: %+v", got, v)
+			}
+		}
+	})
+}

@@ -1,5 +1,7 @@
 package replicationplan
 
+import "slices"
+
 // AgreedMaster returns the master address that more than half of the answering sentinels
 // report, "" when no address has that majority. reports holds one entry per sentinel asked:
 // the host it reports as the master, "" when it did not answer or does not monitor the group.
@@ -32,4 +34,40 @@ func SentinelVote(reports []string) (host string, agreeing, answering int) {
 		}
 	}
 	return host, agreeing, answering
+}
+
+// SentinelView is what one sentinel says of the group it monitors: the host of the master
+// and the hosts of the replicas it knows; Master is "" when it did not answer or does not
+// monitor the group.
+type SentinelView struct {
+	Pod      string
+	Master   string
+	Replicas []string
+}
+
+// Reseed names the sentinel that can no longer learn where the group's master is, "" when
+// none: a sentinel hears of a failover only through the instances it monitors (their INFO,
+// and the other sentinels' hello messages, which travel through them), so one that monitors a
+// host where no pod runs and knows no replica where one runs is blind for good. That is a
+// sentinel started from a seed naming a master whose pod went before it connected. Its pod may
+// start again from the current seed, one at a time and only while more than half of the
+// sentinels monitor master (the current master's host), so that the quorum holds meanwhile.
+// live tells whether a pod of the monitored replication runs at a host.
+func Reseed(views []SentinelView, master string, live func(host string) bool) string {
+	agreeing := 0
+	for _, v := range views {
+		if v.Master == master {
+			agreeing++
+		}
+	}
+	if master == "" || 2*agreeing <= len(views) {
+		return ""
+	}
+	for _, v := range views {
+		if v.Master == "" || v.Master == master || live(v.Master) || slices.ContainsFunc(v.Replicas, live) {
+			continue
+		}
+		return v.Pod
+	}
+	return ""
 }

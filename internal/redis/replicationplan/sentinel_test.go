@@ -45,3 +45,36 @@ func TestSentinelVote(t *testing.T) {
 		}
 	}
 }
+
+func TestReseedOnlyABlindSentinelWhileTheOthersAgree(t *testing.T) {
+	live := func(host string) bool { return host == "10.0.0.2" || host == "10.0.0.3" || host == "10.0.0.9" }
+	current := "10.0.0.2"
+	agree := func(pod string) SentinelView {
+		return SentinelView{Pod: pod, Master: current, Replicas: []string{"10.0.0.3", "10.0.0.9"}}
+	}
+	blind := SentinelView{Pod: "s-2", Master: "10.0.0.1", Replicas: nil}
+	for _, c := range []struct {
+		name  string
+		views []SentinelView
+		want  string
+	}{
+		{name: "every sentinel follows the master", views: []SentinelView{agree("s-0"), agree("s-1"), agree("s-2")}},
+		{name: "a sentinel seeded with a master gone before it connected", views: []SentinelView{agree("s-0"), agree("s-1"), blind}, want: "s-2"},
+		{name: "behind but knowing a live replica: it hears the others' hellos",
+			views: []SentinelView{agree("s-0"), agree("s-1"), {Pod: "s-2", Master: "10.0.0.1", Replicas: []string{"10.0.0.1", "10.0.0.3"}}}},
+		{name: "behind, monitoring a live pod: its INFO tells", views: []SentinelView{agree("s-0"), agree("s-1"), {Pod: "s-2", Master: "10.0.0.9"}}},
+		{name: "no majority on the master: a failover may still run", views: []SentinelView{agree("s-0"), {Pod: "s-1"}, blind}},
+		{name: "half is no majority", views: []SentinelView{agree("s-0"), blind, {Pod: "s-3", Master: "10.0.0.7"}, {Pod: "s-1"}}},
+		{name: "a silent sentinel is not blind", views: []SentinelView{agree("s-0"), agree("s-1"), {Pod: "s-2"}}},
+		{name: "one at a time", views: []SentinelView{agree("s-0"), agree("s-1"), agree("s-3"), blind, {Pod: "s-4", Master: "10.0.0.8"}}, want: "s-2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Reseed(c.views, current, live); got != c.want {
+				t.Errorf("Reseed = %q, want %q", got, c.want)
+			}
+		})
+	}
+	if got := Reseed([]SentinelView{blind}, "", live); got != "" {
+		t.Errorf("no master known: want no reseed, got %q", got)
+	}
+}
