@@ -84,9 +84,9 @@ func readTrimmed(variable, path string) string {
 // handOverScript waits, for at most wait seconds, while the local Redis answers as a master;
 // redis-cli reads the password (withPassword) from REDISCLI_AUTH, set from the projected
 // password file, and logs in as the user of the user file (the operator's own ACL user when the
-// default one is off). A replica, a master without a replica connected when the pod starts to stop,
-// a server that does not answer (or no redis-cli) stop at once, as they would without the
-// hook. A refused login holds on, reading the files again each round: after an in-place
+// default one is off). A master without a replica connected when the pod starts to stop, a
+// server that does not answer (or no redis-cli) stop at once, as they would without the hook;
+// a replica a second later (see below). A refused login holds on, reading the files again each round: after an in-place
 // rotation the kubelet updates the projected file only after its sync period (about a minute),
 // and stopping at once would skip the hand-over of every master deleted meanwhile. Stopping
 // at once is right for a master that sentinels watch (their connections are named sentinel-...): they, not the
@@ -94,7 +94,9 @@ func readTrimmed(variable, path string) string {
 // may have no replica connected for a moment: a cluster replica that won the election has left
 // it before it learns it is a replica.) A master that became a replica answers as one
 // for a second more, so that the operator sees whom it handed over to (a RedisReplication
-// records its new master from it). A cluster master that serves no slot (a scale-in's
+// records its new master from it) and its clients are redirected rather than refused. That
+// holds for a node that is a replica at the hook's first look too: the operator, watching the
+// pod, often hands over before the kubelet has the hook's first redis-cli answer. A cluster master that serves no slot (a scale-in's
 // departing master, its slots moved) has nothing to hand over and stops at once too, even if
 // a replica still follows it.
 func handOverScript(port int32, cliFlags string, credentials *credentialFiles, cluster bool, wait int64) string {
@@ -110,7 +112,7 @@ func handOverScript(port int32, cliFlags string, credentials *credentialFiles, c
 	lines = append(lines,
 		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, cliFlags),
 		`  case "$r" in *NOAUTH*|*WRONGPASS*|*NOPERM*) sleep 1; continue ;; esac`,
-		`  case "$r" in *role:master*) ;; *) [ -z "$first" ] && sleep 1; exit 0 ;; esac`,
+		`  case "$r" in *role:master*) ;; *) sleep 1; exit 0 ;; esac`,
 		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`)
 	if cluster {
 		// Its own CLUSTER NODES line has 8 fields, slot ranges follow them; a failed query

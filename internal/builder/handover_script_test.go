@@ -78,6 +78,19 @@ func TestHandOverScriptLetsAnEmptyClusterMasterStop(t *testing.T) {
 	if err := run(3 * time.Second); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the hook of a master serving slots, with a replica, did not wait for its hand-over: %v", err)
 	}
+
+	// A replica at the hook's first look (often a master the operator handed over before the
+	// kubelet ran the hook) answers a second more, so that its clients are redirected rather
+	// than refused, and then stops.
+	started = time.Now()
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", handOverScript(int32(replica.Port), "", nil, true, 60)).CombinedOutput()
+	took := time.Since(started)
+	if err != nil {
+		t.Fatalf("the replica's hook failed: %v %s", err, out)
+	}
+	if took < 900*time.Millisecond || took > 20*time.Second {
+		t.Fatalf("the replica's hook returned after %v, want about a second", took)
+	}
 }
 
 // After an in-place password rotation the projected file lags behind the password Redis
