@@ -82,6 +82,22 @@ const defaultMaxConcurrentReconciles = 4
 
 func parseFlags(args []string) (*options, error) {
 	opts := &options{}
+	fs, err := newFlagSet(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("parse flags: %w", err)
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// newFlagSet binds the operator's flags to opts. The operator chart's files/flags.txt lists
+// them (the chart refuses other extraArgs); TestChartListsEveryFlag keeps the two in step.
+func newFlagSet(opts *options) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet("redis-operator", flag.ContinueOnError)
 	fs.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
 	fs.BoolVar(&opts.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS to callers the API server authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the non-resource URL /metrics); false serves plain HTTP to anyone who reaches the port.")
@@ -113,27 +129,29 @@ func parseFlags(args []string) (*options, error) {
 		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("parse flags: %w", err)
-	}
+	return fs, nil
+}
+
+// validate checks the parsed flags and fills the values derived from them.
+func (opts *options) validate() error {
 	if opts.maxConcurrentReconciles < 1 {
-		return nil, fmt.Errorf("--max-concurrent-reconciles=%d: want at least 1", opts.maxConcurrentReconciles)
+		return fmt.Errorf("--max-concurrent-reconciles=%d: want at least 1", opts.maxConcurrentReconciles)
 	}
 	if opts.kubeClientQPS < 0 || opts.kubeClientQPS > math.MaxFloat32 {
-		return nil, fmt.Errorf("--kube-client-qps=%v: want 0 (no limit) or more", opts.kubeClientQPS)
+		return fmt.Errorf("--kube-client-qps=%v: want 0 (no limit) or more", opts.kubeClientQPS)
 	}
 	if opts.livenessInterval <= 0 {
-		return nil, fmt.Errorf("--liveness-interval=%v: want more than 0", opts.livenessInterval)
+		return fmt.Errorf("--liveness-interval=%v: want more than 0", opts.livenessInterval)
 	}
 	if opts.kubeClientTimeout < 0 {
-		return nil, fmt.Errorf("--kube-client-timeout=%v: want 0 (none) or more", opts.kubeClientTimeout)
+		return fmt.Errorf("--kube-client-timeout=%v: want 0 (none) or more", opts.kubeClientTimeout)
 	}
 	domain, err := parseDNSDomain(opts.dnsDomain)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	opts.dnsDomain, opts.webhook.DNSDomain = domain, domain
-	return opts, nil
+	return nil
 }
 
 // parseDNSDomain checks the cluster DNS domain: a DNS name, written without the final dot

@@ -204,11 +204,13 @@ func TestTemplateGolden(t *testing.T) {
 // TestSchemaRefuses: a value we cannot honour fails the install with the key's path.
 func TestSchemaRefuses(t *testing.T) {
 	for _, c := range []struct{ chart, set, path string }{
-		{"redis-operator", "redisOperator.webhook=true", "/redisOperator/webhook"},
+		{"redis-operator", "redisOperator.webhook=maybe", "/redisOperator/webhook"},
 		{"redis-operator", "manager.config.kubeClientQPS=-1", "/manager/config/kubeClientQPS"},
 		{"redis-operator", "manager.config.kubeClientTimeout=soon", "/manager/config/kubeClientTimeout"},
-		{"redis-operator", "certmanager.enabled=true", "/certmanager/enabled"},
-		{"redis-operator", "featureGates.GenerateConfigInInitContainer=true", "/featureGates"},
+		{"redis-operator", "certmanager.enabled=yes", "/certmanager/enabled"},
+		{"redis-operator", "featureGates.GenerateConfigInInitContainer=on", "/featureGates"},
+		{"redis-operator", "issuer.kind=CA", "/issuer/kind"},
+		{"redis-sentinel", "acl.secret.secretName=users", "/acl/secret/secretName"},
 		{"redis-operator", "manager.config.execCommandTimeout=30s", "/manager/config/execCommandTimeout"},
 		{"redis-operator", "rbac.scope=namespaces", "/rbac/scope"},
 		{"redis-operator", "redisOperator.serviceDNSDomain=-not-a-domain-", "/redisOperator/serviceDNSDomain"},

@@ -9,10 +9,15 @@ the values), so .Chart, .Release and .Values are the kind chart's, never this ch
 {{- .spec.name | default .root.Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The labels of everything the charts create, as the replaced charts set them: name and
+instance are the resource's name. Call with (dict "root" $ "spec" .Values.<kind>). */}}
 {{- define "rk.labels" -}}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "rk.name" . }}
+app.kubernetes.io/instance: {{ include "rk.name" . }}
+app.kubernetes.io/component: middleware
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/* metadata of the custom resource: the chart's labels, then labels and annotations from the values. */}}
@@ -20,7 +25,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 name: {{ include "rk.name" . }}
 namespace: {{ .root.Release.Namespace }}
 labels:
-  {{- include "rk.labels" .root | nindent 2 }}
+  {{- include "rk.labels" . | nindent 2 }}
   {{- with .root.Values.labels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
@@ -147,12 +152,28 @@ TLS:
   secret:
     secretName: {{ .TLS.secret.secretName }}
 {{- end }}
-{{- if and .acl .acl.secret.secretName }}
-acl:
-  secret:
-    secretName: {{ .acl.secret.secretName }}
+{{- $aclSecret := dig "secret" "secretName" "" (.acl | default dict) }}
+{{- $aclPVC := dig "persistentVolumeClaim" "" (.acl | default dict) | default "" }}
+{{- if and $aclSecret $aclPVC }}
+{{- fail "acl: set acl.secret.secretName or acl.persistentVolumeClaim, not both: the ACL users come from one of them" }}
 {{- end }}
-{{- with .sidecars }}
+{{- if or $aclSecret $aclPVC }}
+acl:
+  {{- if $aclSecret }}
+  secret:
+    secretName: {{ $aclSecret }}
+  {{- else }}
+  persistentVolumeClaim: {{ $aclPVC }}
+  {{- end }}
+{{- end }}
+{{- /* The first charts took one sidecar as an object, whose empty name (their default) means none. */}}
+{{- $sidecars := .sidecars }}
+{{- if kindIs "map" $sidecars }}
+{{- $one := omit $sidecars "env" }}
+{{- with $sidecars.env }}{{ $_ := set $one "env" . }}{{ end }}
+{{- $sidecars = ternary (list $one) list (not (empty $sidecars.name)) }}
+{{- end }}
+{{- with $sidecars }}
 sidecars:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -178,37 +199,66 @@ metadata:
   name: {{ include "rk.name" . }}-ext-config
   namespace: {{ .root.Release.Namespace }}
   labels:
-    {{- include "rk.labels" .root | nindent 4 }}
+    {{- include "rk.labels" . | nindent 4 }}
 data:
   {{ .key }}: |
     {{- .root.Values.externalConfig.data | nindent 4 }}
 {{- end }}
 {{- end -}}
 
-{{/* externalService: a Service of externalService.serviceType in front of the pods of .app. */}}
+{{/* externalService: a Service of externalService.serviceType named <.service>-external-service
+in front of the pods of .app with the role .role. */}}
 {{- define "rk.externalService" -}}
-{{- if .root.Values.externalService.enabled }}
+{{- $es := .root.Values.externalService }}
+{{- if $es.enabled }}
 apiVersion: v1
 kind: Service
 metadata:
-  name: {{ include "rk.name" . }}-external-service
+  name: {{ .service }}-external-service
   namespace: {{ .root.Release.Namespace }}
   labels:
-    {{- include "rk.labels" .root | nindent 4 }}
+    {{- include "rk.labels" . | nindent 4 }}
+  {{- with $es.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 spec:
-  type: {{ .root.Values.externalService.serviceType }}
+  type: {{ $es.serviceType }}
   selector:
     app: {{ .app }}
     redis_setup_type: {{ .setupType }}
+    role: {{ .role }}
   ports:
     - name: {{ .portName }}
-      port: {{ .root.Values.externalService.port }}
+      port: {{ $es.port }}
       targetPort: {{ .targetPort }}
       protocol: TCP
+      {{- if and (eq $es.serviceType "NodePort") $es.nodePort }}
+      nodePort: {{ $es.nodePort }}
+      {{- end }}
 {{- end }}
 {{- end -}}
 
-{{/* One ServiceMonitor per metrics Service the operator makes (<statefulset>-metrics). Call with (dict "root" $ "spec" ... "workloads" (list ...)). */}}
+{{/* spec.pdb from the values' pdb, which takes one bound: a PodDisruptionBudget cannot have both.
+Call with (dict "pdb" ... "key" "<path of pdb in the values>"). */}}
+{{- define "rk.pdb" -}}
+{{- if .pdb.enabled }}
+{{- $min := .pdb.minAvailable }}
+{{- $max := .pdb.maxUnavailable }}
+{{- if and (not (kindIs "invalid" $min)) (not (kindIs "invalid" $max)) }}
+{{- fail (printf "%s: set minAvailable or maxUnavailable, not both (a PodDisruptionBudget takes one bound): set the other to null" .key) }}
+{{- end }}
+pdb:
+  enabled: true
+  {{- if not (kindIs "invalid" $min) }}
+  minAvailable: {{ $min }}
+  {{- else if not (kindIs "invalid" $max) }}
+  maxUnavailable: {{ $max }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* One ServiceMonitor per metrics Service the operator makes (<statefulset>-metrics). Call with (dict "root" $ "spec" .Values.<kind> "workloads" (list ...)). */}}
 {{- define "rk.serviceMonitors" -}}
 {{- $root := .root }}
 {{- if and $root.Values.serviceMonitor.enabled $root.Values.redisExporter.enabled }}
@@ -220,7 +270,7 @@ metadata:
   name: {{ $w }}
   namespace: {{ $root.Values.serviceMonitor.namespace | default $root.Release.Namespace }}
   labels:
-    {{- include "rk.labels" $root | nindent 4 }}
+    {{- include "rk.labels" (dict "root" $root "spec" $.spec) | nindent 4 }}
     {{- with $root.Values.serviceMonitor.extraLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

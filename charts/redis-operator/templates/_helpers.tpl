@@ -55,8 +55,56 @@ Roles of rbac.scope=namespace. */}}
 {{/* The namespaces the operator watches, as a list (empty: every namespace). */}}
 {{- define "redis-operator.watchedNamespaces" -}}
 {{- $out := list -}}
-{{- range $ns := splitList "," .Values.redisOperator.watchNamespace -}}
+{{- range $ns := splitList "," (include "redis-operator.watchNamespace" .) -}}
 {{- if trim $ns -}}{{- $out = append $out (trim $ns) -}}{{- end -}}
 {{- end -}}
 {{ toJson $out }}
+{{- end -}}
+
+{{/* The namespaces to watch: watchNamespace, else watch_namespace (the first charts' key). */}}
+{{- define "redis-operator.watchNamespace" -}}
+{{- .Values.redisOperator.watchNamespace | default .Values.redisOperator.watch_namespace | default "" -}}
+{{- end -}}
+
+{{/* The Secret of the webhook's certificate: cert-manager's with certmanager.enabled, else the
+one the operator makes and renews. */}}
+{{- define "redis-operator.webhookCertSecret" -}}
+{{- if .Values.certmanager.enabled -}}
+{{- .Values.certificate.secretName | default "webhook-server-cert" -}}
+{{- else -}}
+{{- include "redis-operator.name" . }}-webhook-cert
+{{- end -}}
+{{- end -}}
+
+{{/* Fails on an item of redisOperator.extraArgs that the operator would refuse at start: a flag
+it does not have (files/flags.txt lists its flags) or a flag without its value. */}}
+{{- define "redis-operator.checkExtraArgs" -}}
+{{- $known := dict -}}
+{{- range $line := splitList "\n" (.Files.Get "files/flags.txt") -}}
+{{- $f := splitList " " (trim $line) -}}
+{{- if and (first $f) (not (hasPrefix "#" (first $f))) -}}
+{{- $_ := set $known (first $f) (eq (last $f) "bool") -}}
+{{- end -}}
+{{- end -}}
+{{- $names := keys $known | sortAlpha -}}
+{{- $pending := "" -}}
+{{- range $a := .Values.redisOperator.extraArgs -}}
+{{- if $pending -}}
+{{- $pending = "" -}}
+{{- else if hasPrefix "-" $a -}}
+{{- $body := trimPrefix "-" (trimPrefix "-" $a) -}}
+{{- $name := regexReplaceAll "=.*$" $body "" -}}
+{{- if not (hasKey $known $name) -}}
+{{- fail (printf "redisOperator.extraArgs: the operator has no flag %q; its flags are --%s" $a (join ", --" $names)) -}}
+{{- end -}}
+{{- if and (not (contains "=" $body)) (not (get $known $name)) -}}
+{{- $pending = $a -}}
+{{- end -}}
+{{- else -}}
+{{- fail (printf "redisOperator.extraArgs: %q is no flag (the operator would stop reading its flags there): write --name=value" $a) -}}
+{{- end -}}
+{{- end -}}
+{{- if $pending -}}
+{{- fail (printf "redisOperator.extraArgs: %s needs a value: write %s=value" $pending $pending) -}}
+{{- end -}}
 {{- end -}}
