@@ -880,8 +880,8 @@ func announce(o *observed) Plan {
 	return plan
 }
 
-// agree waits until every member knows every other, linked and healthy, and no node that is
-// no member; and until every member sees each master that serves slots as a master, and no
+// agree waits until every member knows every other, linked and healthy, by the hostname it
+// announces (if it does), and no node that is no member; and until every member sees each master that serves slots as a master, and no
 // replica as one (clients are sent where a node believes slots are). Which master a replica
 // follows reaches the other members by gossip seconds later; clients are not routed by it, so
 // that is not waited for (replicasListed checks each replica with its own master).
@@ -901,6 +901,10 @@ func agree(o *observed) Plan {
 			case want.IsMaster() && want.SlotCount() > 0 && !seen.IsMaster(),
 				want.IsReplica() && seen.IsMaster() && seen.SlotCount() > 0:
 				return Plan{Wait: fmt.Sprintf("waiting for gossip: %s does not see %s's current role yet", m.Pod, x.Pod)}
+			case want.Addr.Hostname != "" && seen.Addr.Hostname != want.Addr.Hostname:
+				// With cluster-preferred-endpoint-type hostname, a node that does not know
+				// another's hostname redirects clients to it as "?".
+				return Plan{Wait: fmt.Sprintf("waiting for gossip: %s does not know %s's hostname %s yet", m.Pod, x.Pod, want.Addr.Hostname)}
 			}
 		}
 		if extra := len(m.View.Nodes) - len(o.members); extra > 0 {

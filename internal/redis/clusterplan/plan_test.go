@@ -561,3 +561,30 @@ func TestLeaderTellsANodeThatMissedItsSlots(t *testing.T) {
 		t.Errorf("views that agree need nothing told, got %+v", plan)
 	}
 }
+
+// A node that announces its hostname is redirected to as "?" by a node that has not heard
+// the hostname yet: the cluster is not converged (nor Ready) until every view has it.
+func TestAgreeWaitsForEveryAnnouncedHostname(t *testing.T) {
+	nodes := healthy()
+	c := cluster{known: nodes}
+	members := c.members(nodes)
+	hostname := func(pod string) string { return pod + ".c-headless.ns.svc.cluster.local" }
+	for i := range members {
+		for j := range members[i].View.Nodes {
+			n := &members[i].View.Nodes[j]
+			for _, m := range members {
+				if n.ID == (node{pod: m.Pod}).id() {
+					n.Addr.Hostname = hostname(m.Pod)
+				}
+			}
+		}
+	}
+	if p := Compute(threeByThree, members); p.Wait != "" || len(p.Steps) != 0 {
+		t.Fatalf("every view knows every hostname: want converged, got %+v", p)
+	}
+	editView(t, members, "c-leader-2", "c-follower-0", func(n *redis.Node) { n.Addr.Hostname = "" })
+	p := Compute(threeByThree, members)
+	if len(p.Steps) != 0 || !strings.Contains(p.Wait, "c-leader-2 does not know c-follower-0's hostname") {
+		t.Fatalf("want a wait for c-leader-2 to learn c-follower-0's hostname, got %+v", p)
+	}
+}
