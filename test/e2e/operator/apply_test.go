@@ -45,6 +45,7 @@ spec:
 // running Redis with a JSON patch: the StatefulSet and the Service lose them, an annotation
 // someone else put on the Service stays, and the Redis is Ready again.
 func TestRemovedSpecFieldsLeaveTheObjects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "apply")
 	sb.Apply(t, ns, decoratedRedis)
@@ -132,6 +133,7 @@ func waitStandaloneReady(t *testing.T, ns, name string, minGeneration int64) {
 // A Redis whose image is empty is admitted by the schema but cannot be built: it is deleted
 // as soon as it is asked to be, like any other.
 func TestUnbuildableRedisIsDeleted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "unbuildable")
 	sb.Apply(t, ns, `

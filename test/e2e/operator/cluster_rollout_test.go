@@ -42,6 +42,7 @@ func (c *cluster) waitRolledOut(want int) {
 }
 
 func TestClusterRollingUpdateLosesNoWrite(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
 	c.waitReady(start)

@@ -233,6 +233,7 @@ func newCluster(t *testing.T, manifest string) *cluster {
 }
 
 func TestClusterSampleServesEverySlotAndHeals(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
 	c.waitReady(start)
@@ -325,6 +326,7 @@ func TestOperatorKilledDuringBootstrapIsFinished(t *testing.T) {
 }
 
 func TestStandaloneSampleServes(t *testing.T) {
+	t.Parallel()
 	ns := sb.Namespace(t, "standalone")
 	sb.Apply(t, ns, sample(t, "redis_v1beta2_redis_minimal.yaml"))
 	ctx := context.Background()

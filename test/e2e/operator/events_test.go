@@ -39,6 +39,7 @@ func describeEvent(e eventsv1.Event) string {
 // operator's events tell each step once (no series, no duplicate), and once every resource is
 // Ready, half a minute alone (through a periodic health check of each) tells nothing more.
 func TestEventsReadAsATimeline(t *testing.T) {
+	t.Parallel()
 	ns := sb.Namespace(t, "timeline")
 	for _, file := range []string{"redis_v1beta2_redisreplication_minimal.yaml", "redis_v1beta2_redissentinel_minimal.yaml",
 		"redis_v1beta2_redis_minimal.yaml", "redis_v1beta2_rediscluster_minimal.yaml"} {

@@ -46,6 +46,7 @@ func waitFailoverDone(t *testing.T, ns string, obj client.Object, conditions fun
 // operator picks (FAILOVER TO), and every acknowledged key is read back from the new master;
 // asked again towards a pod that is not in sync, it is refused with a Warning.
 func TestRequestedReplicationFailover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "failover")
 	sb.Apply(t, ns, `
@@ -132,6 +133,7 @@ spec:
 // over with CLUSTER FAILOVER, keeps it (the leader pod does not take it back), and every key
 // is read back.
 func TestRequestedClusterFailover(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, sample(t, "redis_v1beta2_rediscluster_minimal.yaml"))
 	c.waitReady(start)

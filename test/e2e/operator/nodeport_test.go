@@ -234,6 +234,7 @@ func (l *objectLog) before(t *testing.T, a, b string) {
 // every shard, and keeps doing so across a failover (the new pod may run on another node) and
 // a scale-out and scale-in, whose pods' Services come before them and go after them.
 func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, nodePortCluster)
 	c.waitReady(start)

@@ -21,6 +21,7 @@ import (
 // never Failed; the operator promotes a replica, and once the old master is back the
 // replication ends Ready with every key, the old master a replica.
 func TestReplicationMasterCutOffIsAnOutage(t *testing.T) {
+	t.Parallel()
 	ns := sb.Namespace(t, "replication-cut")
 	sb.Apply(t, ns, sample(t, "redis_v1beta2_redisreplication_minimal.yaml"))
 	ctx := context.Background()

@@ -22,6 +22,7 @@ import (
 // of its slots over before its pod goes, the removed pods' volumes are deleted by the
 // StatefulSet controller, and no acknowledged write is lost.
 func TestClusterScalesOutAndInWithoutLosingWrites(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, persistentCluster)
 	c.waitReady(start)

@@ -45,6 +45,7 @@ func (c secretCanaries) in(s []byte) []string {
 // the operator's log. Each search first finds a value where it legitimately is, so that a
 // search that sees nothing cannot pass.
 func TestNoSecretValueLeaks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "leak")
 	nonce := make([]byte, 8)

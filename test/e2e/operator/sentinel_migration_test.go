@@ -49,6 +49,7 @@ spec:
 // sentinels (watched-s, group mymaster) start beside the old ones, the old ones go only once
 // every new one reports the master, the master never moves, and no acknowledged write is lost.
 func TestEmbeddedSentinelsOfAnEarlierVersionMigrateUnderWriteLoad(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "sentinel-migration")
 	sb.Apply(t, ns, migratingReplication)

@@ -53,6 +53,7 @@ func (c *cluster) replicationOf(ctx context.Context, p *corev1.Pod) (map[string]
 // healed and hears of the new address from the others, then the master healed. The operator
 // must re-point the replica (CLUSTER REPLICATE), and the cluster ends Ready with every link up.
 func TestReplicaFollowingAStaleMasterAddressIsRepointed(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, strings.Replace(persistentCluster, "name: durable", "name: stale", 1))
 	c.waitReady(start)

@@ -69,6 +69,7 @@ func (c *cluster) recordStatus() func() []clusterStatus {
 // Once healed, the recovery (the old leader resyncing, the operator's fail-back) is progress:
 // Degraded does not come back, and the cluster ends Ready with every key.
 func TestClusterOutageIsDegradedAndItsRecoveryIsNot(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	c := newCluster(t, strings.Replace(sample(t, "redis_v1beta2_rediscluster_minimal.yaml"), "name: redis-cluster", "name: cut", 1))
 	c.waitReady(start)
