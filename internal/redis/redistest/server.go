@@ -3,8 +3,6 @@
 package redistest
 
 import (
-	"github.com/rediskube/redis-operator/internal/redis"
-
 	"bufio"
 	"crypto/tls"
 	"fmt"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // Host is the address test servers listen on unless ServerOptions.Host says otherwise.
