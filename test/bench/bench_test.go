@@ -465,8 +465,8 @@ func labelValue(key, label string) string {
 	if i < 0 {
 		return key
 	}
-	rest := key[i+len(label)+2:]
-	return rest[:strings.Index(rest, `"`)]
+	value, _, _ := strings.Cut(key[i+len(label)+2:], `"`)
+	return value
 }
 
 func restartCount(t *testing.T, ns, pod string) int32 {
