@@ -79,6 +79,7 @@ var (
 )
 
 func newFakeKubelet(t *testing.T, c client.Client, port int) *fakeKubelet {
+	t.Helper()
 	// The pods' volumes live under a folder of the kubelet's own, removed only after every
 	// process is stopped: a t.TempDir would be removed first (cleanups run last-in first-out)
 	// while Redis still writes into it.
