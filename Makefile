@@ -202,6 +202,14 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the 
 	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG) ./...
 	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,$(INTEGRATION_TAG) ./...
 
+# govulncheck reads the Go vulnerability database over the network, so it is not part of
+# verify or test: run it where that database can be reached.
+GOVULNCHECK_VERSION := v1.9.0
+.PHONY: vulncheck
+vulncheck: ## Report known vulnerabilities in the code paths of both modules (needs network access to the Go vulnerability database).
+	go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags $(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags bench,chaos,$(INTEGRATION_TAG) ./...
+
 .PHONY: golden
 golden: ## Rewrite the builders' golden files from the current code.
 	go test ./internal/builder/... -update
