@@ -290,8 +290,8 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() err
 	}
 }
 
-func dialable(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+func dialable(ctx context.Context, addr string) error {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
