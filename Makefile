@@ -86,11 +86,19 @@ docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
 	@mkdir -p docs/api
 	@for v in api/*/; do v=$$(basename $$v); go run ./hack/apidocs -api api/$$v -out docs/api/$$v.md || exit 1; done
 
+# The shell scripts the targets and CI run; shellcheck comes from hack/install-packages.sh.
+SHELL_SCRIPTS := hack/*.sh .ci/run
+# The repository's modules: the operator's, the test module and the pinned control-plane tools.
+GO_MODULES := . test hack/tools
+
 .PHONY: verify
-verify: generate manifests docs chart-schemas ## Fail when generated files are not committed as generated.
+verify: generate manifests docs chart-schemas ## Fail when generated files are not committed as generated, go.mod/go.sum are not tidy, or a shell script has a shellcheck finding.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
 	@git diff --exit-code -- api config charts docs || { echo "generated files are out of date: run make generate manifests docs chart-schemas and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts docs)" || { git status --porcelain -- api config charts docs; echo "untracked generated files"; exit 1; }
+	@for m in $(GO_MODULES); do (cd $$m && go mod tidy -diff) || { echo "go.mod/go.sum of $$m are not tidy: run go mod tidy there and commit"; exit 1; }; done
+	@command -v shellcheck >/dev/null || { echo "shellcheck is missing: run make packages"; exit 1; }
+	shellcheck $(SHELL_SCRIPTS)
 
 ##@ Build
 
@@ -192,6 +200,14 @@ bench-quiet: packages control-plane build ## Measure the idle operator beside 10
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
 	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG) ./...
 	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,$(INTEGRATION_TAG) ./...
+
+# govulncheck reads the Go vulnerability database over the network, so it is not part of
+# verify or test: run it where that database can be reached.
+GOVULNCHECK_VERSION := v1.9.0
+.PHONY: vulncheck
+vulncheck: ## Report known vulnerabilities in the code paths of both modules (needs network access to the Go vulnerability database).
+	go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags $(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags bench,chaos,$(INTEGRATION_TAG) ./...
 
 .PHONY: golden
 golden: ## Rewrite the builders' golden files from the current code.

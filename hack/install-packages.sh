@@ -5,7 +5,8 @@
 # client pods' scripts use (nslookup/dig, nc; curl and getent come with the base system),
 # the Redis exporter the sandbox runs for exporter images (prometheus-redis-exporter), Prometheus
 # (promtool tests the alert rules; make sandbox MONITORING=1 runs prometheus), and gcc with the
-# C library headers for cgo, which `go test -race` needs; and Valkey 8 from Debian's
+# C library headers for cgo, which `go test -race` needs; shellcheck, which make verify runs on
+# the repository's shell scripts; and Valkey 8 from Debian's
 # bookworm-backports (valkey-server, valkey-cli), which the sandbox runs for valkey/valkey images.
 set -euo pipefail
 
@@ -23,6 +24,7 @@ declare -A wanted=(
 	[prometheus-redis-exporter]=prometheus-redis-exporter
 	[promtool]=prometheus
 	[gcc]="gcc libc6-dev"
+	[shellcheck]=shellcheck
 )
 missing=()
 for command in "${!wanted[@]}"; do
@@ -41,6 +43,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 if [[ $valkey_missing == true ]]; then
+	# shellcheck source=/dev/null # the system's file, not the repository's
 	. /etc/os-release
 	backports=/etc/apt/sources.list.d/${VERSION_CODENAME}-backports.sources
 	if [[ $VERSION_CODENAME == bookworm ]] && ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then

@@ -12,11 +12,16 @@ import (
 )
 
 func main() {
+	os.Exit(run())
+}
+
+// run returns the exit code, so that its deferred stop runs before main exits.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := kubectlredis.Run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl redis:", err)
-		stop()
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

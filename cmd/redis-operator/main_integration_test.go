@@ -137,7 +137,7 @@ func freeAddr(t *testing.T) string {
 	t.Helper()
 	for range 200 {
 		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
-		l, err := net.Listen("tcp", addr)
+		l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr)
 		if err != nil {
 			continue
 		}
@@ -192,7 +192,7 @@ func waitForStatus(t *testing.T, url, token string, operator *operatorRun) int {
 			t.Fatalf("operator exited early: %v", operator.err)
 		default:
 		}
-		resp, err := get(url, token)
+		resp, err := get(t.Context(), url, token)
 		if err == nil {
 			_ = resp.Body.Close()
 			return resp.StatusCode
@@ -206,12 +206,12 @@ func waitForStatus(t *testing.T, url, token string, operator *operatorRun) int {
 
 // get sends a GET with the bearer token (none when empty), trusting any certificate: the
 // metrics endpoint serves a self-signed one.
-func get(url, token string) (*http.Response, error) {
+func get(ctx context.Context, url, token string) (*http.Response, error) {
 	// A probe that hangs must fail the test, not stall it until the package timeout.
 	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test checks authentication, not the self-signed certificate
 	}}
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func waitFor200(t *testing.T, url, token string, operator *operatorRun) string {
 			t.Fatalf("operator exited early: %v", operator.err)
 		default:
 		}
-		resp, err := get(url, token)
+		resp, err := get(t.Context(), url, token)
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()

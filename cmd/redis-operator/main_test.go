@@ -119,7 +119,11 @@ func TestRequestTimeoutSparesWatches(t *testing.T) {
 	t.Cleanup(server.Close)
 	client := &http.Client{Transport: requestTimeout{next: http.DefaultTransport, limit: 100 * time.Millisecond}}
 	read := func(query string) (string, error) {
-		resp, err := client.Get(server.URL + "/api/v1/pods" + query)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, server.URL+"/api/v1/pods"+query, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			return "", err
 		}

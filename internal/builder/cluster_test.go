@@ -20,6 +20,7 @@ func TestBuildRedisCluster(t *testing.T) {
 		name: "minimal",
 		cr:   minimalCluster,
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			for _, role := range []string{RoleLeader, RoleFollower} {
 				name := "shards-" + role
 				sts := checkWorkloadShape(t, o, name, SetupCluster, role, "RedisCluster")
@@ -73,6 +74,7 @@ func TestBuildRedisCluster(t *testing.T) {
 		cr:   fullCluster,
 		pw:   testPassword,
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			cr := fullCluster()
 			wantNames(t, "Secrets", o.Secrets, "shards-redis-auth")
 			wantNames(t, "ConfigMaps", o.ConfigMaps, "shards-leader-config", "shards-follower-config")
@@ -152,6 +154,7 @@ func TestBuildRedisCluster(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			// The follower objects are all there, the StatefulSet with 0 replicas.
 			wantNames(t, "StatefulSets", o.StatefulSets, "shards-leader", "shards-follower")
 			wantEqual(t, "leader replicas", *o.StatefulSet("shards-leader").Spec.Replicas, int32(3))
@@ -175,6 +178,7 @@ func TestBuildRedisCluster(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantEqual(t, "leaders", *o.StatefulSet("shards-leader").Spec.Replicas, int32(5))
 			wantEqual(t, "followers", *o.StatefulSet("shards-follower").Spec.Replicas, int32(3))
 			mem := container(t, o.StatefulSet("shards-follower").Spec.Template.Spec, "shards-follower").Resources.Limits[corev1.ResourceMemory]
@@ -191,6 +195,7 @@ func TestBuildRedisCluster(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			sts := o.StatefulSet("shards-leader")
 			if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != "node-conf" {
 				t.Errorf("claim templates %+v", sts.Spec.VolumeClaimTemplates)

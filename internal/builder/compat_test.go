@@ -144,23 +144,33 @@ func TestMetricsServices(t *testing.T) {
 	}{{
 		name: "standalone, default port",
 		objects: func(t *testing.T) *Objects {
+			t.Helper()
 			cr := minimalRedis()
 			cr.Spec.RedisExporter = &v1beta2.RedisExporter{Enabled: true, Image: "exporter:1"}
 			return mustBuild(t)(BuildRedis(RedisInput{CR: cr}))
 		},
 		sts: []string{"cache"}, port: 9121,
 	}, {
-		name:    "cluster, port 9200",
-		objects: func(t *testing.T) *Objects { return allBuilds(t)["rediscluster-full"] },
-		sts:     []string{"shards-leader", "shards-follower"}, port: 9200,
+		name: "cluster, port 9200",
+		objects: func(t *testing.T) *Objects {
+			t.Helper()
+			return allBuilds(t)["rediscluster-full"]
+		},
+		sts: []string{"shards-leader", "shards-follower"}, port: 9200,
 	}, {
-		name:    "replication",
-		objects: func(t *testing.T) *Objects { return allBuilds(t)["redisreplication-full"] },
-		sts:     []string{"repl"}, port: 9200,
+		name: "replication",
+		objects: func(t *testing.T) *Objects {
+			t.Helper()
+			return allBuilds(t)["redisreplication-full"]
+		},
+		sts: []string{"repl"}, port: 9200,
 	}, {
-		name:    "sentinel",
-		objects: func(t *testing.T) *Objects { return allBuilds(t)["redissentinel-full"] },
-		sts:     []string{"watch-sentinel"}, port: 9200,
+		name: "sentinel",
+		objects: func(t *testing.T) *Objects {
+			t.Helper()
+			return allBuilds(t)["redissentinel-full"]
+		},
+		sts: []string{"watch-sentinel"}, port: 9200,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -171,7 +171,7 @@ func TestHandOverScriptTrimsThePasswordFile(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command("/bin/sh", "-c", readTrimmed("REDISCLI_AUTH", path)+`; printf '%s' "$REDISCLI_AUTH"`).CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), "/bin/sh", "-c", readTrimmed("REDISCLI_AUTH", path)+`; printf '%s' "$REDISCLI_AUTH"`).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%q: %v %s", c.content, err, out)
 		}

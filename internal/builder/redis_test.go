@@ -22,6 +22,7 @@ func TestBuildRedis(t *testing.T) {
 		name: "minimal",
 		cr:   minimalRedis,
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			sts := checkWorkloadShape(t, o, "cache", SetupStandalone, RoleStandalone, "Redis")
 			checkServices(t, o, "cache", 6379, 0)
 			wantNames(t, "Services", o.Services, "cache", "cache-headless", "cache-additional")
@@ -65,6 +66,7 @@ func TestBuildRedis(t *testing.T) {
 		cr:   fullRedis,
 		pw:   testPassword,
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			cr := fullRedis()
 			sts := checkWorkloadShape(t, o, "cache", SetupStandalone, RoleStandalone, "Redis")
 			checkServices(t, o, "cache", 6379, 9200)
@@ -189,6 +191,7 @@ func TestBuildRedis(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantNames(t, "Services", o.Services, "cache")
 			sts := o.StatefulSet("cache")
 			if len(sts.Spec.VolumeClaimTemplates) != 0 || volume(t, sts.Spec.Template.Spec, "cache").EmptyDir == nil {
@@ -209,6 +212,7 @@ func TestBuildRedis(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			pod := o.StatefulSet("cache").Spec.Template.Spec
 			wantEqual(t, "pod security", pod.SecurityContext, &corev1.PodSecurityContext{})
 			for _, c := range pod.Containers {
@@ -225,6 +229,7 @@ func TestBuildRedis(t *testing.T) {
 			return cr
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			pod := o.StatefulSet("cache").Spec.Template.Spec
 			wantEqual(t, "acl volume", volume(t, pod, "acl").PersistentVolumeClaim.ClaimName, "acl-claim")
 			wantEqual(t, "acl mount", mounts(container(t, pod, "cache"))["/data/redis"], "acl")

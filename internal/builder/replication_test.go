@@ -17,6 +17,7 @@ func TestBuildRedisReplication(t *testing.T) {
 		name: "minimal",
 		in:   func() RedisReplicationInput { return RedisReplicationInput{CR: minimalReplication()} },
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			sts := checkWorkloadShape(t, o, "repl", SetupReplication, RoleReplication, "RedisReplication")
 			checkServices(t, o, "repl", 6379, 0)
 			wantEqual(t, "replicas", *sts.Spec.Replicas, int32(3))
@@ -42,6 +43,7 @@ func TestBuildRedisReplication(t *testing.T) {
 			return RedisReplicationInput{CR: cr}
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantEqual(t, "update strategy", o.StatefulSet("repl").Spec.UpdateStrategy.Type, appsv1.RollingUpdateStatefulSetStrategyType)
 		},
 	}, {
@@ -50,6 +52,7 @@ func TestBuildRedisReplication(t *testing.T) {
 			return RedisReplicationInput{CR: fullReplication(), Password: testPassword, SentinelPassword: testSentinelPassword}
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantNames(t, "StatefulSets", o.StatefulSets, "repl")
 			wantNames(t, "Secrets", o.Secrets, "repl-redis-auth", "repl-acl")
 			wantNames(t, "ConfigMaps", o.ConfigMaps, "repl-config")
@@ -60,6 +63,7 @@ func TestBuildRedisReplication(t *testing.T) {
 			return RedisReplicationInput{CR: fullReplication(), Password: testPassword, SentinelPassword: testSentinelPassword, MasterHost: testMasterHost}
 		},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			cr := fullReplication()
 			checkWorkloadShape(t, o, "repl", SetupReplication, RoleReplication, "RedisReplication")
 			checkServices(t, o, "repl", 6379, 9200)
@@ -159,6 +163,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 		name: "minimal",
 		in:   RedisSentinelInput{CR: minimalSentinel(), MasterHost: testMasterHost},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			sts := checkWorkloadShape(t, o, "watch-sentinel", SetupSentinel, RoleSentinel, "RedisSentinel")
 			checkServices(t, o, "watch-sentinel", 26379, 0)
 			wantEqual(t, "default size", *sts.Spec.Replicas, int32(3))
@@ -186,6 +191,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 		name: "full",
 		in:   RedisSentinelInput{CR: fullSentinel(), Password: testSentinelPassword, MasterPassword: testPassword, MasterHost: testMasterHost},
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			cr := fullSentinel()
 			sts := checkWorkloadShape(t, o, "watch-sentinel", SetupSentinel, RoleSentinel, "RedisSentinel")
 			checkServices(t, o, "watch-sentinel", 26379, 9200)
@@ -218,6 +224,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			return RedisSentinelInput{CR: cr, MasterPassword: testPassword, MasterHost: testMasterHost}
 		}(),
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantEqual(t, "auth", string(o.Secret("watch-sentinel-auth").Data[SentinelAuthKey]),
 				"sentinel auth-pass myMaster \""+testPassword+"\"\n")
 			exp := o.StatefulSet("watch-sentinel").Spec.Template.Spec
@@ -233,6 +240,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			return RedisSentinelInput{CR: cr}
 		}(),
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			sts := checkWorkloadShape(t, o, "watch-sentinel", SetupSentinel, RoleSentinel, "RedisSentinel")
 			checkServices(t, o, "watch-sentinel", 26379, 0)
 			wantEqual(t, "default size", *sts.Spec.Replicas, int32(3))
@@ -250,6 +258,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			return RedisSentinelInput{CR: cr, Password: testSentinelPassword}
 		}(),
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			lacksLines(t, "sentinel.conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor", "sentinel failover-timeout")
 			wantEqual(t, "auth", string(o.Secret("watch-sentinel-auth").Data[SentinelAuthKey]),
 				"requirepass \""+testSentinelPassword+"\"\n")
@@ -262,6 +271,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			return RedisSentinelInput{CR: cr, MasterHost: "redis-0.redis-headless"}
 		}(),
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantLines(t, "conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster redis-0.redis-headless 6379 1")
 		},
 	}, {
@@ -274,6 +284,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			return RedisSentinelInput{CR: cr, MasterHost: "redis-0.redis-headless"}
 		}(),
 		check: func(t *testing.T, o *Objects) {
+			t.Helper()
 			wantLines(t, "conf", confOf(t, o, "watch-sentinel-config", SentinelConfKey), "sentinel monitor myMaster redis-0.redis-headless 6379 1")
 		},
 	}}

@@ -79,6 +79,7 @@ var (
 )
 
 func newFakeKubelet(t *testing.T, c client.Client, port int) *fakeKubelet {
+	t.Helper()
 	// The pods' volumes live under a folder of the kubelet's own, removed only after every
 	// process is stopped: a t.TempDir would be removed first (cleanups run last-in first-out)
 	// while Redis still writes into it.
@@ -291,7 +292,7 @@ func (p *fakePod) start(t *testing.T, port int, conf string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = logFile.Close() }()
-	p.cmd = exec.Command(redistest.Binary(t), append([]string{confPath}, p.args...)...)
+	p.cmd = exec.Command(redistest.Binary(t), append([]string{confPath}, p.args...)...) //nolint:noctx // it lives until stop or kill end it, as a container does
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -306,7 +307,7 @@ func (p *fakePod) start(t *testing.T, port int, conf string) {
 			t.Fatalf("redis-server of %s exited:\n%s", p.name, log)
 		default:
 		}
-		return dialable(p.addr(port))
+		return dialable(t.Context(), p.addr(port))
 	})
 }
 

@@ -49,6 +49,7 @@ func nextTestPort() int { return 7100 + int(testPorts.Add(1)) }
 // within it; a test run again (go test -count=N) gets a fresh one, since the namespace of
 // the previous run may still be terminating.
 func testNamespace(t *testing.T) string {
+	t.Helper()
 	namespacesMu.Lock()
 	defer namespacesMu.Unlock()
 	if ns, ok := namespacesOfTests[t]; ok {

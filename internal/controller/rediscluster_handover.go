@@ -28,7 +28,7 @@ func (r *RedisClusterReconciler) handOverTerminating(ctx context.Context, s *clu
 	if err != nil {
 		return false, err
 	}
-	going := append(leadersGoing, followersGoing...)
+	going := slices.Concat(leadersGoing, followersGoing)
 	if len(going) == 0 {
 		return false, nil
 	}

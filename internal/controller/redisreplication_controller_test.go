@@ -42,8 +42,8 @@ type replicationFixture struct {
 // newReplicationFixture starts a replication of three; options change the fixture (its CR,
 // its kubelet) before anything is created.
 func newReplicationFixture(t *testing.T, options ...func(*replicationFixture)) *replicationFixture {
-	size := int32(3)
 	t.Helper()
+	size := int32(3)
 	ns := testNamespace(t)
 	f := &replicationFixture{t: t, ctx: context.Background(), c: newClient(t), password: replicationPassword}
 	f.kubelet = newFakeKubelet(t, f.c, builder.DefaultRedisPort)

@@ -38,7 +38,7 @@ func TestFilterAuthenticatesAuthorizesAndRemembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func(auth string) int {
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}

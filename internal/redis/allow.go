@@ -69,8 +69,7 @@ var narrowArguments = map[string]func(args []any) bool{
 		case len(args) == 4 && (argEquals(args[2], DefaultUser) || argEquals(args[2], OperatorUser)):
 			return isPasswordRule(args[3])
 		case len(args) == 8 && argEquals(args[2], OperatorUser):
-			return argEquals(args[3], "on") && isPasswordRule(args[4]) && slices.EqualFunc(args[5:], operatorUserRights,
-				func(arg any, want string) bool { return argEquals(arg, want) })
+			return argEquals(args[3], "on") && isPasswordRule(args[4]) && slices.EqualFunc(args[5:], operatorUserRights, argEquals)
 		}
 		return false
 	},

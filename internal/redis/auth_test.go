@@ -49,7 +49,7 @@ type noAuthServer struct {
 
 func startNoAuthServer(t *testing.T) *noAuthServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

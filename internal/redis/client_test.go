@@ -61,7 +61,7 @@ func TestTimeoutsAreBounded(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	// A peer that accepts connections and never answers, like a frozen pod.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 )
 
 func clusterClient(t *testing.T, c *redistest.Cluster) *goredis.ClusterClient {
+	t.Helper()
 	var addrs []string
 	for _, s := range c.Servers {
 		addrs = append(addrs, s.Addr())

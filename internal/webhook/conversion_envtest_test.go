@@ -135,7 +135,7 @@ func startReplica(t *testing.T, cfg *rest.Config, validity time.Duration, leader
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,12 @@ func TestAReplicaThatIsNotLeaderServesTheSharedCertificate(t *testing.T) {
 		"spec":{"clusterSize":3,"kubernetesConfig":{"image":"redis:7"},"podSecurityContext":{"fsGroup":1000},"port":6380}}]}}`
 	var resp *http.Response
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		resp, err = httpClient.Post(follower.URL(), "application/json", strings.NewReader(review))
+		var req *http.Request
+		if req, err = http.NewRequestWithContext(t.Context(), http.MethodPost, follower.URL(), strings.NewReader(review)); err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = httpClient.Do(req)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}

@@ -21,6 +21,7 @@ import (
 const runFor = 300 * time.Millisecond
 
 func newClient(t *testing.T, s *redistest.Server) *goredis.Client {
+	t.Helper()
 	rdb := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb

@@ -386,6 +386,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 func readyPods(t *testing.T, ns, name string) int {
+	t.Helper()
 	var pods corev1.PodList
 	if err := sb.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
 		t.Fatal(err)
@@ -400,6 +401,7 @@ func readyPods(t *testing.T, ns, name string) int {
 }
 
 func clusterReady(t *testing.T, ns, name string, since time.Time) bool {
+	t.Helper()
 	cr := &v1beta2.RedisCluster{}
 	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
 		t.Fatal(err)
@@ -409,6 +411,7 @@ func clusterReady(t *testing.T, ns, name string, since time.Time) bool {
 }
 
 func leadersAreMasters(t *testing.T, ns, name string) bool {
+	t.Helper()
 	for i := 0; i < 3; i++ {
 		p := &corev1.Pod{}
 		if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-leader-%d", name, i)}, p); err != nil || p.Status.PodIP == "" {
@@ -465,11 +468,12 @@ func labelValue(key, label string) string {
 	if i < 0 {
 		return key
 	}
-	rest := key[i+len(label)+2:]
-	return rest[:strings.Index(rest, `"`)]
+	value, _, _ := strings.Cut(key[i+len(label)+2:], `"`)
+	return value
 }
 
 func restartCount(t *testing.T, ns, pod string) int32 {
+	t.Helper()
 	p := &corev1.Pod{}
 	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: pod}, p); err != nil {
 		t.Fatal(err)
@@ -482,6 +486,7 @@ func restartCount(t *testing.T, ns, pod string) int32 {
 }
 
 func allClusterStateOK(t *testing.T, ns, name string) bool {
+	t.Helper()
 	var pods corev1.PodList
 	if err := sb.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
 		t.Fatal(err)
@@ -501,11 +506,13 @@ func allClusterStateOK(t *testing.T, ns, name string) bool {
 // eventsSince counts the Events the operator recorded in ns since t0 (new ones, and repeats
 // of old ones that the events API folds into a series).
 func eventsSince(t *testing.T, ns string, t0 time.Time) int {
+	t.Helper()
 	return eventsOfSince(t, ns, t0, "RedisCluster")
 }
 
 // eventsOfSince counts the Events about resources of the kinds recorded in ns since t0.
 func eventsOfSince(t *testing.T, ns string, t0 time.Time, kinds ...string) int {
+	t.Helper()
 	var events eventsv1.EventList
 	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -525,6 +532,7 @@ func eventsOfSince(t *testing.T, ns string, t0 time.Time, kinds ...string) int {
 // bootstrap applies the 3×3 cluster in a new namespace and waits for Ready, printing where the
 // time after the pods were ready went.
 func bootstrap(t *testing.T) (ns string, start, podsReady, done time.Time) {
+	t.Helper()
 	ns = sb.Namespace(t, "bench")
 	start = time.Now()
 	sb.Apply(t, ns, cluster)
@@ -553,6 +561,7 @@ func bootstrapRepeats() int {
 
 // noteClusterStateOK notes when each pod of the cluster first reports cluster_state:ok.
 func noteClusterStateOK(t *testing.T, ns, name string, seen map[string]time.Time) {
+	t.Helper()
 	var pods corev1.PodList
 	if err := sb.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": name}); err != nil {
 		t.Fatal(err)
@@ -604,6 +613,7 @@ func printStateOK(seen map[string]time.Time, ref time.Time) {
 // printTimeline shows the operator's Events of the bootstrap relative to all pods being ready,
 // to tell where the time after it goes.
 func printTimeline(t *testing.T, ns, title string, ref time.Time) {
+	t.Helper()
 	var events eventsv1.EventList
 	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -70,6 +70,7 @@ func TestResharding(t *testing.T) {
 }
 
 func measureResharding(t *testing.T) *Resharding {
+	t.Helper()
 	r := &Resharding{Keys: reshardKeys, ValueSize: reshardValueSize, Machine: machine()}
 	measureOperatorResharding(t, r)
 	measureRedisCLIResharding(t, r)
@@ -102,6 +103,7 @@ spec:
 `
 
 func measureOperatorResharding(t *testing.T, r *Resharding) {
+	t.Helper()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "reshard")
 	sb.Apply(t, ns, reshardCluster)
@@ -173,6 +175,7 @@ func measureOperatorResharding(t *testing.T, r *Resharding) {
 // masters with a replica each made by redis-cli, three more masters with replicas added, and
 // redis-cli's rebalance timed to six masters and back to three.
 func measureRedisCLIResharding(t *testing.T, r *Resharding) {
+	t.Helper()
 	ctx := context.Background()
 	ns := sb.Namespace(t, "rediscli")
 	var manifests []string
@@ -469,6 +472,7 @@ func patchSize(t *testing.T, ns, name string, size int) {
 
 // readyForGeneration: the operator says Ready for the resource's current spec.
 func readyForGeneration(t *testing.T, ns, name string) bool {
+	t.Helper()
 	cr := &v1beta2.RedisCluster{}
 	if err := sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
 		t.Fatal(err)
@@ -501,6 +505,7 @@ func podReadyNow(p *corev1.Pod) bool {
 
 // clusterPodAddrs are the Redis addresses of the live pods of the RedisCluster "reshard".
 func clusterPodAddrs(t *testing.T, ns string) []string {
+	t.Helper()
 	var pods corev1.PodList
 	if err := sb.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/instance": "reshard"}); err != nil {
 		t.Fatal(err)
@@ -515,6 +520,7 @@ func clusterPodAddrs(t *testing.T, ns string) []string {
 }
 
 func dbSizes(t *testing.T, ns string, pods ...string) int64 {
+	t.Helper()
 	var addrs []string
 	for _, name := range pods {
 		p := &corev1.Pod{}
@@ -527,6 +533,7 @@ func dbSizes(t *testing.T, ns string, pods ...string) int64 {
 }
 
 func dbSizesAt(t *testing.T, addrs ...string) int64 {
+	t.Helper()
 	var total int64
 	for _, a := range addrs {
 		c := goredis.NewClient(&goredis.Options{Addr: a})

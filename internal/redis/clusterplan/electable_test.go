@@ -47,30 +47,37 @@ func TestFailBackWaitsUntilEveryMasterKnowsTheLeader(t *testing.T) {
 		{name: "converged: the leader takes its shard back"},
 		{name: "a master knows the leader at its old IP", wantMeetFrom: "c-leader-2",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-2", "c-leader-1", func(n *redis.Node) { n.Addr.IP = "10.0.0.2" })
 			}},
 		{name: "a master knows the leader at its old bus port", wantMeetFrom: "c-leader-2",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-2", "c-leader-1", func(n *redis.Node) { n.Addr.BusPort = 16380 })
 			}},
 		{name: "the leader knows a master at an old IP", wantMeetFrom: "c-leader-1",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-1", "c-leader-2", func(n *redis.Node) { n.Addr.IP = "10.0.9.9" })
 			}},
 		{name: "a master's link to the leader is down", wantWait: "master c-leader-2 sees c-leader-1 with link disconnected",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-2", "c-leader-1", func(n *redis.Node) { n.Link = redis.LinkDisconnected })
 			}},
 		{name: "a master suspects the leader", wantWait: "master c-follower-1 sees c-leader-1",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-follower-1", "c-leader-1", func(n *redis.Node) { n.Flags |= redis.FlagPFail })
 			}},
 		{name: "a master holds the leader failing", wantWait: "master c-leader-0 sees c-leader-1",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-0", "c-leader-1", func(n *redis.Node) { n.Flags |= redis.FlagFail })
 			}},
 		{name: "a master's MEET of the new address is in handshake", wantWait: "master c-leader-2 is in handshake with c-leader-1",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-2", "c-leader-1", func(n *redis.Node) { n.Addr.IP = "10.0.0.2" })
 				m := &ms[2]
 				m.View.Nodes = append(m.View.Nodes, redis.Node{ID: strings.Repeat("e", redis.NodeIDLength), Flags: redis.FlagHandshake | redis.FlagMaster,
@@ -89,18 +96,22 @@ func TestFailBackWaitsUntilEveryMasterKnowsTheLeader(t *testing.T) {
 			}},
 		{name: "a master knows the shard's master at a greater config epoch", wantWait: "master c-leader-0 knows the shard's master",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-0", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
 			}},
 		{name: "the shard's master's own epoch ahead of the leader's view", wantWait: "master c-follower-1 knows the shard's master",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-follower-1", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
 			}},
 		{name: "the leader ahead of a master's view of the epoch: the vote is granted",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-1", "c-follower-1", func(n *redis.Node) { n.ConfigEpoch = 9 })
 			}},
 		{name: "a replica's stale view does not matter: replicas do not vote",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-follower-0", "c-leader-1", func(n *redis.Node) { n.Link = redis.LinkDisconnected })
 			}},
 	}

@@ -497,7 +497,7 @@ func TestEarlySlotsGoOnlyToLoneEmptyLeaders(t *testing.T) {
 	}
 	// A scale-out 3 -> 6: the new leader runs alone and empty beside leaders that met long ago;
 	// the designed ranges of six leaders would overlap slots the others serve.
-	established := append(healthy()[:3], node{pod: "c-leader-3", ip: "10.0.0.7"})
+	established := slices.Concat(healthy()[:3], []node{{pod: "c-leader-3", ip: "10.0.0.7"}})
 	c = cluster{known: established}
 	if steps := EarlySlots(Design{Leaders: 6, Followers: 6}, c.members(established, "c-leader-3")); len(steps) != 0 {
 		t.Errorf("a scale-out's new leader takes slots early: %v", steps)

@@ -3,9 +3,8 @@
 package redistest
 
 import (
-	"github.com/rediskube/redis-operator/internal/redis"
-
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // Host is the address test servers listen on unless ServerOptions.Host says otherwise.
@@ -141,7 +142,8 @@ func StartServers(t testing.TB, n int, opts ServerOptions) []*Server {
 
 func freePorts(host string, withBus bool) (port, busPort int, err error) {
 	pick := func() (int, net.Listener, error) {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		// No caller's context to honour: the listener only reserves a port for a moment.
+		l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -218,7 +220,7 @@ func (s *Server) start() error {
 	}
 	// The child holds its own descriptor of the log.
 	defer func() { _ = logFile.Close() }()
-	cmd := exec.Command(s.binary, args...)
+	cmd := exec.Command(s.binary, args...) //nolint:noctx // the server lives until Stop or Kill, not until a context ends
 	cmd.Dir = s.Dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -280,9 +282,10 @@ func (s *Server) answers() bool {
 	var err error
 	if s.tlsFiles() != nil {
 		// Only whether it answers: the tests verify certificates with the operator's client.
-		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr(), &tls.Config{InsecureSkipVerify: true})
+		dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: &tls.Config{InsecureSkipVerify: true}}
+		conn, err = dialer.DialContext(context.Background(), "tcp", s.Addr())
 	} else {
-		conn, err = net.DialTimeout("tcp", s.Addr(), time.Second)
+		conn, err = (&net.Dialer{Timeout: time.Second}).DialContext(context.Background(), "tcp", s.Addr())
 	}
 	if err != nil {
 		return false

@@ -19,12 +19,11 @@ import (
 	"testing"
 	"time"
 
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/rediskube/redis-operator/test/sandbox/cleanup"
 	"github.com/rediskube/redis-operator/test/sandbox/controlplane"

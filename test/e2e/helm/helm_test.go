@@ -278,6 +278,7 @@ func TestHelmInstallCluster(t *testing.T) {
 // among them) and that every metric the alerts and the dashboard use is in a real scrape of
 // the operator or an exporter (of these and of the cluster's pods), then uninstalls them.
 func installOtherCharts(t *testing.T, operatorIP string, clusterPods []corev1.Pod) {
+	t.Helper()
 	ns := sb.Namespace(t, "helm-others")
 	helm(t, "install", "solo", chart("redis"), "-n", ns, "--set", "redisExporter.enabled=true")
 	helm(t, "install", "cache", chart("redis-replication"), "-n", ns,
@@ -369,6 +370,7 @@ func installOtherCharts(t *testing.T, operatorIP string, clusterPods []corev1.Po
 // waits for it to have scraped every exporter (redis_up 1) and the operator (every resource's
 // ready series), then stops it.
 func checkSandboxPrometheus(t *testing.T, ns string, exporters int) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -223,6 +223,7 @@ func (c *cluster) assertShapeOf(leaders, followers int) {
 }
 
 func newCluster(t *testing.T, manifest string) *cluster {
+	t.Helper()
 	ns := sb.Namespace(t, "cluster")
 	sb.Apply(t, ns, manifest)
 	name := "redis-cluster"

@@ -42,6 +42,7 @@ type faultCase struct {
 
 func cutPod(name string) func(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
 	return func(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
+		t.Helper()
 		victim := *c.pod(c.name + name)
 		if err := sb.Fault.Cut(c.ctx, c.ns, victim.Name); err != nil {
 			t.Fatal(err)
@@ -58,6 +59,7 @@ func cutPod(name string) func(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
 // does not share it with the operator: the operator's own node going is another fault (one
 // replica, replaced only once the node is evicted).
 func stopNodeOfLeader(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
+	t.Helper()
 	var operators corev1.PodList
 	if err := sb.Client.List(c.ctx, &operators, client.InNamespace(operatorNamespace),
 		client.MatchingLabels{"app.kubernetes.io/name": "redis-operator"}); err != nil || len(operators.Items) == 0 {
@@ -90,6 +92,7 @@ func stopNodeOfLeader(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
 }
 
 func rollingUpdate(t *testing.T, c *cluster) ([]corev1.Pod, func()) {
+	t.Helper()
 	cr := c.get()
 	cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: "matrix"}}
 	if err := sb.Client.Update(c.ctx, cr); err != nil {
@@ -124,6 +127,7 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func runFault(t *testing.T, fc faultCase) {
+	t.Helper()
 	start := faultTime()
 	c := newCluster(t, strings.Replace(persistentCluster, "name: durable", "name: matrix", 1))
 	c.waitReady(start)

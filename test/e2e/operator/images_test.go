@@ -56,6 +56,7 @@ func sentinelsName(t *testing.T, ns string, master *corev1.Pod) {
 // address (our --cluster-announce-ip, which an args-only container would lose), keys kept
 // through a leader pod's deletion.
 func clusterWithImage(t *testing.T, image, extra string) *cluster {
+	t.Helper()
 	start := time.Now()
 	c := newCluster(t, `
 apiVersion: redis.redis.opstreelabs.in/v1beta2

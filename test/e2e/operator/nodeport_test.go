@@ -81,6 +81,7 @@ func (c *cluster) podNodePorts() map[string][2]int32 {
 // externalClient is a cluster client on the host that knows one address only: a node's IP
 // and the node port of one pod's Service. Every other address comes from the cluster.
 func externalClient(t *testing.T, addr string) *goredis.ClusterClient {
+	t.Helper()
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, MaxRedirects: 8,
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	t.Cleanup(func() { _ = cc.Close() })

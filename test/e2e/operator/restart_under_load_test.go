@@ -17,6 +17,7 @@ import (
 // passes, whichever comes first: a loaded machine slows the pods' restarts and the operator's
 // reconciles, which is when a replica was once left following its master's old address.
 func cpuLoad(t *testing.T, spinners int, bound time.Duration) func() {
+	t.Helper()
 	done := make(chan struct{})
 	var once sync.Once
 	stop := func() { once.Do(func() { close(done) }) }

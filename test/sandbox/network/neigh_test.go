@@ -9,6 +9,7 @@ import (
 )
 
 func testTable(t *testing.T, others *bool) neighTable {
+	t.Helper()
 	dir := t.TempDir()
 	for name, v := range map[string]int{"gc_thresh1": 128, "gc_thresh2": 512, "gc_thresh3": 40000} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strconv.Itoa(v)+"\n"), 0o644); err != nil {
