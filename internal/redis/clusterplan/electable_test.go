@@ -85,6 +85,7 @@ func TestFailBackWaitsUntilEveryMasterKnowsTheLeader(t *testing.T) {
 			}},
 		{name: "a master still takes the leader for a master", wantWait: "master c-leader-0 still sees c-leader-1 as a master",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-0", "c-leader-1", func(n *redis.Node) {
 					n.Flags = n.Flags&^redis.FlagReplica | redis.FlagMaster
 					n.MasterID = ""
@@ -92,6 +93,7 @@ func TestFailBackWaitsUntilEveryMasterKnowsTheLeader(t *testing.T) {
 			}},
 		{name: "a master takes the leader for another master's replica", wantWait: "master c-leader-2 sees c-leader-1 as the replica of node",
 			edit: func(t *testing.T, ms []Member) {
+				t.Helper()
 				editView(t, ms, "c-leader-2", "c-leader-1", func(n *redis.Node) { n.MasterID = (node{pod: "c-leader-0"}).id() })
 			}},
 		{name: "a master knows the shard's master at a greater config epoch", wantWait: "master c-leader-0 knows the shard's master",
