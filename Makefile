@@ -16,6 +16,11 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 IMG ?= redis-operator:dev
+# The version and commit linked into the binaries (internal/version); make release needs VERSION.
+VERSION ?=
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_PKG := github.com/rediskube/redis-operator/internal/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(or $(VERSION),dev) -X $(VERSION_PKG).Commit=$(or $(COMMIT),unknown)
 GO_TEST_FLAGS ?= -count=1
 
 # Three test tiers (README, "Tests"):
@@ -104,11 +109,11 @@ verify: generate manifests docs chart-schemas ## Fail when generated files are n
 
 .PHONY: build
 build: ## Build the operator binary into bin/.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/redis-operator ./cmd/redis-operator
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/redis-operator ./cmd/redis-operator
 
 .PHONY: kubectl-redis
 kubectl-redis: ## Build the kubectl plugin into bin/kubectl-redis (`kubectl redis status NAME`).
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-redis ./cmd/kubectl-redis
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-redis ./cmd/kubectl-redis
 
 HELM_VERSION := v3.22.0
 HELM := $(BIN)/helm
@@ -127,6 +132,23 @@ KIND_CHARTS := redis redis-cluster redis-replication redis-sentinel
 .PHONY: chart-deps
 chart-deps: $(HELM) ## Package the redis-common library chart into the charts/ directory of each resource chart.
 	@for c in $(KIND_CHARTS); do $(HELM) dependency build --skip-refresh charts/$$c >/dev/null || exit 1; done
+
+KUSTOMIZE_VERSION := v5.8.1
+KUSTOMIZE := $(BIN)/kustomize
+$(KUSTOMIZE):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+
+# A release is built here, without a container engine or a registry (hack/release): the image
+# as an OCI image layout, the charts, install.yaml, the plugin's archives and krew manifest,
+# the release notes from CHANGELOG.md's section for VERSION, and SHA256SUMS over all of it.
+DIST := $(ROOT)/dist
+.PHONY: release
+release: $(HELM) $(KUSTOMIZE) chart-deps ## Build release VERSION=x.y.z into dist/ (README, "Releases").
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z"; exit 1; }
+	@git diff --quiet HEAD || echo ">> uncommitted changes: dist/ says commit $(COMMIT) but holds them"
+	rm -rf $(DIST)
+	go run ./hack/release -version $(VERSION) -commit $(COMMIT) -root $(ROOT) -out $(DIST) -helm $(HELM) -kustomize $(KUSTOMIZE)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -176,7 +198,7 @@ INTEGRATION_RACE_CONTROLLER ?=
 # addresses of their own, and spend their time waiting on Redis: this many run at once.
 CONTROLLER_PARALLEL ?= 4
 .PHONY: integration
-integration: packages control-plane helm chart-deps ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
+integration: packages control-plane helm $(KUSTOMIZE) chart-deps ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
 		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
 	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \

@@ -40,6 +40,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/metricsauth"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/version"
 	conversionwebhook "github.com/rediskube/redis-operator/internal/webhook"
 )
 
@@ -71,8 +72,10 @@ type options struct {
 	// livenessInterval is the time between two PINGs of each pod by the liveness watcher.
 	livenessInterval time.Duration
 	pprofAddr        string
-	webhook          conversionwebhook.Options
-	zap              zap.Options
+	// version: print the version and commit, then exit without starting anything.
+	version bool
+	webhook conversionwebhook.Options
+	zap     zap.Options
 }
 
 // defaultMaxConcurrentReconciles lets a slow or unreachable pod of one resource hold up only
@@ -127,6 +130,7 @@ func newFlagSet(opts *options) (*flag.FlagSet, error) {
 		"Time between two PINGs (each bounded by 1s) of every Redis and sentinel pod, so that a pod that stops answering without any Kubernetes event is on its resource's status within seconds.")
 	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
 		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
+	fs.BoolVar(&opts.version, "version", false, "Print the operator's version and commit, then exit.")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
 	return fs, nil
@@ -187,6 +191,10 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	if opts.version {
+		_, err := fmt.Println(version.String("redis-operator"))
+		return err
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	// go-redis and client-go print through loggers of their own (plain text on stderr): route
 	// both to the same structured logger so every line has one format.
@@ -197,6 +205,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	stdlog.SetFlags(0)
 	stdlog.SetOutput(logrWriter{ctrl.Log.WithName("net/http")})
 	log := ctrl.Log.WithName("setup")
+	log.Info("starting", "version", version.Version, "commit", version.Commit)
 
 	if cfg == nil {
 		if cfg, err = ctrl.GetConfig(); err != nil {

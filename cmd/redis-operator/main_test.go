@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/rediskube/redis-operator/internal/version"
 )
 
 func TestParseFlagsSplitsWatchNamespaces(t *testing.T) {
@@ -136,5 +139,32 @@ func TestRequestTimeoutSparesWatches(t *testing.T) {
 	}
 	if body, err := read("?watch=true"); err != nil || body != "done" {
 		t.Errorf("a watch was cut: %q, %v", body, err)
+	}
+}
+
+// TestVersionFlag: --version prints the version line and returns without looking for an API
+// server.
+func TestVersionFlag(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	err = run(t.Context(), []string{"--version"}, nil)
+	os.Stdout = stdout
+	if cerr := w.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), version.String("redis-operator")+"\n"; got != want {
+		t.Errorf("--version printed %q, want %q", got, want)
 	}
 }

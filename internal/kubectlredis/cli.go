@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/version"
 )
 
 // Usage is the plugin's help.
@@ -30,6 +31,8 @@ Usage:
       holding the most; for a RedisCluster POD is a replica, or a master whose best replica
       takes its shard over. The operator fails over only to a replica in sync, then removes
       the annotation; the Failover condition says why it refuses.
+  kubectl redis version
+      The plugin's version and the commit it was built from.
 
 Flags:
   -n, --namespace NAMESPACE   namespace of the resource (default: the kubeconfig context's)
@@ -92,8 +95,13 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if inv.command == "help" {
+	switch inv.command {
+	case "help":
 		_, err := io.WriteString(out, Usage)
+		return err
+	case "version":
+		// Answered without a kubeconfig: it says which build this is, nothing about a cluster.
+		_, err := fmt.Fprintln(out, version.String("kubectl-redis"))
 		return err
 	}
 	plugin, err := connect(inv, out)
@@ -116,7 +124,7 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return plugin.Failover(ctx, inv.args[0], inv.kind, pod)
 	}
-	return fmt.Errorf("unknown command %q (status, failover)", inv.command)
+	return fmt.Errorf("unknown command %q (status, failover, version)", inv.command)
 }
 
 func connect(inv invocation, out io.Writer) (Plugin, error) {

@@ -1,0 +1,75 @@
+// Command release builds a release into one directory without a container engine or a
+// registry: the operator image as a multi-arch OCI image layout, the packaged charts, one
+// install.yaml pinning that image by digest, the kubectl plugin's archives and krew manifest,
+// the release notes and SHA256SUMS over all of it. `make release VERSION=x.y.z` runs it.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	opts, err := parseFlags(os.Args[1:])
+	if err == nil {
+		err = Build(opts)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (Options, error) {
+	var o Options
+	var epoch string
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	fs.StringVar(&o.Version, "version", "", "The release version, x.y.z (no leading v).")
+	fs.StringVar(&o.Commit, "commit", "", "The commit the release is built from (default: git rev-parse HEAD).")
+	fs.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "Unix time stamped on every file of the image and archives (default: SOURCE_DATE_EPOCH, else the commit's time).")
+	fs.StringVar(&o.Root, "root", ".", "The repository's root.")
+	fs.StringVar(&o.Changelog, "changelog", "", "The changelog the release notes are cut from (default: CHANGELOG.md at -root).")
+	fs.StringVar(&o.Out, "out", "dist", "Directory to write the release into: must not exist or be empty.")
+	fs.StringVar(&o.Repository, "repository", DefaultRepository, "The image repository the release's image is published under (the charts' default).")
+	fs.StringVar(&o.Source, "source", DefaultSource, "The project's source URL (image label, krew homepage and download URLs).")
+	fs.StringVar(&o.Helm, "helm", "bin/helm", "The helm binary that packages the charts.")
+	fs.StringVar(&o.Kustomize, "kustomize", "bin/kustomize", "The kustomize binary that renders install.yaml from config/default.")
+	if err := fs.Parse(args); err != nil {
+		return o, fmt.Errorf("parse flags: %w", err)
+	}
+	if o.Commit == "" {
+		out, err := git(o.Root, "rev-parse", "HEAD")
+		if err != nil {
+			return o, err
+		}
+		o.Commit = out
+	}
+	if epoch == "" {
+		out, err := git(o.Root, "log", "-1", "--format=%ct", o.Commit)
+		if err != nil {
+			return o, err
+		}
+		epoch = out
+	}
+	sec, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		return o, fmt.Errorf("source date epoch %q: %w", epoch, err)
+	}
+	o.Time = time.Unix(sec, 0).UTC()
+	return o, nil
+}
+
+func git(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

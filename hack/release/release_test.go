@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const changelog = `# Changelog
+
+Intro.
+
+## [Unreleased]
+
+- Not yet.
+
+## [1.2.3] - 2026-12-01
+
+### Added
+
+- One thing.
+
+## [1.2.30] - 2026-11-01
+
+- Another.
+
+## [1.2.0]
+
+`
+
+func TestReleaseNotes(t *testing.T) {
+	notes, err := ReleaseNotes(changelog, "1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# redis-operator 1.2.3\n\n### Added\n\n- One thing.\n"; notes != want {
+		t.Errorf("notes = %q, want %q", notes, want)
+	}
+	for _, tc := range []struct{ version, errWant string }{
+		{"1.2.4", `no section "## [1.2.4]"`},
+		{"1.2", `no section "## [1.2]"`},
+		{"1.2.0", "is empty"},
+		{"Unreleased", "not a release"},
+	} {
+		if _, err := ReleaseNotes(changelog, tc.version); err == nil || !strings.Contains(err.Error(), tc.errWant) {
+			t.Errorf("%s: error %v, want one with %q", tc.version, err, tc.errWant)
+		}
+	}
+}
+
+// TestImageIsReproducible: the same inputs give the same index digest, whatever the clock or
+// the files' times on disk; another time stamp gives another digest.
+func TestImageIsReproducible(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(tm time.Time) ImageSpec {
+		bins := map[Platform]string{}
+		for _, p := range ImagePlatforms {
+			path := filepath.Join(dir, p.Arch)
+			if err := os.WriteFile(path, []byte("binary for "+p.Arch), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, time.Now(), time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			bins[p] = path
+		}
+		return ImageSpec{Binaries: bins, CACertificates: []byte("ca"), Labels: map[string]string{"a": "b"}, Time: tm}
+	}
+	digest := func(s ImageSpec) string {
+		idx, err := Image(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := idx.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.String()
+	}
+	at := time.Unix(1_700_000_000, 0).UTC()
+	first := digest(spec(at))
+	if second := digest(spec(at)); second != first {
+		t.Errorf("two builds differ: %s, %s", first, second)
+	}
+	if later := digest(spec(at.Add(time.Second))); later == first {
+		t.Errorf("another time stamp gave the same digest %s", first)
+	}
+}
+
+func TestBuildRefusesBadInputs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		o       Options
+		errWant string
+	}{
+		{"leading v", Options{Version: "v1.0.0", Commit: "0123456"}, "no leading v"},
+		{"no commit", Options{Version: "1.0.0"}, "commit"},
+		{"no changelog section", Options{Version: "9.9.9", Commit: "0123456", Root: "../.."}, `no section "## [9.9.9]"`},
+	} {
+		if err := Build(tc.o); err == nil || !strings.Contains(err.Error(), tc.errWant) {
+			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.errWant)
+		}
+	}
+}
