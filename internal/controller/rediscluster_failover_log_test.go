@@ -25,10 +25,17 @@ func shardMembers(t *testing.T, promoted bool) []clusterplan.Member {
 		lines["r1"] = fmt.Sprintf("%s 10.0.0.2:6379@16379 master - 0 0 2 connected 0-16383", id('b'))
 		lines["r2"] = fmt.Sprintf("%s 10.0.0.3:6379@16379 slave %s 0 0 2 connected", id('c'), id('b'))
 	}
+	return viewsOf(t, []string{"m", "r1", "r2"}, lines)
+}
+
+// viewsOf makes a member of each pod, whose CLUSTER NODES view holds every pod's line
+// (lines, by pod), its own marked myself.
+func viewsOf(t *testing.T, pods []string, lines map[string]string) []clusterplan.Member {
+	t.Helper()
 	var members []clusterplan.Member
-	for _, pod := range []string{"m", "r1", "r2"} {
+	for _, pod := range pods {
 		var text []string
-		for _, other := range []string{"m", "r1", "r2"} {
+		for _, other := range pods {
 			line := lines[other]
 			if other == pod {
 				line = strings.Replace(line, " master ", " myself,master ", 1)
@@ -147,26 +154,7 @@ func twoShards(t *testing.T, promoted bool) []clusterplan.Member {
 		lines["m1"] = fmt.Sprintf("%s 10.0.0.1:6379@16379 slave %s 0 0 3 connected", id('e'), id('f'))
 		lines["r1"] = fmt.Sprintf("%s 10.0.0.2:6379@16379 master - 0 0 3 connected 0-8191", id('f'))
 	}
-	pods := []string{"m1", "r1", "m2", "r2"}
-	var members []clusterplan.Member
-	for _, pod := range pods {
-		var text []string
-		for _, other := range pods {
-			line := lines[other]
-			if other == pod {
-				line = strings.Replace(line, " master ", " myself,master ", 1)
-				line = strings.Replace(line, " slave ", " myself,slave ", 1)
-			}
-			text = append(text, line)
-		}
-		view, err := redis.ParseClusterNodes(strings.Join(text, "\n") + "\n")
-		if err != nil {
-			t.Fatal(err)
-		}
-		members = append(members, clusterplan.Member{Pod: pod, View: &view,
-			Replication: redis.Role{Kind: redis.RoleSlave, ReplicationState: "connected"}})
-	}
-	return members
+	return viewsOf(t, []string{"m1", "r1", "m2", "r2"}, lines)
 }
 
 // Two masters stopping at once (a drain) must not have their replicas elected together: they
