@@ -5,27 +5,32 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
-	opts, err := parseFlags(os.Args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	opts, err := parseFlags(ctx, os.Args[1:])
 	if err == nil {
-		err = Build(opts)
+		err = Build(ctx, opts)
 	}
+	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
-func parseFlags(args []string) (Options, error) {
+func parseFlags(ctx context.Context, args []string) (Options, error) {
 	var o Options
 	var epoch string
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
@@ -43,14 +48,14 @@ func parseFlags(args []string) (Options, error) {
 		return o, fmt.Errorf("parse flags: %w", err)
 	}
 	if o.Commit == "" {
-		out, err := git(o.Root, "rev-parse", "HEAD")
+		out, err := git(ctx, o.Root, "rev-parse", "HEAD")
 		if err != nil {
 			return o, err
 		}
 		o.Commit = out
 	}
 	if epoch == "" {
-		out, err := git(o.Root, "log", "-1", "--format=%ct", o.Commit)
+		out, err := git(ctx, o.Root, "log", "-1", "--format=%ct", o.Commit)
 		if err != nil {
 			return o, err
 		}
@@ -64,8 +69,8 @@ func parseFlags(args []string) (Options, error) {
 	return o, nil
 }
 
-func git(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {

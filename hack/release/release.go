@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -66,7 +67,7 @@ const hostCACertificates = "/etc/ssl/certs/ca-certificates.crt"
 var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
 
 // Build writes the whole release into o.Out.
-func Build(o Options) error {
+func Build(ctx context.Context, o Options) error {
 	if !semver.MatchString(o.Version) {
 		return fmt.Errorf("version %q: want x.y.z (semantic versioning, no leading v)", o.Version)
 	}
@@ -104,7 +105,7 @@ func Build(o Options) error {
 	binaries := map[Platform]string{}
 	for _, p := range orDefault(o.operatorPlatforms, ImagePlatforms) {
 		bin := filepath.Join(work, "redis-operator-"+p.OS+"-"+p.Arch)
-		if err := goBuild(o, p, "./cmd/redis-operator", bin); err != nil {
+		if err := goBuild(ctx, o, p, "./cmd/redis-operator", bin); err != nil {
 			return err
 		}
 		binaries[p] = bin
@@ -137,10 +138,10 @@ func Build(o Options) error {
 	}
 	pinned := o.Repository + "@" + digest
 
-	if err := packageCharts(o); err != nil {
+	if err := packageCharts(ctx, o); err != nil {
 		return err
 	}
-	if err := installManifest(o, work, pinned); err != nil {
+	if err := installManifest(ctx, o, work, pinned); err != nil {
 		return err
 	}
 
@@ -151,7 +152,7 @@ func Build(o Options) error {
 	}
 	for _, p := range orDefault(o.pluginPlatforms, PluginPlatforms) {
 		bin := filepath.Join(work, "kubectl-redis-"+p.OS+"-"+p.Arch)
-		if err := goBuild(o, p, "./cmd/kubectl-redis", bin); err != nil {
+		if err := goBuild(ctx, o, p, "./cmd/kubectl-redis", bin); err != nil {
 			return err
 		}
 		name := fmt.Sprintf("kubectl-redis_%s_%s.tar.gz", p.OS, p.Arch)
@@ -192,9 +193,9 @@ func emptyDir(dir string) error {
 
 // goBuild builds a static binary of pkg for p with the version and commit linked in;
 // -trimpath keeps the build machine's paths out of it.
-func goBuild(o Options, p Platform, pkg, out string) error {
+func goBuild(ctx context.Context, o Options, p Platform, pkg, out string) error {
 	ldflags := fmt.Sprintf("-s -w -X %s.Version=%s -X %s.Commit=%s", versionPkg, o.Version, versionPkg, o.Commit)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Dir = o.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -260,7 +261,7 @@ func checkChartImage(o Options) error {
 // packageCharts packages every application chart with version and appVersion set to the
 // release's (the operator chart's image tag defaults to its appVersion). The library chart
 // ships inside the charts that use it (make chart-deps).
-func packageCharts(o Options) error {
+func packageCharts(ctx context.Context, o Options) error {
 	dirs, err := filepath.Glob(filepath.Join(o.Root, "charts", "*", "Chart.yaml"))
 	if err != nil {
 		return fmt.Errorf("list the charts: %w", err)
@@ -292,7 +293,7 @@ func packageCharts(o Options) error {
 				return fmt.Errorf("%s: dependency %s is not in its charts/ directory: run make chart-deps", dir, dep.Name)
 			}
 		}
-		cmd := exec.Command(o.Helm, "package", dir, "--version", o.Version, "--app-version", o.Version, "--destination", out)
+		cmd := exec.CommandContext(ctx, o.Helm, "package", dir, "--version", o.Version, "--app-version", o.Version, "--destination", out)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("helm package %s: %w: %s", dir, err, msg)
 		}
@@ -303,7 +304,7 @@ func packageCharts(o Options) error {
 // installManifest renders config/default through an overlay that only pins the image, so that
 // install.yaml is exactly what `kubectl apply -k config/default` installs, with this release's
 // image.
-func installManifest(o Options, work, image string) error {
+func installManifest(ctx context.Context, o Options, work, image string) error {
 	base, err := filepath.Abs(filepath.Join(o.Root, "config", "default"))
 	if err != nil {
 		return fmt.Errorf("config/default: %w", err)
@@ -322,7 +323,7 @@ func installManifest(o Options, work, image string) error {
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		return fmt.Errorf("write the overlay: %w", err)
 	}
-	cmd := exec.Command(o.Kustomize, "build", "--load-restrictor", "LoadRestrictionsNone", overlay)
+	cmd := exec.CommandContext(ctx, o.Kustomize, "build", "--load-restrictor", "LoadRestrictionsNone", overlay)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	rendered, err := cmd.Output()

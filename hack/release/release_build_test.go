@@ -43,7 +43,7 @@ func TestRelease(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "dist")
 	start := time.Now()
-	err = Build(Options{
+	err = Build(t.Context(), Options{
 		Version: testVersion, Commit: testCommit, Time: time.Unix(1_780_000_000, 0).UTC(),
 		Root: root, Out: out, Changelog: cl, Repository: DefaultRepository, Source: DefaultSource,
 		Helm: filepath.Join(root, "bin", "helm"), Kustomize: filepath.Join(root, "bin", "kustomize"),
@@ -315,7 +315,7 @@ func run(t *testing.T, exe []byte, args ...string) string {
 	if err := os.WriteFile(path, exe, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(path, args...).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), path, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %v\n%s", args, err, out)
 	}
@@ -324,7 +324,7 @@ func run(t *testing.T, exe []byte, args ...string) string {
 
 func helmOut(t *testing.T, root string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(root, "bin", "helm"), args...).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), filepath.Join(root, "bin", "helm"), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm %v: %v\n%s", args, err, out)
 	}

@@ -99,7 +99,7 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 		{"no commit", Options{Version: "1.0.0"}, "commit"},
 		{"no changelog section", Options{Version: "9.9.9", Commit: "0123456", Root: "../.."}, `no section "## [9.9.9]"`},
 	} {
-		if err := Build(tc.o); err == nil || !strings.Contains(err.Error(), tc.errWant) {
+		if err := Build(t.Context(), tc.o); err == nil || !strings.Contains(err.Error(), tc.errWant) {
 			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.errWant)
 		}
 	}
