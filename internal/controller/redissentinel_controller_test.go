@@ -106,6 +106,23 @@ func (f *replicationFixture) sentinelAuthFile(stsName string) (string, bool) {
 	return "", false
 }
 
+// waitSentinelsReadyOn waits until the RedisSentinel sn (of 3 sentinels) is Ready, its three
+// sentinels monitoring the master at masterIP.
+func (f *replicationFixture) waitSentinelsReadyOn(sn *v1beta2.RedisSentinel, masterIP string) {
+	f.t.Helper()
+	waitUntil(f.t, 45*time.Second, "RedisSentinel Ready on "+masterIP, func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+		if sn.Status.State == SentinelStateReady && ready != nil && ready.Status == metav1.ConditionTrue &&
+			strings.Contains(ready.Message, masterIP) && sn.Status.ReadyReplicas == 3 {
+			return nil
+		}
+		return fmt.Errorf("state %q, conditions %s", sn.Status.State, describeConditions(sn.Status.Conditions))
+	})
+}
+
 // With a RedisSentinel monitoring it, a RedisReplication's failover is the sentinels' to make:
 // the operator does not promote, follows the master they choose (status, labels, the returning
 // old master made its replica) and the sentinels report Ready on the new master.
@@ -118,25 +135,11 @@ func TestSentinelsFailOverAndTheReplicationFollows(t *testing.T) {
 	sn := f.createRedisSentinel()
 	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
 	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
-	waitSentinelReady := func(masterIP string) {
-		t.Helper()
-		waitUntil(t, 45*time.Second, "RedisSentinel Ready on "+masterIP, func() error {
-			if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
-				return err
-			}
-			ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
-			if sn.Status.State == SentinelStateReady && ready != nil && ready.Status == metav1.ConditionTrue &&
-				strings.Contains(ready.Message, masterIP) && sn.Status.ReadyReplicas == 3 {
-				return nil
-			}
-			return fmt.Errorf("state %q, conditions %s", sn.Status.State, describeConditions(sn.Status.Conditions))
-		})
-	}
-	waitSentinelReady(f.kubelet.pod("rr-0").ip)
+	f.waitSentinelsReadyOn(sn, f.kubelet.pod("rr-0").ip)
 	wantSpecUnwritten(t, f.c, sn)
 
 	promoted := f.sentinelsFailOver(sentinels.pod("sn-sentinel-0"), builder.DefaultMasterGroupName)
-	waitSentinelReady(f.kubelet.pod(promoted).ip)
+	f.waitSentinelsReadyOn(sn, f.kubelet.pod(promoted).ip)
 
 	// A failover without any pod event (asked of the sentinels directly): the replication
 	// follows within a few of its sentinel checks, well before its 30 s health check.

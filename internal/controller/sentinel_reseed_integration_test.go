@@ -11,11 +11,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
@@ -31,20 +28,7 @@ func TestBlindSentinelStartsAgainFromTheSeed(t *testing.T) {
 	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
 	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
 	masterIP := f.kubelet.pod("rr-0").ip
-	waitSentinelsReadyOn := func(ip string) {
-		t.Helper()
-		waitUntil(t, 45*time.Second, "RedisSentinel Ready on "+ip, func() error {
-			if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(sn), sn); err != nil {
-				return err
-			}
-			ready := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
-			if ready != nil && ready.Status == metav1.ConditionTrue && strings.Contains(ready.Message, ip) {
-				return nil
-			}
-			return fmt.Errorf("state %q, conditions %s", sn.Status.State, describeConditions(sn.Status.Conditions))
-		})
-	}
-	waitSentinelsReadyOn(masterIP)
+	f.waitSentinelsReadyOn(sn, masterIP)
 	uids := map[string]string{}
 	for _, name := range sentinels.podNames() {
 		var pod corev1.Pod
@@ -79,7 +63,7 @@ func TestBlindSentinelStartsAgainFromTheSeed(t *testing.T) {
 		return nil
 	})
 	sentinels.replaceDeleted(f.ctx, f.cr.Namespace, "sn-sentinel")
-	waitSentinelsReadyOn(masterIP)
+	f.waitSentinelsReadyOn(sn, masterIP)
 	if ip := sentinels.pod("sn-sentinel-2").ip; ip == blind.ip {
 		t.Fatalf("sn-sentinel-2 was not started again (still at %s)", ip)
 	}
