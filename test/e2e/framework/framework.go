@@ -19,11 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/test/sandbox/cleanup"
 	"github.com/rediskube/redis-operator/test/sandbox/controlplane"
@@ -216,6 +218,9 @@ func (s *Sandbox) connect() error {
 	if err := clientgoscheme.AddToScheme(s.Scheme); err != nil {
 		return err
 	}
+	// The tests' client logs nothing worth reading; without a logger controller-runtime
+	// prints a stack trace saying it has none.
+	ctrllog.SetLogger(logr.Discard())
 	if s.Client, err = client.New(s.Config, client.Options{Scheme: s.Scheme}); err != nil {
 		return err
 	}
