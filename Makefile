@@ -286,10 +286,13 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 	$(BIN)/sandbox down --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT)
 
 # The fault scenarios too long for the CI budget (test files tagged chaos in e2e/operator): a
-# soak of CHAOS_SCALE_CYCLES (20) scale-out/scale-in cycles under per-shard writers.
+# soak of CHAOS_SCALE_CYCLES (20) scale-out/scale-in cycles under per-shard writers, a soak of
+# CHAOS_FAILOVER_CYCLES (10) rolling updates and leader hand-backs read back by new clients,
+# and the fault matrix.
+CHAOS_TIMEOUT ?= 90m
 .PHONY: chaos
 chaos: packages control-plane build ## Run the fault scenarios kept out of make test (as root).
-	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(E2E_TIMEOUT) -v -run 'Soak|FaultMatrix' ./e2e/operator/
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(CHAOS_TIMEOUT) -v -run 'Soak|FaultMatrix' ./e2e/operator/
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e

@@ -8,6 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/rediskube/redis-operator/internal/writecheck"
 )
 
 // TestScaleInSoakNeverLetsASlotGo scales a loaded cluster out and in again and again (20
@@ -45,4 +50,142 @@ func TestScaleInSoakNeverLetsASlotGo(t *testing.T) {
 		t.Logf("cycle %d of %d: Ready at 4 and back at 3 leaders, every slot served, the 1000 keys read back", i+1, cycles)
 	}
 	c.requireWrites(checker, fmt.Sprintf("over %d scale-out/scale-in cycles", cycles), 0)
+}
+
+// TestReadAfterFailoverSoak hunts the read that once failed on a Ready cluster: a fresh client
+// could not read an acknowledged key two minutes after a rolling update ended, and read it on
+// every later try. It alternates rolling updates of a loaded cluster with pod-deleted leaders
+// handed back to their leader pods (CHAOS_FAILOVER_CYCLES of each, 10 by default), and after
+// each, once the cluster is Ready, reads every key acknowledged so far through a new client.
+// A key that reads wrong is diagnosed (who owns its slot in each node's view, what each node
+// holds) before the test fails, so that a failure says which of the suspected causes it is.
+func TestReadAfterFailoverSoak(t *testing.T) {
+	cycles := 10
+	if v := os.Getenv("CHAOS_FAILOVER_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("CHAOS_FAILOVER_CYCLES=%q: want a positive number", v)
+		}
+		cycles = n
+	}
+	start := faultTime()
+	c := newCluster(t, strings.Replace(persistentCluster, "name: durable", "name: reads", 1))
+	c.waitReady(start)
+	c.writeKeys("base", 1000)
+	for i := range 2 * cycles {
+		checker := c.startWriting(fmt.Sprintf("c%d", i))
+		since := faultTime()
+		var what string
+		if i%2 == 0 {
+			what = fmt.Sprintf("rolling update %d of %d", i/2+1, cycles)
+			cr := c.get()
+			cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: strconv.Itoa(i)}}
+			if err := sb.Client.Update(c.ctx, cr); err != nil {
+				t.Fatal(err)
+			}
+			c.waitRolledOut(6)
+		} else {
+			leader := fmt.Sprintf("%s-leader-%d", c.name, (i/2)%3)
+			what = fmt.Sprintf("hand-back %d of %d (pod %s deleted)", i/2+1, cycles, leader)
+			if err := sb.Client.Delete(c.ctx, c.pod(leader)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.waitReady(since)
+		report := c.requireWritesReadFresh(checker, what)
+		c.readKeysDiagnosing("base", 1000, what)
+		t.Logf("%s: Ready, %d acknowledged writes and the 1000 base keys read back by new clients", what, report.Acknowledged)
+	}
+}
+
+// requireWritesReadFresh stops the checker and reads its acknowledged writes back through a
+// client that has never seen the cluster; a key lost or wrong is diagnosed first.
+func (c *cluster) requireWritesReadFresh(checker *writecheck.Checker, what string) writecheck.Report {
+	c.t.Helper()
+	checker.Stop()
+	report, err := checker.Verify(c.ctx, c.client())
+	if err != nil {
+		c.t.Fatalf("verify the writes made during the %s: %v", what, err)
+	}
+	if !report.OK() {
+		bad := append(append(append([]string(nil), report.Missing...), report.Wrong...), report.StaleRegisters...)
+		for _, entry := range bad[:min(len(bad), 3)] {
+			key, _, _ := strings.Cut(entry, ": ") // "key: want X got Y" -> "key"
+			c.diagnoseKey(key, what)
+		}
+		c.t.Fatalf("writes lost or wrong after the %s: %s", what, report)
+	}
+	return report
+}
+
+// readKeysDiagnosing reads prefix-0 … prefix-(n-1) through a new client; the first that reads
+// wrong is diagnosed, read again after 5 s, and fails the test.
+func (c *cluster) readKeysDiagnosing(prefix string, n int, what string) {
+	c.t.Helper()
+	cc := c.client()
+	for i := range n {
+		key := fmt.Sprintf("%s-%d", prefix, i)
+		got, err := cc.Get(c.ctx, key).Int()
+		if err == nil && got == i {
+			continue
+		}
+		c.diagnoseKey(key, what)
+		time.Sleep(5 * time.Second)
+		again, againErr := c.client().Get(c.ctx, key).Int()
+		c.t.Fatalf("after the %s a new client read %s = %d, %v (want %d); 5 s later another read %d, %v", what, key, got, err, i, again, againErr)
+	}
+}
+
+// diagnoseKey logs, for key's slot, the owner each pod's view names, and what each pod holds
+// under key (replicas read with READONLY).
+func (c *cluster) diagnoseKey(key, what string) {
+	c.t.Helper()
+	slot := writecheck.HashSlot(key)
+	for _, p := range c.pods(c.ctx) {
+		rdb := c.redis(&p)
+		nodes, err := rdb.ClusterNodes(c.ctx).Result()
+		owner := "?"
+		if err == nil {
+			owner = slotOwnerIn(nodes, slot)
+		}
+		conn := rdb.Conn()
+		_ = conn.ReadOnly(c.ctx).Err()
+		val, getErr := conn.Get(c.ctx, key).Result()
+		_ = conn.Close()
+		role, _ := rdb.Do(c.ctx, "ROLE").Slice()
+		c.t.Logf("after the %s, key %s (slot %d) on pod %s (%s, role %v): owner in its view %s; GET %q, %v",
+			what, key, slot, p.Name, p.Status.PodIP, firstOr(role, "?"), owner, val, getErr)
+	}
+}
+
+func firstOr(s []any, fallback any) any {
+	if len(s) == 0 {
+		return fallback
+	}
+	return s[0]
+}
+
+// slotOwnerIn names the node that CLUSTER NODES text maps slot to: its address, flags and epoch.
+func slotOwnerIn(nodes string, slot int) string {
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, hi, found := strings.Cut(r, "-")
+			if !found {
+				hi = lo
+			}
+			a, errA := strconv.Atoi(lo)
+			b, errB := strconv.Atoi(hi)
+			if errA == nil && errB == nil && slot >= a && slot <= b {
+				return fmt.Sprintf("%s %s %s epoch %s", f[0][:8], f[1], f[2], f[6])
+			}
+		}
+	}
+	return "none"
 }
