@@ -98,10 +98,14 @@ func (o *Objects) add(w *workload) {
 // The client Service also exposes the exporter, when there is one.
 func (w *workload) serviceObjects() []*corev1.Service {
 	s := w.services
-	clientPorts := w.serverPorts(s.clientBusPort)
+	// The replaced operator lists the client port, then the exporter's; the bus port, which
+	// none of its client Services carries, comes after them, so that diffs and asserts
+	// written against its ports by position still match.
+	clientPorts := w.serverPorts(false)
 	if w.exporter != nil {
 		clientPorts = append(clientPorts, servicePort(exporterPortName, exporterPort(w.exporter)))
 	}
+	clientPorts = append(clientPorts, w.busPorts(s.clientBusPort)...)
 	client := w.service(w.name, s.clientType, s.clientAnnotations, clientPorts, w.selectorLabels())
 	out := []*corev1.Service{client}
 	if s.headless.enabled {
@@ -140,11 +144,15 @@ func (w *workload) serverPorts(bus bool) []corev1.ServicePort {
 	if w.server == sentinelServer {
 		return []corev1.ServicePort{servicePort(sentinelPortName, w.port)}
 	}
-	ports := []corev1.ServicePort{servicePort(redisPortName, w.port)}
-	if bus && w.busPort != 0 {
-		ports = append(ports, servicePort(busPortName, w.busPort))
+	return append([]corev1.ServicePort{servicePort(redisPortName, w.port)}, w.busPorts(bus)...)
+}
+
+// busPorts is the cluster bus port when the Service asks for it and the workload has one.
+func (w *workload) busPorts(bus bool) []corev1.ServicePort {
+	if !bus || w.server == sentinelServer || w.busPort == 0 {
+		return nil
 	}
-	return ports
+	return []corev1.ServicePort{servicePort(busPortName, w.busPort)}
 }
 
 func servicePort(name string, port int32) corev1.ServicePort {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -374,25 +375,36 @@ func (w *workload) serverContainer() corev1.Container {
 	return c
 }
 
+// serverMounts lists first the mounts the replaced operator's container has too, in its order
+// (node-conf, data, tls-certs, the user's), then ours, so that a comparison by position of
+// what it listed sees no change; the kubelet mounts parents first whatever the order.
 func (w *workload) serverMounts() []corev1.VolumeMount {
-	// A sentinel needs only /data, which holds its writable copy of sentinel.conf.
-	m := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
+	var m []corev1.VolumeMount
+	if w.server == redisServer && w.nodeConfClaim != nil {
+		m = append(m, corev1.VolumeMount{Name: nodeConfVolume, MountPath: nodeConfDir})
+	}
+	dataMount := corev1.VolumeMount{Name: w.name, MountPath: dataDir}
 	if w.server == redisServer {
-		m = append(m, corev1.VolumeMount{Name: configVolume, MountPath: redisConfigDir, ReadOnly: true})
-		if w.nodeConfClaim != nil {
-			m = append(m, corev1.VolumeMount{Name: nodeConfVolume, MountPath: nodeConfDir})
-		}
-		if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
-			m = append(m, corev1.VolumeMount{Name: aclPVCVolume, MountPath: aclPVCDir})
-		}
-		if w.nodePorts {
-			m = append(m, corev1.VolumeMount{Name: nodePortsVolume, MountPath: nodePortsDir, ReadOnly: true})
-		}
+		m = append(m, dataMount)
 	}
 	if w.tls != nil {
 		m = append(m, corev1.VolumeMount{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true})
 	}
-	return append(m, deepCopySlice(w.extraVolumes.MountPath, (*corev1.VolumeMount).DeepCopy)...)
+	m = append(m, deepCopySlice(w.extraVolumes.MountPath, (*corev1.VolumeMount).DeepCopy)...)
+	// Ours alone from here.
+	if w.server == sentinelServer {
+		// A sentinel needs only /data, which holds its writable copy of sentinel.conf; the
+		// replaced operator's sentinels mount no /data.
+		return append(m, dataMount)
+	}
+	m = append(m, corev1.VolumeMount{Name: configVolume, MountPath: redisConfigDir, ReadOnly: true})
+	if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
+		m = append(m, corev1.VolumeMount{Name: aclPVCVolume, MountPath: aclPVCDir})
+	}
+	if w.nodePorts {
+		m = append(m, corev1.VolumeMount{Name: nodePortsVolume, MountPath: nodePortsDir, ReadOnly: true})
+	}
+	return m
 }
 
 func (w *workload) exporterContainer() corev1.Container {
@@ -405,9 +417,6 @@ func (w *workload) exporterContainer() corev1.Container {
 	env := []corev1.EnvVar{
 		{Name: "REDIS_ADDR", Value: scheme + "localhost:" + i32(w.port)},
 		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: net.JoinHostPort("", i32(port))},
-	}
-	if w.aclOperatorUser {
-		env = append(env, corev1.EnvVar{Name: exporterUserEnv, Value: redis.OperatorUser})
 	}
 	if w.passwordRef != nil {
 		// A reference, not a value: the password stays in the user's Secret.
@@ -432,6 +441,12 @@ func (w *workload) exporterContainer() corev1.Container {
 			corev1.EnvVar{Name: "REDIS_EXPORTER_SKIP_TLS_VERIFICATION", Value: "true"},
 		)
 		mounts = append(mounts, corev1.VolumeMount{Name: tlsVolume, MountPath: tlsDir, ReadOnly: true})
+	}
+	// The replaced operator sorts these by name; none refers to another, so the order is
+	// free to follow its. REDIS_USER, which it never sets, follows them.
+	slices.SortStableFunc(env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	if w.aclOperatorUser {
+		env = append(env, corev1.EnvVar{Name: exporterUserEnv, Value: redis.OperatorUser})
 	}
 	var userEnv []corev1.EnvVar
 	if e.EnvVars != nil {
@@ -495,11 +510,13 @@ func (w *workload) initContainers() []corev1.Container {
 		})
 	}
 	if ic := w.initContainer; ic != nil {
+		// The replaced operator's init container mounts the data and the user's volumes, in
+		// that order; node-conf, which it leaves out, follows.
 		mounts := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
+		mounts = append(mounts, deepCopySlice(w.extraVolumes.MountPath, (*corev1.VolumeMount).DeepCopy)...)
 		if w.nodeConfClaim != nil {
 			mounts = append(mounts, corev1.VolumeMount{Name: nodeConfVolume, MountPath: nodeConfDir})
 		}
-		mounts = append(mounts, deepCopySlice(w.extraVolumes.MountPath, (*corev1.VolumeMount).DeepCopy)...)
 		c := corev1.Container{
 			Name:            userInitContainerName,
 			Image:           ic.Image,
@@ -553,8 +570,18 @@ func sentinelInitScript(additional, auth bool) string {
 		"fi\n"
 }
 
+// volumes lists first the volumes the replaced operator's pods have too, in its order (the
+// user's, then tls-certs), then ours; its data volume is a claim template, never listed here.
 func (w *workload) volumes() []corev1.Volume {
-	var out []corev1.Volume
+	out := deepCopySlice(w.extraVolumes.Volume, (*corev1.Volume).DeepCopy)
+	if w.tls != nil {
+		src := w.tls.Secret.DeepCopy()
+		if src.DefaultMode == nil {
+			src.DefaultMode = w.secretFileMode()
+		}
+		out = append(out, corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: src}})
+	}
+	// Ours alone from here.
 	if w.dataClaim == nil {
 		out = append(out, corev1.Volume{Name: w.name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
@@ -565,29 +592,22 @@ func (w *workload) volumes() []corev1.Volume {
 				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: w.additionalConfigMap}},
 			}})
 		}
-	} else {
-		out = append(out, corev1.Volume{Name: configVolume, VolumeSource: corev1.VolumeSource{Projected: w.redisProjection()}})
-		if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
-			out = append(out, corev1.Volume{Name: aclPVCVolume, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: *w.acl.PersistentVolumeClaim},
-			}})
-		}
-		if w.nodePorts {
-			// Every key, not listed items: a pod added by a scale-out brings a new key, which
-			// must not change the pod template.
-			out = append(out, corev1.Volume{Name: nodePortsVolume, VolumeSource: corev1.VolumeSource{
-				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: NodePortsConfigMapName(w.name)}},
-			}})
-		}
+		return out
 	}
-	if w.tls != nil {
-		src := w.tls.Secret.DeepCopy()
-		if src.DefaultMode == nil {
-			src.DefaultMode = w.secretFileMode()
-		}
-		out = append(out, corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: src}})
+	out = append(out, corev1.Volume{Name: configVolume, VolumeSource: corev1.VolumeSource{Projected: w.redisProjection()}})
+	if w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
+		out = append(out, corev1.Volume{Name: aclPVCVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: *w.acl.PersistentVolumeClaim},
+		}})
 	}
-	return append(out, deepCopySlice(w.extraVolumes.Volume, (*corev1.Volume).DeepCopy)...)
+	if w.nodePorts {
+		// Every key, not listed items: a pod added by a scale-out brings a new key, which
+		// must not change the pod template.
+		out = append(out, corev1.Volume{Name: nodePortsVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: NodePortsConfigMapName(w.name)}},
+		}})
+	}
+	return out
 }
 
 // redisProjection assembles /etc/redis: redis.conf, the auth file, the user's ACL file and the
