@@ -283,8 +283,8 @@ func (s *Sandbox) Dump(ns string) string {
 						continue
 					}
 					lines := strings.Split(strings.TrimRight(logs, "\n"), "\n")
-					if len(lines) > 30 {
-						lines = lines[len(lines)-30:]
+					if len(lines) > 80 {
+						lines = lines[len(lines)-80:]
 					}
 					which := "current"
 					if prev {

@@ -166,6 +166,14 @@ func runFault(t *testing.T, fc faultCase) {
 		}
 	}
 	checkFaultStatus(t, fc, seen, injected, undone)
+	if t.Failed() {
+		// The pods' logs and views say what Redis did; deleting the cluster would take them.
+		for _, p := range c.pods(c.ctx) {
+			nodes, err := c.redis(&p).ClusterNodes(c.ctx).Result()
+			t.Logf("CLUSTER NODES on %s (%v):\n%s", p.Name, err, nodes)
+		}
+		t.Log(sb.Dump(c.ns))
+	}
 	deleteAndRequireNothingLeft(t, c)
 }
 
