@@ -160,10 +160,7 @@ func (f family) idOf(s serverSource) string {
 
 // splitRef returns ref's tag and digest (either may be empty).
 func splitRef(ref string) (tag, digest string) {
-	r := ref
-	if i := strings.Index(r, "@"); i >= 0 {
-		r, digest = r[:i], r[i+1:]
-	}
+	r, digest, _ := strings.Cut(ref, "@")
 	if i := strings.LastIndex(r, ":"); i >= 0 && !strings.Contains(r[i:], "/") {
 		tag = r[i+1:]
 	}

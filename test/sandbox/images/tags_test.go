@@ -50,9 +50,8 @@ func TestOfficialTags(t *testing.T) {
 		"redis:7.2-alpine": "", "redis:7.0-bookworm": "", "redis:6.2.2": "", "myorg/redis:custom": "",
 		"valkey/valkey:8.0.1": "", "valkey/valkey:8.0": "", "valkey/valkey:7.2": "", "docker.io/valkey/valkey:8.0.1-alpine": "",
 		// Redis 8 and Valkey 8.1, and the floating tags whose images are those today.
-		"redis:8.0.2": trixie, "redis:8.0": trixie, "redis:8": trixie, "redis:8.0.2-bookworm": trixie,
+		"redis:8.0.2": trixie, "redis:8.0": trixie, "redis:8": trixie, "redis:8.0.2-bookworm": trixie, "docker.io/library/redis:8.0.2": trixie,
 		"redis:8.0-alpine3.21": trixie, "redis:8.2.1": trixie, "redis:latest": trixie, "redis": trixie, "redis:alpine": trixie,
-		"docker.io/library/redis:8.0.2": trixie,
 		"valkey/valkey:8.1.1": trixie, "valkey/valkey:8.1": trixie, "valkey/valkey:8": trixie, "valkey/valkey": trixie,
 		"valkey/valkey:latest": trixie, "valkey/valkey:8.1.1-bookworm": trixie, "valkey/valkey:8.1-alpine": trixie,
 	}
