@@ -6,8 +6,9 @@
 # the Redis exporter the sandbox runs for exporter images (prometheus-redis-exporter), Prometheus
 # (promtool tests the alert rules; make sandbox MONITORING=1 runs prometheus), and gcc with the
 # C library headers for cgo, which `go test -race` needs; shellcheck, which make verify runs on
-# the repository's shell scripts; and Valkey 8 from Debian's
-# bookworm-backports (valkey-server, valkey-cli), which the sandbox runs for valkey/valkey images.
+# the repository's shell scripts; debootstrap, with which hack/build-server-roots.sh builds the
+# trixie root that runs Redis 8 and Valkey 8.1 images; and Valkey 8 from Debian's
+# bookworm-backports (valkey-server, valkey-cli), which the sandbox runs for valkey/valkey 8.0 images.
 set -euo pipefail
 
 declare -A wanted=(
@@ -25,6 +26,7 @@ declare -A wanted=(
 	[promtool]=prometheus
 	[gcc]="gcc libc6-dev"
 	[shellcheck]=shellcheck
+	[debootstrap]=debootstrap
 )
 missing=()
 for command in "${!wanted[@]}"; do

@@ -133,6 +133,11 @@ func Start(opts Options) (*Sandbox, error) {
 	if out, err := exec.Command(filepath.Join(repo, "hack", "install-packages.sh")).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("hack/install-packages.sh: %w\n%s", err, out)
 	}
+	// The root file system of the redis:8 and valkey/valkey:8.1 images, where the daemon's
+	// image table looks for it (instant once built).
+	if out, err := exec.Command(filepath.Join(repo, "hack", "build-server-roots.sh"), filepath.Join(bin, "roots")).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("hack/build-server-roots.sh: %w\n%s", err, out)
+	}
 	tempBin, err := os.MkdirTemp("", "rediskube-sandbox-bin-")
 	if err != nil {
 		return nil, err

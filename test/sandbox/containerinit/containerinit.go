@@ -1,9 +1,9 @@
 // Package containerinit turns a freshly cloned process into a container and execs the
 // container's command. The sandbox daemon re-executes its own binary as
 // `sandbox container-init <spec>` with new mount, PID and UTS namespaces; this code then
-// joins the pod's network namespace, builds a root file system (the host's / as the read-only
-// lower layer of an overlay whose writable layer is a tmpfs, so the container can neither see
-// other pods' state nor change the host), bind-mounts each volume at its mountPath, chroots,
+// joins the pod's network namespace, builds a root file system (the host's /, or the image's
+// own root file system, as the read-only lower layer of an overlay whose writable layer is a
+// tmpfs, so the container can neither see other pods' state nor change the host), bind-mounts each volume at its mountPath, chroots,
 // and execs. Nothing it creates outlives the container: every mount lives in the container's
 // private mount namespace.
 package containerinit
@@ -37,6 +37,9 @@ type Spec struct {
 	Hostname string `json:"hostname"`
 	// Scratch is an empty host directory where the container's root is assembled.
 	Scratch string `json:"scratch"`
+	// RootFS is the host directory the container's root shows (the overlay's lower layer):
+	// an image's own root file system; empty is the host's /.
+	RootFS string `json:"rootfs,omitempty"`
 	// Hide lists host directories masked by an empty tmpfs (the sandbox's state directory).
 	Hide []string `json:"hide,omitempty"`
 	// Mounts are volume mounts, /etc/hosts and the termination log.
@@ -217,7 +220,22 @@ func buildRoot(s *Spec) (string, error) {
 			return "", err
 		}
 	}
-	if err := unix.Mount("overlay", root, "overlay", 0, fmt.Sprintf("lowerdir=/,upperdir=%s,workdir=%s", upper, work)); err != nil {
+	lower := "/"
+	if s.RootFS != "" {
+		lower = s.RootFS
+		// The overlay's options separate layers with ':' and options with ','.
+		if strings.ContainsAny(lower, ":,") {
+			return "", fmt.Errorf("root file system %s: the path may not contain ':' or ','", lower)
+		}
+		fi, err := os.Stat(lower)
+		if err != nil {
+			return "", fmt.Errorf("root file system: %w", err)
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("root file system %s is not a directory", lower)
+		}
+	}
+	if err := unix.Mount("overlay", root, "overlay", 0, fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)); err != nil {
 		return "", fmt.Errorf("mount root overlay: %w", err)
 	}
 	// Paths in the container resolve symlinks inside the new root: /var/run -> /run must

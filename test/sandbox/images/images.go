@@ -1,16 +1,32 @@
 // Package images is the sandbox's stand-in for a container registry: it maps an image
-// reference to what runs when a container uses it. Containers run on the host's file system
-// (seen through a private overlay), so each image is described by what makes it differ from
-// that file system: the binaries it has (bound from the host's packages at the image's own
-// paths) and those it lacks (hidden), its user, working directory, directories and files, and
-// what its entrypoint does. The facts come from the images users run
-// (shared/reference/images.md): a manifest that works here must work with those images on a
-// real kubelet.
+// reference to what runs when a container uses it. Containers run on a file system seen
+// through a private overlay: the host's own, or for servers newer than the host's Debian has
+// a root file system of their Debian release (hack/build-server-roots.sh builds them under
+// bin/roots), so that those servers run on their own libraries as in a real image. Each image
+// is described by what makes it differ from that file system: the binaries it has (bound from
+// the packages at the image's own paths) and those it lacks (hidden), its user, working
+// directory, directories and files, and what its entrypoint does. The facts come from the
+// images users run (shared/reference/images.md): a manifest that works here must work with
+// those images on a real kubelet.
+//
+// The official redis and valkey/valkey images are resolved by tag, as a registry would:
+//
+//	redis:6.*, redis:7.*, redis:7       the host's Redis 7.0 (Debian 12); no 6.x or 7.2/7.4 server here
+//	redis:8.*, redis:8, latest, no tag  Redis 8.0.2 from the trixie root (latest is an 8.x)
+//	valkey/valkey:7.2.*, 8.0.*          the host's Valkey 8.0 (bookworm-backports)
+//	valkey/valkey:8.1.*, 8, latest, no tag  Valkey 8.1.1 from the trixie root
+//
+// Each version may carry the variants the registries publish (-alpine, -alpine3.21,
+// -bookworm, ...). A tag no release has (redis:6.9.9, valkey/valkey:9.9) is refused as
+// "manifest unknown"; a release the sandbox has no server for (older than Redis 6, Valkey 9)
+// is refused with that reason. Other owners' redis images (a mirror's custom tags) run the
+// host's Redis as before.
 package images
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +110,9 @@ type Image struct {
 	// ID stands in for the image digest in container statuses: a pullable reference pinned
 	// to a digest, as real kubelets report it, which resolves to the same image.
 	ID string
+	// RootFS is the host directory that is the container's root file system (the overlay's
+	// lower layer); empty is the host's /.
+	RootFS string
 }
 
 // NotFoundError is an image the sandbox cannot run: the container stays Waiting as after a
@@ -112,6 +131,16 @@ type Table struct {
 	// HostBin is where the host's Debian packages put redis-server, valkey-server and the
 	// exporter; empty means /usr/bin.
 	HostBin string
+	// Roots holds the root file systems hack/build-server-roots.sh builds (one folder per
+	// Debian release); empty means BinDir/roots.
+	Roots string
+}
+
+func (t Table) roots() string {
+	if t.Roots != "" {
+		return t.Roots
+	}
+	return filepath.Join(t.BinDir, "roots")
 }
 
 // OperatorBinary is the file the operator image runs.
@@ -199,10 +228,14 @@ func (t Table) Resolve(ref string) (Image, error) {
 		err = t.opstreeSentinel(&img)
 	case strings.HasPrefix(owner, "bitnami") && repo == "redis":
 		err = t.bitnami(&img)
+	case repo == "valkey" && path == "valkey/valkey":
+		err = t.official(&img, ref, valkeyReleases)
+	case repo == "redis" && path == "redis":
+		err = t.official(&img, ref, redisReleases)
 	case repo == "valkey":
-		err = t.dockerLibrary(&img, "valkey")
+		err = t.dockerLibrary(&img, "valkey", hostServer)
 	case repo == "redis" || repo == "redis-stack-server":
-		err = t.dockerLibrary(&img, "redis")
+		err = t.dockerLibrary(&img, "redis", hostServer)
 	case repo == "busybox" || repo == "alpine" || repo == "debian" || repo == "ubuntu" || repo == "bash":
 		// Client pods of the tests: the host's shell and tools, redis-cli included.
 		img.Kind = Tools
@@ -216,6 +249,10 @@ func (t Table) Resolve(ref string) (Image, error) {
 			"redis-operator, busybox, alpine, debian, ubuntu, pause)"}
 	}
 	if err != nil {
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			return Image{}, nf
+		}
 		return Image{}, &NotFoundError{Ref: ref, Reason: err.Error()}
 	}
 	return img, nil
@@ -223,14 +260,23 @@ func (t Table) Resolve(ref string) (Image, error) {
 
 // binaries binds host programs at dir/name: names maps each name to the host program.
 func (t Table) binaries(dir string, names map[string]string) ([]Bind, error) {
+	return bindPrograms("", t.hostBin(), dir, names, "hack/install-packages.sh")
+}
+
+// bindPrograms binds the programs of srcDir (a directory of root, "" for the host) at
+// dir/name; names maps each name to the program. fix names what installs them.
+func bindPrograms(root, srcDir, dir string, names map[string]string, fix string) ([]Bind, error) {
 	var out []Bind
-	for name, host := range names {
-		src := filepath.Join(t.hostBin(), host)
+	for name, prog := range names {
+		src := filepath.Join(root, srcDir, prog)
 		// A program that is a link (redis-server -> redis-check-rdb) is bound as the file
 		// it names: the bind must not depend on the image having the link's target.
 		real, err := filepath.EvalSymlinks(src)
 		if err != nil {
-			return nil, fmt.Errorf("%s is not installed on this machine (run hack/install-packages.sh)", src)
+			return nil, fmt.Errorf("%s is not installed on this machine (run %s)", src, fix)
+		}
+		if root != "" && !strings.HasPrefix(real, filepath.Clean(root)+"/") {
+			return nil, fmt.Errorf("%s leads out of its root %s", src, root)
 		}
 		out = append(out, Bind{Source: real, Target: filepath.Join(dir, name)})
 	}
@@ -254,8 +300,9 @@ func placeholder(path string) File {
 
 // dockerLibrary is the official redis or valkey image (server "redis" or "valkey"): root at
 // start, docker-entrypoint.sh that prepends the server to flags or a .conf and drops to uid
-// 999 for the server, the programs in /usr/local/bin, /data owned by 999.
-func (t Table) dockerLibrary(img *Image, server string) error {
+// 999 for the server, the programs in /usr/local/bin, /data owned by 999. from says whose
+// programs and file system it has: the host's, or a root's from bin/roots.
+func (t Table) dockerLibrary(img *Image, server string, from serverSource) error {
 	img.Kind = Redis
 	names := map[string]string{
 		"redis-server": "redis-server", "redis-sentinel": "redis-sentinel", "redis-cli": "redis-cli",
@@ -270,11 +317,24 @@ func (t Table) dockerLibrary(img *Image, server string) error {
 			"redis-server": "valkey-server", "redis-sentinel": "valkey-server", "redis-cli": "valkey-cli",
 		}
 	}
-	binds, err := t.binaries("/usr/local/bin", names)
+	var binds []Bind
+	var err error
+	if from.root == "" {
+		binds, err = t.binaries("/usr/local/bin", names)
+	} else {
+		root := filepath.Join(t.roots(), from.root)
+		if _, statErr := os.Stat(filepath.Join(root, rootStamp)); statErr != nil {
+			return fmt.Errorf("the %s root %s that runs %s %s is not built (run hack/build-server-roots.sh)",
+				from.root, root, server, from.version)
+		}
+		binds, err = bindPrograms(root, "/usr/bin", "/usr/local/bin", names, "hack/build-server-roots.sh")
+		img.RootFS = root
+	}
 	if err != nil {
 		return err
 	}
 	img.Binds = binds
+	// The packages' own /usr/bin programs are not where the image has them.
 	img.Lacks = hostServerBinaries
 	img.Entrypoint = []string{"docker-entrypoint.sh"}
 	img.Cmd = []string{server + "-server"}

@@ -159,8 +159,9 @@ func TestResolveRefuses(t *testing.T) {
 // The image ID a container status reports is a digest-pinned reference that resolves to the
 // same image, as a real kubelet's does (the operator restarts an exporter by pinning it).
 func TestImageIDResolvesToTheSameImage(t *testing.T) {
-	table := Table{BinDir: t.TempDir(), HostBin: fakeHost(t)}
-	for _, ref := range []string{"quay.io/opstree/redis:v7.0.15", "redis:7.0.15", "quay.io/opstree/redis-exporter:v1.44.0", "valkey/valkey:8"} {
+	table := Table{BinDir: t.TempDir(), HostBin: fakeHost(t), Roots: fakeRoots(t)}
+	for _, ref := range []string{"quay.io/opstree/redis:v7.0.15", "redis:7.0.15", "quay.io/opstree/redis-exporter:v1.44.0",
+		"valkey/valkey:8", "valkey/valkey:8.0.1", "redis:8.0.2"} {
 		img, err := table.Resolve(ref)
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +170,7 @@ func TestImageIDResolvesToTheSameImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pinned.Kind != img.Kind || pinned.ID != img.ID || pinned.Behaviour != img.Behaviour {
+		if pinned.Kind != img.Kind || pinned.ID != img.ID || pinned.Behaviour != img.Behaviour || pinned.RootFS != img.RootFS {
 			t.Errorf("%s resolves to %s/%s/%s, want %s/%s/%s", img.ID, pinned.Kind, pinned.ID, pinned.Behaviour, img.Kind, img.ID, img.Behaviour)
 		}
 	}

@@ -410,6 +410,7 @@ func (c *container) prepare(pod *corev1.Pod, spec *corev1.Container, img images.
 		Entrypoint:    entrypointOf(img),
 		Lacks:         img.Lacks,
 		ScratchImage:  img.Scratch,
+		RootFS:        img.RootFS,
 		Dirs:          img.Dirs,
 		Files:         img.Files,
 		User:          user,
