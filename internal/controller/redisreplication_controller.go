@@ -394,6 +394,17 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
 			return true, nil
 		}
+		// Most follow the master; one that cannot learn it is restarted, and until it follows
+		// the replication is not Ready: that sentinel would miss the next failover.
+		blind, err := r.reseedEmbeddedSentinel(ctx, s, sentinelPods, master.Status.PodIP)
+		if err != nil {
+			return false, err
+		}
+		if blind != "" {
+			r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, ReasonConverging, m) })
+			s.requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
+			return true, nil
+		}
 	}
 	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, r.DNSDomain)
 	if s.cr.Status.State != ReplicationStateReady && s.conditions.firstReady() {

@@ -117,6 +117,45 @@ func (r *RedisReplicationReconciler) rollSentinelsForTLS(ctx context.Context, s 
 	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.requeuer(ctx))
 }
 
+// reseedEmbeddedSentinel asks each embedded sentinel what it sees of the master group and
+// restarts the one that can no longer learn the master (sentinelReseed, the rule RedisSentinels
+// follow too). The embedded sentinels run in StatefulSet <name>-s, apart from the Redis pods:
+// deleting one of their pods restarts a sentinel only, never the master or a replica. It
+// returns what holds the replication back, "" when no embedded sentinel is blind. A sentinel
+// that does not answer counts as not following the master, which only makes a restart rarer.
+func (r *RedisReplicationReconciler) reseedEmbeddedSentinel(ctx context.Context, s *replicationScope, pods []corev1.Pod, masterIP string) (string, error) {
+	password, err := readPassword(ctx, r.Client, s.cr.Namespace, s.cr.Spec.Sentinel.ExistingPasswordSecret)
+	if err != nil {
+		// As when asking them where the master is: the replication goes on without them.
+		log.FromContext(ctx).Info("cannot check the sentinels' view without their password", "error", err.Error())
+		return "", nil
+	}
+	group := builder.EmbeddedMasterGroupName
+	views := make([]replicationplan.SentinelView, 0, len(pods))
+	for i := range pods {
+		view := replicationplan.SentinelView{Pod: pods[i].Name}
+		if ip := pods[i].Status.PodIP; ip != "" && pods[i].Status.Phase == corev1.PodRunning {
+			c, err := r.dial(ip, builder.DefaultSentinelPort, redis.Auth{Password: password}, s.tls.clientConfig())
+			if err != nil {
+				return "", err
+			}
+			if view, err = sentinelViewOf(ctx, c, pods[i].Name, group, masterIP); err != nil {
+				log.FromContext(ctx).V(1).Info("an embedded sentinel does not say what it sees", "pod", pods[i].Name, "error", err.Error())
+				view = replicationplan.SentinelView{Pod: pods[i].Name}
+			}
+		}
+		views = append(views, view)
+	}
+	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterIP)
+	if err != nil || reseed.blind == "" {
+		return "", err
+	}
+	if reseed.restarted {
+		return fmt.Sprintf("sentinel %s could not learn where the master is: its pod starts again from the seed", reseed.blind), nil
+	}
+	return fmt.Sprintf("sentinel %s cannot learn where the master is (at %s): %s", reseed.blind, masterIP, reseed.held), nil
+}
+
 // watchingSentinels lists, for a password rotation, every set of sentinels watching the
 // replication with their pods and what it takes to ask them.
 func (r *RedisReplicationReconciler) watchingSentinels(ctx context.Context, s *replicationScope) ([]watchingSentinels, error) {

@@ -256,13 +256,18 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	if err != nil {
 		return false, err
 	}
-	if reseeded, err := r.reseedBlindSentinel(ctx, s, views, monitored); err != nil || reseeded {
+	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, s.pods, monitored, s.masterHost)
+	if err != nil || reseed.restarted {
 		s.requeue(ctx, whileConverging, "a blind sentinel's pod starts again from the seed")
 		return true, err
 	}
 	for _, v := range views {
 		if v.Master != s.masterHost {
-			r.boundedWait(ctx, s, "monitor", ReasonConverging, fmt.Sprintf("sentinel %s monitors %q, the master is at %s", v.Pod, v.Master, s.masterHost))
+			message := fmt.Sprintf("sentinel %s monitors %q, the master is at %s", v.Pod, v.Master, s.masterHost)
+			if v.Pod == reseed.blind {
+				message += "; it cannot learn the master: " + reseed.held
+			}
+			r.boundedWait(ctx, s, "monitor", ReasonConverging, message)
 			s.requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
 			return true, nil
 		}
@@ -290,22 +295,12 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	return false, nil
 }
 
-// sentinelView asks one sentinel where it monitors group's master and, when that is not the
-// master's current host, which replicas it knows (what it could still learn from).
+// sentinelView asks one sentinel what it sees of group (sentinelViewOf), within the liveness
+// watcher's read deadline.
 func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelScope, c *redis.Client, pod *corev1.Pod, group string) (replicationplan.SentinelView, error) {
 	readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
 	defer cancel()
-	view := replicationplan.SentinelView{Pod: pod.Name}
-	host, _, known, err := c.SentinelMasterAddr(readCtx, group)
-	if err != nil || !known {
-		return view, err
-	}
-	view.Master = host
-	if host == s.masterHost {
-		return view, nil
-	}
-	view.Replicas, err = c.SentinelReplicaHosts(readCtx, group)
-	return view, err
+	return sentinelViewOf(readCtx, c, pod.Name, group, s.masterHost)
 }
 
 // checkIdle reports sentinels that monitor nothing because the spec names no RedisReplication:
