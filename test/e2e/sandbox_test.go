@@ -671,11 +671,20 @@ spec:
 	}
 }
 
-// An image the sandbox cannot run leaves the container waiting as a failed pull would.
+// An image the sandbox cannot run leaves the container waiting as a failed pull would: an
+// image it does not know, and a tag that no release of a known image has (a registry answers
+// "manifest unknown", it never runs another version instead).
 func TestUnknownImageWaitsLikeAFailedPull(t *testing.T) {
 	t.Parallel()
-	ns := sb.Namespace(t, "image")
-	sb.Apply(t, ns, `
+	for _, tc := range []struct{ name, image, says string }{
+		{"unknown-image", "registry.example.com/team/unknown:1.0", "image table"},
+		{"unknown-tag", "redis:6.9.9", "manifest unknown"},
+		{"unknown-valkey-tag", "valkey/valkey:9.9", "manifest unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := sb.Namespace(t, "image")
+			sb.Apply(t, ns, `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -683,21 +692,23 @@ metadata:
 spec:
   containers:
     - name: main
-      image: registry.example.com/team/unknown:1.0
+      image: `+tc.image+`
 `)
-	sb.WaitFor(t, ns, "nowhere waiting with an image pull reason", time.Minute, func(ctx context.Context) (bool, string, error) {
-		p, err := sb.Kube.CoreV1().Pods(ns).Get(ctx, "nowhere", metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		cs := p.Status.ContainerStatuses
-		if len(cs) != 1 || cs[0].State.Waiting == nil {
-			return false, framework.DescribePod(p), nil
-		}
-		w := cs[0].State.Waiting
-		ok := (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") && strings.Contains(w.Message, "image table")
-		return ok && p.Status.Phase == corev1.PodPending, framework.DescribePod(p), nil
-	})
+			sb.WaitFor(t, ns, "nowhere waiting with an image pull reason", time.Minute, func(ctx context.Context) (bool, string, error) {
+				p, err := sb.Kube.CoreV1().Pods(ns).Get(ctx, "nowhere", metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				cs := p.Status.ContainerStatuses
+				if len(cs) != 1 || cs[0].State.Waiting == nil {
+					return false, framework.DescribePod(p), nil
+				}
+				w := cs[0].State.Waiting
+				ok := (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") && strings.Contains(w.Message, tc.says)
+				return ok && p.Status.Phase == corev1.PodPending, framework.DescribePod(p), nil
+			})
+		})
+	}
 }
 
 // A stopped node goes NotReady and its pods' processes die; started again, it runs its
