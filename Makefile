@@ -184,7 +184,7 @@ chainsaw: ## Build bin/chainsaw (kyverno/chainsaw v0.2.12), which runs the tests
 .PHONY: vet
 vet: ## Run go vet on the operator's module and on the test module (integration tests and benchmarks included).
 	go vet -tags $(INTEGRATION_TAG),release ./...
-	cd $(TEST_MODULE) && go vet -tags bench,chaos,$(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && go vet -tags bench,chaos,servers,$(INTEGRATION_TAG) ./...
 
 .PHONY: test
 test: packages server-roots control-plane build kubectl-redis chainsaw helm chart-deps ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
@@ -234,7 +234,7 @@ bench-quiet: packages server-roots control-plane build ## Measure the idle opera
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
 	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG),release ./...
-	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,$(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,servers,$(INTEGRATION_TAG) ./...
 
 # govulncheck reads the Go vulnerability database over the network, so it is not part of
 # verify or test: run it where that database can be reached.
@@ -242,7 +242,7 @@ GOVULNCHECK_VERSION := v1.9.0
 .PHONY: vulncheck
 vulncheck: ## Report known vulnerabilities in the code paths of both modules (needs network access to the Go vulnerability database).
 	go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags $(INTEGRATION_TAG) ./...
-	cd $(TEST_MODULE) && go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags bench,chaos,$(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && go run golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION) -tags bench,chaos,servers,$(INTEGRATION_TAG) ./...
 
 .PHONY: golden
 golden: ## Rewrite the builders' golden files from the current code.
@@ -299,6 +299,13 @@ CHAOS_TIMEOUT ?= 90m
 .PHONY: chaos
 chaos: packages server-roots control-plane build ## Run the fault scenarios kept out of make test (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(CHAOS_TIMEOUT) -v -run 'Soak|FaultMatrix' ./e2e/operator/
+
+# The whole server table (test/e2e/operator, tag servers): every kind and a cluster's
+# lifecycle (TLS, password, resharding, rolling update, rotation, hand-over) on Redis 7.0 and
+# 8.0, Valkey 8.0 and 8.1. make e2e runs each kind on each server once.
+.PHONY: e2e-servers
+e2e-servers: packages server-roots control-plane build ## Run every scenario of the server table on every Redis and Valkey release the sandbox has (as root).
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -tags servers -timeout $(E2E_TIMEOUT) -v -run 'TestServerTable' ./e2e/operator/
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e

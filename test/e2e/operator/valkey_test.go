@@ -36,6 +36,13 @@ func TestValkeyImageRunsReplicationWithSentinels(t *testing.T) {
 // whose script runs the image's redis-cli, a link to valkey-cli); every key read back.
 func TestValkeyClusterReshardsRollsRotatesAndHandsOver(t *testing.T) {
 	t.Parallel()
+	clusterLifecycle(t, "valkey/valkey:8.0.1")
+}
+
+// clusterLifecycle runs one cluster of image through the operator's features (see
+// TestValkeyClusterReshardsRollsRotatesAndHandsOver).
+func clusterLifecycle(t *testing.T, image string) {
+	t.Helper()
 	ctx := context.Background()
 	ca := redistest.NewCA(t, "valkey-ca")
 	issued := ca.Issue(t, "vk-leader", "vk-follower")
@@ -55,7 +62,7 @@ spec:
   clusterSize: 3
   persistenceEnabled: true
   kubernetesConfig:
-    image: valkey/valkey:8.0.1
+    image: `+image+`
     redisSecret:
       name: vk-auth
       key: password
@@ -87,7 +94,7 @@ spec:
 	}
 	c.waitRolledOut(8)
 	c.waitReady(since)
-	checker.StopAndRequire(ctx, t, c.client(), "while a Valkey cluster scaled out and rolled")
+	checker.StopAndRequire(ctx, t, c.client(), "while a cluster of "+image+" scaled out and rolled")
 	c.readKeys("v", 300)
 
 	secret.Data["password"] = []byte("valkey-second")
