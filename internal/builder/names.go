@@ -189,6 +189,12 @@ const (
 	AnnotationFailoverTarget = "redis.opstreelabs.in/failover-target"
 )
 
+// AnnotationHandMadeMasters lists, comma-separated, the follower pods of a RedisCluster that a
+// CLUSTER FAILOVER made by hand (not by the operator, not after a failure) made master: the
+// operator writes it and keeps those masters, each until it is master no more. Removing a pod
+// from it lets the shard's leader pod take the shard back.
+const AnnotationHandMadeMasters = "redis.opstreelabs.in/hand-made-masters"
+
 // ACLSecretName is the Secret, owned by the CR, that holds the aclfile the pods read (key
 // ACLFileKey): the user's ACL Secret once checked, with the operator's default password.
 func ACLSecretName(crName string) string { return crName + "-acl" }

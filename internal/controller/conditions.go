@@ -66,10 +66,14 @@ func (c conditionSet) set(typ string, status metav1.ConditionStatus, reason, mes
 }
 
 // ready: serving as specified.
-func (c conditionSet) ready(message string) {
-	c.set(v1beta2.ConditionReady, metav1.ConditionTrue, ReasonReady, message)
-	c.set(v1beta2.ConditionProgressing, metav1.ConditionFalse, ReasonReady, message)
-	c.set(v1beta2.ConditionDegraded, metav1.ConditionFalse, ReasonReady, message)
+func (c conditionSet) ready(message string) { c.readyAs(ReasonReady, message) }
+
+// readyAs: serving as specified, with a reason that says how it differs from the design (a
+// topology a user made by hand, which the operator keeps).
+func (c conditionSet) readyAs(reason, message string) {
+	c.set(v1beta2.ConditionReady, metav1.ConditionTrue, reason, message)
+	c.set(v1beta2.ConditionProgressing, metav1.ConditionFalse, reason, message)
+	c.set(v1beta2.ConditionDegraded, metav1.ConditionFalse, reason, message)
 }
 
 // progressing: the operator is moving towards the spec and expects to get there.

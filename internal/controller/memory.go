@@ -18,16 +18,19 @@ type Memory struct {
 	told    *actionMemory  // when each action's event was last told (warnings.go)
 	tls     *tlsCache      // one client configuration per TLS Secret and content (tls.go)
 	counted *onceMemory    // what the replaced operator's counters counted once (metrics.go)
+	// sightings are each cluster's last sighting of its shards' masters (rediscluster_handmade.go).
+	sightings *sightingMemory
 }
 
 // NewMemory returns a Memory that remembers nothing yet.
 func NewMemory() *Memory {
 	return &Memory{
-		waits:   &clocks{since: map[types.UID]map[string]time.Time{}},
-		warned:  &troubleMemory{warned: map[types.UID]map[string]string{}},
-		told:    &actionMemory{told: map[types.UID]map[string]time.Time{}},
-		tls:     &tlsCache{entries: map[string]*tlsSettings{}},
-		counted: &onceMemory{seen: map[string]bool{}},
+		waits:     &clocks{since: map[types.UID]map[string]time.Time{}},
+		warned:    &troubleMemory{warned: map[types.UID]map[string]string{}},
+		told:      &actionMemory{told: map[types.UID]map[string]time.Time{}},
+		tls:       &tlsCache{entries: map[string]*tlsSettings{}},
+		counted:   &onceMemory{seen: map[string]bool{}},
+		sightings: &sightingMemory{last: map[types.UID]lastSighting{}, since: time.Now()},
 	}
 }
 
@@ -36,6 +39,7 @@ func (m *Memory) forget(uid types.UID) {
 	m.warned.forget(uid)
 	m.told.forget(uid)
 	m.waits.forget(uid)
+	m.sightings.forget(uid)
 }
 
 // requireMemory refuses to set up a reconciler given no Memory: one left without would

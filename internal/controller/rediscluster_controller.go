@@ -89,6 +89,8 @@ type clusterScope struct {
 	durable   bool
 	// rollingUpdate: the operator is replacing pods for a new template (rollingUpdateOn).
 	rollingUpdate bool
+	// handMade are the follower pods kept as masters after a failover made by hand.
+	handMade []string
 }
 
 func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {

@@ -48,6 +48,40 @@ type failoverLog struct {
 	now      func() time.Time
 	pending  map[string]failoverAttempt // by shard: the master node ID
 	refusals map[string]time.Time       // hand-over refusals last told, by key
+	// asked is when the operator last asked each replica (by node ID) to take over, whatever
+	// came of it: a follower pod it made master is no hand-made master.
+	asked map[string]time.Time
+}
+
+// askedMemory is how long an ask is remembered: longer than any two reconciles are apart.
+const askedMemory = 10 * time.Minute
+
+// noteAsked notes that the operator is about to ask member to take its master's shard over.
+func (l *failoverLog) noteAsked(member *clusterplan.Member) {
+	me, ok := myselfOf(member)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock()
+	for id, at := range l.asked {
+		if now.Sub(at) > askedMemory {
+			delete(l.asked, id)
+		}
+	}
+	if l.asked == nil {
+		l.asked = map[string]time.Time{}
+	}
+	l.asked[me.ID] = now
+}
+
+// askedSince reports whether the operator asked the node to take over at or after since.
+func (l *failoverLog) askedSince(nodeID string, since time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	at, ok := l.asked[nodeID]
+	return ok && !at.Before(since)
 }
 
 // failoverAttempt is one CLUSTER FAILOVER asked.
@@ -215,6 +249,7 @@ func (r *RedisClusterReconciler) askFailover(ctx context.Context, s *clusterScop
 	if wait := r.failovers.begin(members, member, electionRetry(nodeTimeout(ctx, c))); wait != "" {
 		return wait, nil
 	}
+	r.failovers.noteAsked(member)
 	if err := c.ClusterFailover(ctx, redis.FailoverDefault); err != nil {
 		r.failovers.cancel(member)
 		return "", err

@@ -53,6 +53,12 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 			s.members = r.observeMembers(ctx, s)
 		}
 	}
+	handMade, err := r.keepHandMadeMasters(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	s.handMade = handMade
+	design.KeepMasters = append(design.KeepMasters, handMade...)
 	observeClusterMembers(s.cr, s.members)
 	plan := clusterplan.Compute(design, s.members)
 	if len(plan.Steps) == 0 && plan.Wait == "" {
@@ -557,7 +563,12 @@ func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScop
 	if s.cr.Status.State != ClusterStateReady && s.conditions.firstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
 	}
-	s.conditions.ready(fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers))
+	message := fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers)
+	if len(s.handMade) > 0 {
+		s.conditions.readyAs(ReasonHandMadeFailoverKept, message+"; "+handMadeSummary(s.handMade))
+	} else {
+		s.conditions.ready(message)
+	}
 	s.memory.waits.stopped(s.cr.UID, replacementKey) // a replaced pod's replica is back
 	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	return false, nil
