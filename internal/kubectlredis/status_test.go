@@ -11,11 +11,11 @@ import (
 )
 
 func TestParseArgs(t *testing.T) {
-	inv, err := parseArgs([]string{"status", "shop", "-n", "prod", "--kind=rediscluster"})
-	if err != nil || inv.command != "status" || inv.args[0] != "shop" || inv.namespace != "prod" || inv.kind != "rediscluster" {
+	inv, _, err := parseArgs([]string{"status", "shop", "-n", "prod", "--kind=rediscluster"})
+	if err != nil || inv.command != "status" || inv.args[0] != "shop" || inv.value("namespace") != "prod" || inv.value("kind") != "rediscluster" {
 		t.Fatalf("%+v %v", inv, err)
 	}
-	if _, err := parseArgs([]string{"status", "-n"}); err == nil {
+	if _, _, err := parseArgs([]string{"status", "-n"}); err == nil {
 		t.Error("a flag without its value is accepted")
 	}
 	if k, err := normalizeKind("redisclusters"); err != nil || k != "RedisCluster" {
