@@ -126,6 +126,23 @@ annotation; the Failover condition says why it refuses.`,
 			},
 		},
 		{
+			name: "list", min: 0, max: 0, flags: []string{"namespace", "all-namespaces", "kind", "output"},
+			summary: "every resource of the four kinds with its health (-A: in every namespace)",
+			help: `Every Redis, RedisCluster, RedisReplication and RedisSentinel of the namespace (-A: of
+every namespace; --kind: of one kind) with its health: Paused while its skip-reconcile
+annotation is "true", Degraded while its Degraded condition is True, else Ready or NotReady
+from its Ready condition (Unknown before the operator wrote one); then its state, the Ready
+condition's cause and its age. -o json or -o yaml prints the same as one document.`,
+			check: checkOutput,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.List(ctx, inv.value("kind"), inv.set("all-namespaces"), inv.value("output"))
+			},
+		},
+		{
 			name: "version", min: 0, max: 0, flags: []string{"client"},
 			summary: "the plugin's and the operator's versions, with a warning when they differ",
 			help: `The plugin's version and commit, then the version of each operator Deployment found
