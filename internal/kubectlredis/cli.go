@@ -96,17 +96,19 @@ func (inv invocation) arg(i int) string {
 func commands() []command {
 	return []command{
 		{
-			name: "status", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind"},
+			name: "status", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind", "output"},
 			summary: "each pod's role, master, slots, keys, memory, offset, lag and link; conditions and last events",
 			help: `Per pod: role, the master it follows, slot ranges, keys, memory, replication offset and
 lag, link state and node; then the conditions and the last events. Redis is reached through
-the API server (port-forward), with the resource's password.`,
+the API server (port-forward), with the resource's password. -o json or -o yaml prints the
+same (every event, not the last ten) as one document.`,
+			check: checkOutput,
 			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
 				p, err := connect()
 				if err != nil {
 					return err
 				}
-				return p.Status(ctx, inv.arg(0), inv.value("kind"))
+				return p.Status(ctx, inv.arg(0), inv.value("kind"), inv.value("output"))
 			},
 		},
 		{
