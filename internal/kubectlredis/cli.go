@@ -145,6 +145,33 @@ condition's cause and its age. -o json or -o yaml prints the same as one documen
 			},
 		},
 		{
+			name: "pause", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind"},
+			summary: "stop the operator acting on the resource (its skip-reconcile annotation)",
+			help: `Set the resource's skip-reconcile annotation (redis.opstreelabs.in/, rediscluster.,
+redisreplication. or redissentinel.opstreelabs.in/skip-reconcile, by kind) to "true": the
+operator then takes no action on it, not even a failover, and its Progressing condition says
+so. Its pods keep running as they are.`,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Pause(ctx, inv.arg(0), inv.value("kind"))
+			},
+		},
+		{
+			name: "resume", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind"},
+			summary: "let the operator act on the resource again",
+			help:    `Remove the resource's skip-reconcile annotation: the operator reconciles it again.`,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Resume(ctx, inv.arg(0), inv.value("kind"))
+			},
+		},
+		{
 			name: "version", min: 0, max: 0, flags: []string{"client"},
 			summary: "the plugin's and the operator's versions, with a warning when they differ",
 			help: `The plugin's version and commit, then the version of each operator Deployment found
