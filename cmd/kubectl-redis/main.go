@@ -1,4 +1,4 @@
-// Command kubectl-redis is the kubectl plugin `kubectl redis` (status, failover); the logic is
+// Command kubectl-redis is the kubectl plugin `kubectl redis` (kubectl redis --help); the logic is
 // in internal/kubectlredis.
 package main
 

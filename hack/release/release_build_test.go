@@ -194,7 +194,7 @@ func TestRelease(t *testing.T) {
 		}
 	}
 	plugin := archiveFile(t, filepath.Join(out, "kubectl-redis_"+runtime.GOOS+"_"+runtime.GOARCH+".tar.gz"), "kubectl-redis")
-	if got := run(t, plugin, "version"); got != wantLine("kubectl-redis") {
+	if got := run(t, plugin, "version", "--client"); got != wantLine("kubectl-redis") {
 		t.Errorf("kubectl redis version: %q, want %q", got, wantLine("kubectl-redis"))
 	}
 

@@ -195,6 +195,31 @@ const (
 // from it lets the shard's leader pod take the shard back.
 const AnnotationHandMadeMasters = "redis.opstreelabs.in/hand-made-masters"
 
+// Annotations that stop all action of the operator on a resource while "true", one per kind
+// (the names the OT-CONTAINER-KIT operator gave them). They live here so that the plugin's
+// pause and resume name the very keys the controllers read.
+const (
+	AnnotationSkipReconcileRedis       = "redis.opstreelabs.in/skip-reconcile"
+	AnnotationSkipReconcileCluster     = "rediscluster.opstreelabs.in/skip-reconcile"
+	AnnotationSkipReconcileReplication = "redisreplication.opstreelabs.in/skip-reconcile"
+	AnnotationSkipReconcileSentinel    = "redissentinel.opstreelabs.in/skip-reconcile"
+)
+
+// SkipReconcileAnnotationOf is the skip-reconcile annotation of a kind, "" for another kind.
+func SkipReconcileAnnotationOf(kind string) string {
+	switch kind {
+	case "Redis":
+		return AnnotationSkipReconcileRedis
+	case "RedisCluster":
+		return AnnotationSkipReconcileCluster
+	case "RedisReplication":
+		return AnnotationSkipReconcileReplication
+	case "RedisSentinel":
+		return AnnotationSkipReconcileSentinel
+	}
+	return ""
+}
+
 // ACLSecretName is the Secret, owned by the CR, that holds the aclfile the pods read (key
 // ACLFileKey): the user's ACL Secret once checked, with the operator's default password.
 func ACLSecretName(crName string) string { return crName + "-acl" }

@@ -24,7 +24,7 @@ const (
 )
 
 // SkipReconcileAnnotation stops all action on a Redis while "true".
-const SkipReconcileAnnotation = "redis.opstreelabs.in/skip-reconcile"
+const SkipReconcileAnnotation = builder.AnnotationSkipReconcileRedis
 
 // RedisReconciler runs a standalone Redis: one pod, its Services, config and optional volume.
 type RedisReconciler struct {

@@ -35,7 +35,7 @@ const (
 )
 
 // SkipReconcileClusterAnnotation stops all action on a RedisCluster while "true".
-const SkipReconcileClusterAnnotation = "rediscluster.opstreelabs.in/skip-reconcile"
+const SkipReconcileClusterAnnotation = builder.AnnotationSkipReconcileCluster
 
 // RedisClusterReconciler makes a RedisCluster's objects and Redis topology match its spec.
 type RedisClusterReconciler struct {

@@ -31,7 +31,7 @@ const (
 )
 
 // SkipReconcileReplicationAnnotation stops all action on a RedisReplication while "true".
-const SkipReconcileReplicationAnnotation = "redisreplication.opstreelabs.in/skip-reconcile"
+const SkipReconcileReplicationAnnotation = builder.AnnotationSkipReconcileReplication
 
 // sentinelWatchInterval is how often a Ready replication watched by sentinels asks them where
 // the master is (reads only).

@@ -37,7 +37,7 @@ const (
 const ReasonNoMasterToMonitor = "NoMasterToMonitor"
 
 // SkipReconcileSentinelAnnotation stops all action on a RedisSentinel while "true".
-const SkipReconcileSentinelAnnotation = "redissentinel.opstreelabs.in/skip-reconcile"
+const SkipReconcileSentinelAnnotation = builder.AnnotationSkipReconcileSentinel
 
 // RedisSentinelReconciler runs the sentinels of a RedisSentinel, monitoring the master of the
 // RedisReplication it names (or nothing while it names none). The sentinels fail the master

@@ -2,10 +2,11 @@ package kubectlredis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -14,147 +15,397 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/version"
 )
 
-// Usage is the plugin's help.
-const Usage = `kubectl redis: look at and act on Redis, RedisCluster, RedisReplication and RedisSentinel resources.
-
-Usage:
-  kubectl redis status NAME [--kind KIND] [-n NAMESPACE]
-      Per pod: role, the master it follows, slot ranges, keys, memory, replication offset and
-      lag, link state and node; then the conditions and the last events. Redis is reached
-      through the API server (port-forward), with the resource's password.
-  kubectl redis failover NAME [POD] [--kind KIND] [-n NAMESPACE]
-      Ask the operator for a safe failover by annotating the resource with
-      ` + FailoverAnnotation + `: to POD, or for a RedisReplication without POD to the replica
-      holding the most; for a RedisCluster POD is a replica, or a master whose best replica
-      takes its shard over. The operator fails over only to a replica in sync, then removes
-      the annotation; the Failover condition says why it refuses.
-  kubectl redis version
-      The plugin's version and the commit it was built from.
-
-Flags:
-  -n, --namespace NAMESPACE   namespace of the resource (default: the kubeconfig context's)
-  --kind KIND                 Redis, RedisCluster, RedisReplication or RedisSentinel, when a name is ambiguous
-  --kubeconfig FILE           kubeconfig file (default: KUBECONFIG, then ~/.kube/config)
-  --context NAME              kubeconfig context
-`
-
-type invocation struct {
-	command, kind, namespace, kubeconfig, context string
-	args                                          []string
+// option is one flag. Every command takes the connection options; the others only the
+// commands that list them, so that a flag a command would ignore is an error instead.
+type option struct {
+	names   []string
+	key     string
+	boolean bool
+	value   string // the value's name in help
+	help    string
 }
 
-// parseArgs accepts flags before, between and after the arguments, as kubectl does.
-func parseArgs(args []string) (invocation, error) {
-	var inv invocation
+var options = []option{
+	{names: []string{"-n", "--namespace"}, key: "namespace", value: "NAMESPACE", help: "namespace of the resource (default: the kubeconfig context's)"},
+	{names: []string{"--kind"}, key: "kind", value: "KIND", help: "Redis, RedisCluster, RedisReplication or RedisSentinel, when a name is ambiguous"},
+	{names: []string{"-o", "--output"}, key: "output", value: "FORMAT", help: "table (default), json or yaml"},
+	{names: []string{"-A", "--all-namespaces"}, key: "all-namespaces", boolean: true, help: "every namespace"},
+	{names: []string{"--client"}, key: "client", boolean: true, help: "the plugin's version only, without asking the cluster"},
+	{names: []string{"--kubeconfig"}, key: "kubeconfig", value: "FILE", help: "kubeconfig file (default: KUBECONFIG, then ~/.kube/config)"},
+	{names: []string{"--context"}, key: "context", value: "NAME", help: "kubeconfig context"},
+}
+
+// connectionKeys are the options every command takes.
+var connectionKeys = []string{"kubeconfig", "context"}
+
+func optionByName(name string) (option, bool) {
+	for _, o := range options {
+		if slices.Contains(o.names, name) {
+			return o, true
+		}
+	}
+	return option{}, false
+}
+
+func optionByKey(key string) option {
+	for _, o := range options {
+		if o.key == key {
+			return o
+		}
+	}
+	return option{}
+}
+
+// command is one subcommand: its arguments and flags are checked before anything reaches the
+// API server, so that a typo never half-runs.
+type command struct {
+	name    string
+	args    string // the positional arguments, as shown in usage
+	summary string
+	help    string
+	min     int
+	max     int
+	flags   []string // option keys beyond connectionKeys
+	// check validates flag values, before any API call.
+	check func(inv invocation) error
+	// run does the work; connect is called by run only when it needs the cluster.
+	run func(ctx context.Context, inv invocation, connect func() (Plugin, error), out io.Writer) error
+}
+
+// invocation is a parsed command line.
+type invocation struct {
+	command string
+	args    []string
+	values  map[string]string
+	help    bool
+}
+
+func (inv invocation) value(key string) string { return inv.values[key] }
+func (inv invocation) set(key string) bool     { _, ok := inv.values[key]; return ok }
+
+// arg is the i-th positional argument, "" when absent.
+func (inv invocation) arg(i int) string {
+	if i < len(inv.args) {
+		return inv.args[i]
+	}
+	return ""
+}
+
+func commands() []command {
+	return []command{
+		{
+			name: "status", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind", "output"},
+			summary: "each pod's role, master, slots, keys, memory, offset, lag and link; conditions and last events",
+			help: `Per pod: role, the master it follows, slot ranges, keys, memory, replication offset and
+lag, link state and node; then the conditions and the last events. Redis is reached through
+the API server (port-forward), with the resource's password. -o json or -o yaml prints the
+same (every event, not the last ten) as one document.`,
+			check: checkOutput,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Status(ctx, inv.arg(0), inv.value("kind"), inv.value("output"))
+			},
+		},
+		{
+			name: "failover", args: "NAME [POD]", min: 1, max: 2, flags: []string{"namespace", "kind"},
+			summary: "ask the operator for a safe failover (to POD, or to the best replica)",
+			help: `Ask the operator for a safe failover by annotating the resource with
+` + FailoverAnnotation + `: to POD, or for a RedisReplication without POD to the replica
+holding the most; for a RedisCluster POD is a replica, or a master whose best replica takes
+its shard over. The operator fails over only to a replica in sync, then removes the
+annotation; the Failover condition says why it refuses.`,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Failover(ctx, inv.arg(0), inv.value("kind"), inv.arg(1))
+			},
+		},
+		{
+			name: "list", min: 0, max: 0, flags: []string{"namespace", "all-namespaces", "kind", "output"},
+			summary: "every resource of the four kinds with its health (-A: in every namespace)",
+			help: `Every Redis, RedisCluster, RedisReplication and RedisSentinel of the namespace (-A: of
+every namespace; --kind: of one kind) with its health: Paused while its skip-reconcile
+annotation is "true", Degraded while its Degraded condition is True, else Ready or NotReady
+from its Ready condition (Unknown before the operator wrote one); then its state, the Ready
+condition's cause and its age. -o json or -o yaml prints the same as one document.`,
+			check: checkOutput,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.List(ctx, inv.value("kind"), inv.set("all-namespaces"), inv.value("output"))
+			},
+		},
+		{
+			name: "pause", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind"},
+			summary: "stop the operator acting on the resource (its skip-reconcile annotation)",
+			help: `Set the resource's skip-reconcile annotation (redis.opstreelabs.in/, rediscluster.,
+redisreplication. or redissentinel.opstreelabs.in/skip-reconcile, by kind) to "true": the
+operator then takes no action on it, not even a failover, and its Progressing condition says
+so. Its pods keep running as they are.`,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Pause(ctx, inv.arg(0), inv.value("kind"))
+			},
+		},
+		{
+			name: "resume", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind"},
+			summary: "let the operator act on the resource again",
+			help:    `Remove the resource's skip-reconcile annotation: the operator reconciles it again.`,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Resume(ctx, inv.arg(0), inv.value("kind"))
+			},
+		},
+		{
+			name: "version", min: 0, max: 0, flags: []string{"client"},
+			summary: "the plugin's and the operator's versions, with a warning when they differ",
+			help: `The plugin's version and commit, then the version of each operator Deployment found
+(label app.kubernetes.io/name=redis-operator, in any namespace) with a warning when its
+minor version is not the plugin's: an older operator may not honour what a newer plugin
+asks. --client prints the plugin's alone, without a cluster.`,
+			run: runVersion,
+		},
+	}
+}
+
+func findCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// parseArgs accepts flags before, between and after the arguments, as kubectl does, and
+// checks them against the command's own; it makes no API call.
+func parseArgs(args []string) (invocation, command, error) {
+	inv, positional, err := splitArgs(args)
+	if err != nil {
+		return inv, command{}, err
+	}
+	if len(positional) > 0 && positional[0] == "help" {
+		inv.help, positional = true, positional[1:]
+	}
+	if len(positional) == 0 {
+		inv.help = true
+		return inv, command{}, nil
+	}
+	inv.command, inv.args = positional[0], positional[1:]
+	cmd, ok := findCommand(inv.command)
+	if !ok {
+		return inv, command{}, fmt.Errorf("unknown command %q (%s)", inv.command, strings.Join(commandNames(), ", "))
+	}
+	if inv.help {
+		return inv, cmd, nil
+	}
+	if err := validate(inv, cmd); err != nil {
+		return inv, cmd, usageError(cmd, err)
+	}
+	return inv, cmd, nil
+}
+
+// splitArgs reads the flags and returns the positional arguments.
+func splitArgs(args []string) (invocation, []string, error) {
+	inv := invocation{values: map[string]string{}}
 	var positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, value, hasValue := strings.Cut(a, "=")
-		var target *string
-		switch name {
-		case "-n", "--namespace":
-			target = &inv.namespace
-		case "--kind":
-			target = &inv.kind
-		case "--kubeconfig":
-			target = &inv.kubeconfig
-		case "--context":
-			target = &inv.context
-		case "-h", "--help", "help":
-			return invocation{command: "help"}, nil
-		default:
-			if strings.HasPrefix(a, "-") {
-				return inv, fmt.Errorf("unknown flag %s", a)
-			}
+	for len(args) > 0 {
+		a := args[0]
+		args = args[1:]
+		if a == "-h" || a == "--help" {
+			inv.help = true
+			continue
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
 			positional = append(positional, a)
 			continue
 		}
-		if !hasValue {
-			rest := args[i+1:]
-			if len(rest) == 0 {
-				return inv, fmt.Errorf("flag %s needs a value", name)
-			}
-			value = rest[0]
-			i++
+		name, value, hasValue := strings.Cut(a, "=")
+		o, ok := optionByName(name)
+		if !ok {
+			return inv, nil, fmt.Errorf("unknown flag %s", name)
 		}
-		*target = value
+		switch {
+		case o.boolean && hasValue:
+			return inv, nil, fmt.Errorf("flag %s takes no value", name)
+		case o.boolean:
+			value = "true"
+		case !hasValue:
+			if len(args) == 0 {
+				return inv, nil, fmt.Errorf("flag %s needs a value", name)
+			}
+			value, args = args[0], args[1:]
+		}
+		inv.values[o.key] = value
 	}
-	if len(positional) == 0 {
-		return invocation{command: "help"}, nil
-	}
-	inv.command, inv.args = positional[0], positional[1:]
-	return inv, nil
+	return inv, positional, nil
 }
+
+// validate checks the flags and the number of arguments against the command.
+func validate(inv invocation, cmd command) error {
+	for key := range inv.values {
+		if !slices.Contains(cmd.flags, key) && !slices.Contains(connectionKeys, key) {
+			names := optionByKey(key).names
+			return fmt.Errorf("%s takes no %s flag", cmd.name, names[len(names)-1])
+		}
+	}
+	switch {
+	case len(inv.args) < cmd.min:
+		return fmt.Errorf("%s needs %s", cmd.name, cmd.args)
+	case len(inv.args) > cmd.max:
+		return fmt.Errorf("%s takes at most %d argument(s), got %q", cmd.name, cmd.max, inv.args)
+	}
+	if k := inv.value("kind"); k != "" {
+		if _, err := normalizeKind(k); err != nil {
+			return err
+		}
+	}
+	if cmd.check != nil {
+		return cmd.check(inv)
+	}
+	return nil
+}
+
+func usageError(cmd command, err error) error {
+	return fmt.Errorf("%w\nusage: %s (kubectl redis %s --help)", err, usageLine(cmd), cmd.name)
+}
+
+func usageLine(cmd command) string {
+	line := "kubectl redis " + cmd.name
+	if cmd.args != "" {
+		line += " " + cmd.args
+	}
+	for _, key := range cmd.flags {
+		o := optionByKey(key)
+		flag := o.names[0]
+		if !o.boolean {
+			flag += " " + o.value
+		}
+		line += " [" + flag + "]"
+	}
+	return line
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// writeUsage prints the plugin's help: every command and the connection flags.
+func writeUsage(out io.Writer) error {
+	var b strings.Builder
+	b.WriteString("kubectl redis: look at and act on Redis, RedisCluster, RedisReplication and RedisSentinel resources.\n\nCommands:\n")
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	for _, c := range commands() {
+		_, _ = fmt.Fprintf(tw, "  %s %s\t%s\n", c.name, c.args, c.summary)
+	}
+	_ = tw.Flush()
+	b.WriteString("\nkubectl redis COMMAND --help tells a command's arguments and flags.\n\nFlags of every command:\n")
+	writeFlags(&b, connectionKeys)
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// writeCommandHelp prints one command's usage, description and flags.
+func writeCommandHelp(out io.Writer, cmd command) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n\n%s\n\nFlags:\n", usageLine(cmd), cmd.help)
+	writeFlags(&b, append(slices.Clone(cmd.flags), connectionKeys...))
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+func writeFlags(b *strings.Builder, keys []string) {
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
+	for _, key := range keys {
+		o := optionByKey(key)
+		names := strings.Join(o.names, ", ")
+		if !o.boolean {
+			names += " " + o.value
+		}
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\n", names, o.help)
+	}
+	_ = tw.Flush()
+}
+
+// Connector makes the clients of one invocation; tests give fake ones.
+type Connector func(inv invocation, out io.Writer) (Plugin, error)
 
 // Run runs the plugin with the arguments after "kubectl redis".
 func Run(ctx context.Context, args []string, out io.Writer) error {
-	inv, err := parseArgs(args)
+	return RunWith(ctx, args, out, connect)
+}
+
+// RunWith is Run with the clients made by connector.
+func RunWith(ctx context.Context, args []string, out io.Writer, connector Connector) error {
+	inv, cmd, err := parseArgs(args)
 	if err != nil {
 		return err
 	}
-	switch inv.command {
-	case "help":
-		_, err := io.WriteString(out, Usage)
-		return err
-	case "version":
-		// Answered without a kubeconfig: it says which build this is, nothing about a cluster.
-		_, err := fmt.Fprintln(out, version.String("kubectl-redis"))
-		return err
-	}
-	plugin, err := connect(inv, out)
-	if err != nil {
-		return err
-	}
-	switch inv.command {
-	case "status":
-		if len(inv.args) != 1 {
-			return errors.New("usage: kubectl redis status NAME")
+	if inv.help {
+		if cmd.name == "" {
+			return writeUsage(out)
 		}
-		return plugin.Status(ctx, inv.args[0], inv.kind)
-	case "failover":
-		if len(inv.args) < 1 || len(inv.args) > 2 {
-			return errors.New("usage: kubectl redis failover NAME [POD]")
-		}
-		pod := ""
-		if len(inv.args) == 2 {
-			pod = inv.args[1]
-		}
-		return plugin.Failover(ctx, inv.args[0], inv.kind, pod)
+		return writeCommandHelp(out, cmd)
 	}
-	return fmt.Errorf("unknown command %q (status, failover, version)", inv.command)
+	return cmd.run(ctx, inv, func() (Plugin, error) { return connector(inv, out) }, out)
 }
 
 func connect(inv invocation, out io.Writer) (Plugin, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = inv.kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: inv.context})
+	rules.ExplicitPath = inv.value("kubeconfig")
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: inv.value("context")})
 	config, err := loader.ClientConfig()
 	if err != nil {
 		return Plugin{}, fmt.Errorf("kubeconfig: %w", err)
 	}
-	namespace := inv.namespace
+	namespace := inv.value("namespace")
 	if namespace == "" {
 		if namespace, _, err = loader.Namespace(); err != nil {
 			return Plugin{}, fmt.Errorf("kubeconfig namespace: %w", err)
 		}
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return Plugin{}, err
-	}
-	if err := v1beta2.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return Plugin{}, err
 	}
 	c, err := client.New(config, client.Options{Scheme: scheme})
 	if err != nil {
-		return Plugin{}, err
+		return Plugin{}, fmt.Errorf("client: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return Plugin{}, err
+		return Plugin{}, fmt.Errorf("clientset: %w", err)
 	}
 	return Plugin{Config: config, Kube: kube, Client: c, Namespace: namespace, Out: out}, nil
+}
+
+// newScheme knows the built-in kinds and the four Redis kinds.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := v1beta2.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	return scheme, nil
 }

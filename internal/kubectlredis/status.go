@@ -55,8 +55,8 @@ type PodStatus struct {
 
 // Status prints, per pod, its role, the master it follows, its slots, keys, memory,
 // replication offset and lag, link state and node; then the resource's conditions and its
-// last events.
-func (p Plugin) Status(ctx context.Context, name, kind string) error {
+// last events; output json or yaml prints them as one document instead.
+func (p Plugin) Status(ctx context.Context, name, kind, output string) error {
 	res, err := findResource(ctx, p.Client, p.Namespace, name, kind)
 	if err != nil {
 		return err
@@ -76,7 +76,72 @@ func (p Plugin) Status(ctx context.Context, name, kind string) error {
 	if err != nil {
 		return fmt.Errorf("list events: %w", err)
 	}
+	if output == "json" || output == "yaml" {
+		return writeDocument(p.Out, statusDocument(res, statuses, events.Items), output)
+	}
 	return Render(p.Out, res.kind, name, res.state, res.reason, statuses, res.conditions, events.Items)
+}
+
+// StatusDocument is what -o json|yaml prints: the table's content with stable field names.
+type StatusDocument struct {
+	Kind       string             `json:"kind"`
+	Namespace  string             `json:"namespace"`
+	Name       string             `json:"name"`
+	State      string             `json:"state,omitempty"`
+	Reason     string             `json:"reason,omitempty"`
+	Pods       []PodDocument      `json:"pods"`
+	Conditions []metav1.Condition `json:"conditions"`
+	Events     []EventDocument    `json:"events"`
+}
+
+// PodDocument is one pod of a StatusDocument; Lag is absent when unknown.
+type PodDocument struct {
+	Pod    string   `json:"pod"`
+	Ready  bool     `json:"ready"`
+	Role   string   `json:"role"`
+	Master string   `json:"master,omitempty"`
+	Slots  []string `json:"slots,omitempty"`
+	Keys   int64    `json:"keys"`
+	Memory string   `json:"memory,omitempty"`
+	Offset int64    `json:"offset"`
+	Lag    *int64   `json:"lag,omitempty"`
+	Link   string   `json:"link,omitempty"`
+	Node   string   `json:"node,omitempty"`
+	IP     string   `json:"ip,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// EventDocument is one event of a StatusDocument.
+type EventDocument struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Count   int32     `json:"count,omitempty"`
+}
+
+func statusDocument(res *resource, pods []PodStatus, events []corev1.Event) StatusDocument {
+	doc := StatusDocument{Kind: res.kind, Namespace: res.obj.GetNamespace(), Name: res.obj.GetName(), State: res.state,
+		Reason: res.reason, Pods: []PodDocument{}, Conditions: res.conditions, Events: []EventDocument{}}
+	if doc.Conditions == nil {
+		doc.Conditions = []metav1.Condition{}
+	}
+	for _, p := range pods {
+		d := PodDocument{Pod: p.Pod, Ready: p.Ready, Role: p.Role, Master: p.Master, Keys: p.Keys, Memory: p.Memory,
+			Offset: p.Offset, Link: p.Link, Node: p.Node, IP: p.IP, Error: p.Error}
+		if p.Lag >= 0 {
+			d.Lag = &p.Lag
+		}
+		for _, r := range p.Slots {
+			d.Slots = append(d.Slots, r.String())
+		}
+		doc.Pods = append(doc.Pods, d)
+	}
+	sort.SliceStable(events, func(i, j int) bool { return eventTime(events[i]).Before(eventTime(events[j])) })
+	for _, e := range events {
+		doc.Events = append(doc.Events, EventDocument{Time: eventTime(e), Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count})
+	}
+	return doc
 }
 
 func (p Plugin) podsOf(ctx context.Context, res *resource) ([]corev1.Pod, error) {
