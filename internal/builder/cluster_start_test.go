@@ -77,6 +77,8 @@ type startRun struct {
 	path string
 	// nodePorts stands for /etc/redis-nodeports, which the test cannot create.
 	nodePorts string
+	// conf, when set, is the redis.conf a real server runs instead of the pod's.
+	conf string
 }
 
 // command is c's command as the kubelet starts it, with the node ports directory moved.
@@ -85,7 +87,11 @@ func (r startRun) command(t *testing.T, c corev1.Container) *exec.Cmd {
 	vars := startEnv(t, c)
 	var argv []string
 	for _, a := range c.Command {
-		argv = append(argv, strings.ReplaceAll(kubeletExpand(a, vars), nodePortsDir+"/", r.nodePorts+"/"))
+		a = strings.ReplaceAll(kubeletExpand(a, vars), nodePortsDir+"/", r.nodePorts+"/")
+		if a == redisConfPath && r.conf != "" {
+			a = r.conf
+		}
+		argv = append(argv, a)
 	}
 	if argv[0] == "/bin/sh" {
 		argv = append(append([]string(nil), r.shell...), argv[1:]...)
@@ -168,9 +174,9 @@ const (
 	redisNext = "Redis server v=10.0.0 sha=00000000:0 malloc=libc bits=64 build=0"
 )
 
-// shells are the sh of the images users run that this machine always has: Debian's dash
-// (official, Valkey and bitnami images) and bash in POSIX mode; busybox's (alpine, the opstree
-// images) is tried by the integration tier, which installs it.
+// shells are the sh of the images users run that every machine has: Debian's dash (official,
+// Valkey and bitnami images) and bash in POSIX mode; busybox's (alpine, the opstree images) is
+// tried by the integration tier, whose packages bring it.
 var shells = [][]string{{"sh"}, {"bash", "--posix"}}
 
 func tlsCluster(cr *v1beta2.RedisCluster) *v1beta2.RedisCluster {
