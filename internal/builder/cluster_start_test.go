@@ -128,7 +128,7 @@ func fakeServer(t *testing.T, version string) (dir, argvFile string) {
 		"\t[ -n " + shellQuote(version) + " ] || exit 1\n" +
 		"\tprintf '%s\\n' " + shellQuote(version) + "\n\texit 0\nfi\n" +
 		"printf '%s\\n' \"$$\" \"$@\" >" + shellQuote(argvFile) + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "redis-server"), []byte(script), 0o755); err != nil { //nolint:gosec // a program
+	if err := os.WriteFile(filepath.Join(dir, "redis-server"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir, argvFile
