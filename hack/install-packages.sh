@@ -7,7 +7,8 @@
 # (promtool tests the alert rules; make sandbox MONITORING=1 runs prometheus), and gcc with the
 # C library headers for cgo, which `go test -race` needs; shellcheck, which make verify runs on
 # the repository's shell scripts; debootstrap, with which hack/build-server-roots.sh builds the
-# trixie root that runs Redis 8 and Valkey 8.1 images; and Valkey 8 from Debian's
+# trixie root that runs Redis 8 and Valkey 8.1 images; busybox, whose sh (alpine's, the opstree
+# images') the builder's tests run the cluster start script under; and Valkey 8 from Debian's
 # bookworm-backports (valkey-server, valkey-cli), which the sandbox runs for valkey/valkey 8.0 images.
 set -euo pipefail
 
@@ -27,6 +28,7 @@ declare -A wanted=(
 	[gcc]="gcc libc6-dev"
 	[shellcheck]=shellcheck
 	[debootstrap]=debootstrap
+	[busybox]=busybox
 )
 missing=()
 for command in "${!wanted[@]}"; do

@@ -124,7 +124,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 				count = servicePods.Followers
 			}
 			out.Services = append(out.Services, w.podServices(count)...)
-			out.ConfigMaps = append(out.ConfigMaps, w.nodePortsConfigMap(in.NodePorts, ClusterAnnouncesTLSPort(cr)))
+			out.ConfigMaps = append(out.ConfigMaps, w.nodePortsConfigMap(in.NodePorts))
 		}
 	}
 	// <name>-master reaches whichever pods are masters now, of either StatefulSet.
@@ -227,7 +227,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	conf.cluster = true
 	conf.nodesConfDir = nodesDir
 	// Behind node ports clients are outside the cluster's DNS: they are sent to node IPs.
-	conf.preferHostname = s.TLS != nil && !w.nodePorts && w.hostnameSuffix != ""
+	w.preferHostname = s.TLS != nil && !w.nodePorts && w.hostnameSuffix != ""
 	return w, w.renderRedisConf(conf), nil
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // What a cluster node announces, to clients and to the other nodes.
@@ -55,6 +56,8 @@ const (
 	nodePortsDir    = "/etc/redis-nodeports"
 	hostIPEnv       = "HOST_IP"
 	podNameEnv      = "POD_NAME"
+	// tlsPortFileSuffix ends the name of a pod's file of Redis 7 settings in the ConfigMap.
+	tlsPortFileSuffix = ".tls.conf"
 	// PodNameLabel is the label the StatefulSet controller gives each pod, with its name.
 	PodNameLabel = "statefulset.kubernetes.io/pod-name"
 	// DefaultDNSDomain is the cluster DNS domain when none is configured.
@@ -68,29 +71,19 @@ func ClusterNodePorts(cr *v1beta2.RedisCluster) bool {
 	return s != nil && corev1.ServiceType(s.ServiceType) == corev1.ServiceTypeNodePort
 }
 
-// ClusterAnnouncesHostnames tells whether the nodes of a RedisCluster announce their pods' DNS
-// names: on Redis 7 and later (clusterVersion, v7 by default), which know the setting, and
-// while the headless Services that make those names resolve exist.
+// ClusterAnnouncesHostnames tells whether the nodes of a RedisCluster that run Redis 7 or later
+// announce their pods' DNS names: while the headless Services that make those names resolve
+// exist. Each pod decides by its own server's version when it starts (clusterCommand).
 func ClusterAnnouncesHostnames(cr *v1beta2.RedisCluster) bool {
-	return clusterMajorVersion(cr) >= 7 && resolveServices(cr.Spec.KubernetesConfig.Service).headless.enabled
+	return resolveServices(cr.Spec.KubernetesConfig.Service).headless.enabled
 }
 
-// ClusterAnnouncesTLSPort tells whether the nodes of a RedisCluster announce their TLS port
-// apart (cluster-announce-tls-port, Redis 7 and later); before, the one announced port is the
-// TLS port under TLS.
-func ClusterAnnouncesTLSPort(cr *v1beta2.RedisCluster) bool {
-	return cr.Spec.TLS != nil && clusterMajorVersion(cr) >= 7
-}
-
-// clusterMajorVersion is the Redis major version clusterVersion names, 7 (the default) when
-// it names none.
-func clusterMajorVersion(cr *v1beta2.RedisCluster) int {
-	if v := cr.Spec.ClusterVersion; v != nil {
-		if major, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(*v), "v")); err == nil {
-			return major
-		}
-	}
-	return 7
+// ClusterAnnouncesTLSPort tells whether a node of a RedisCluster that runs server announces
+// its TLS port apart (cluster-announce-tls-port, Redis 7 and later; Valkey reports the Redis
+// version it has the commands of); before, the one announced port is the TLS port under TLS.
+// It follows the version the server reported in INFO server, never clusterVersion.
+func ClusterAnnouncesTLSPort(cr *v1beta2.RedisCluster, server redis.ServerInfo) bool {
+	return cr.Spec.TLS != nil && server.Has(7, 0)
 }
 
 // PodFQDN is the DNS name of a pod of the StatefulSet stsName under its headless Service, in
@@ -165,20 +158,21 @@ func NodePortsOf(svc *corev1.Service) (NodePorts, bool) {
 func NodePortsConfigMapName(stsName string) string { return stsName + "-nodeports" }
 
 // nodePortsConfigMap renders, for every pod that has a Service, the directives it includes at
-// start. It is not part of the config hash: a pod reads its own file when it starts, and the
-// operator sets a changed value at run time.
-func (w *workload) nodePortsConfigMap(ports map[string]NodePorts, tlsPort bool) *corev1.ConfigMap {
+// start: <pod>.conf, which every version takes, and under TLS <pod>.tls.conf, which only
+// Redis 7 and later know and which the pod includes only on those (clusterCommand). It is not
+// part of the config hash: a pod reads its own files when it starts, and the operator sets a
+// changed value at run time.
+func (w *workload) nodePortsConfigMap(ports map[string]NodePorts) *corev1.ConfigMap {
 	data := map[string]string{}
 	for _, pod := range slices.Sorted(maps.Keys(ports)) {
 		if podOrdinalOf(w.name, pod) < 0 {
 			continue
 		}
 		np := ports[pod]
-		s := fmt.Sprintf("cluster-announce-port %d\ncluster-announce-bus-port %d\n", np.Client, np.Bus)
-		if tlsPort {
-			s += fmt.Sprintf("cluster-announce-tls-port %d\n", np.Client)
+		data[pod+".conf"] = fmt.Sprintf("cluster-announce-port %d\ncluster-announce-bus-port %d\n", np.Client, np.Bus)
+		if w.tls != nil {
+			data[pod+tlsPortFileSuffix] = fmt.Sprintf("cluster-announce-tls-port %d\n", np.Client)
 		}
-		data[pod+".conf"] = s
 	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -200,8 +194,9 @@ func podOrdinalOf(stsName, pod string) int {
 	return n
 }
 
-// announceArgs are the redis-server arguments that say what the node announces; the kubelet
-// expands the $(VAR) references from announceEnv when the container starts.
+// announceArgs are the redis-server arguments that say what the node announces that every
+// version knows; the kubelet expands the $(VAR) references from announceEnv when the
+// container starts (redis.conf cannot expand variables).
 func (w *workload) announceArgs() []string {
 	if w.busPort == 0 {
 		return nil
@@ -211,9 +206,6 @@ func (w *workload) announceArgs() []string {
 		args = append(args, "--include", nodePortsDir+"/$("+podNameEnv+").conf", "--cluster-announce-ip", "$("+hostIPEnv+")")
 	} else {
 		args = append(args, "--cluster-announce-ip", "$("+podIPEnv+")")
-	}
-	if w.hostnameSuffix != "" {
-		args = append(args, "--cluster-announce-hostname", "$("+podNameEnv+")"+w.hostnameSuffix)
 	}
 	return args
 }

@@ -1,12 +1,14 @@
 package builder
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 func nodePortCluster() *v1beta2.RedisCluster {
@@ -31,73 +33,79 @@ func testNodePorts(leaders, followers int32) map[string]NodePorts {
 	return out
 }
 
+// What each node announces, by the arguments a server of Redis 6.2 and one of 7.0 are started
+// with (the command run against fake servers, cluster_start_test.go).
 func TestClusterAnnouncement(t *testing.T) {
-	tlsOn := func(cr *v1beta2.RedisCluster) *v1beta2.RedisCluster {
-		cr.Spec.TLS = &v1beta2.TLSConfig{Secret: corev1.SecretVolumeSource{SecretName: "tls"}}
-		return cr
-	}
 	hostname := func(role, domain string) []string {
-		return []string{"--cluster-announce-hostname", "$(POD_NAME).shards-" + role + "-headless.redis-ns.svc." + domain}
+		// The test pod is named shards-leader-1 whatever its role.
+		return []string{"--cluster-announce-hostname", "shards-leader-1.shards-" + role + "-headless.redis-ns.svc." + domain}
+	}
+	preferred := []string{"--cluster-preferred-endpoint-type", "hostname"}
+	podIP := []string{"--cluster-announce-ip", "10.1.2.3"}
+	cat := func(parts ...[]string) []string {
+		return slices.Concat(append([][]string{{redisConfPath}}, parts...)...)
 	}
 	tests := []struct {
-		name      string
-		cr        *v1beta2.RedisCluster
-		in        RedisClusterInput
-		wantArgs  func(role string) []string
-		wantEnv   map[string]string // name → downward API field
-		preferred bool              // cluster-preferred-endpoint-type hostname
+		name    string
+		cr      *v1beta2.RedisCluster
+		in      RedisClusterInput
+		want6   []string
+		want7   func(role string) []string
+		plain   bool              // no start script: nothing depends on the version
+		wantEnv map[string]string // name → downward API field
 	}{{
-		name: "in-cluster, Redis 7: pod IP and DNS name",
-		cr:   minimalCluster(),
-		wantArgs: func(role string) []string {
-			return append([]string{"--cluster-announce-ip", "$(POD_IP)"}, hostname(role, "cluster.local")...)
-		},
+		name:    "in-cluster: pod IP, and from Redis 7 on the DNS name",
+		cr:      minimalCluster(),
+		want6:   cat(podIP),
+		want7:   func(role string) []string { return cat(podIP, hostname(role, "cluster.local")) },
 		wantEnv: map[string]string{"POD_IP": "status.podIP", "POD_NAME": "metadata.name"},
 	}, {
-		name: "a configured DNS domain",
-		cr:   minimalCluster(),
-		in:   RedisClusterInput{DNSDomain: "corp.example"},
-		wantArgs: func(role string) []string {
-			return append([]string{"--cluster-announce-ip", "$(POD_IP)"}, hostname(role, "corp.example")...)
-		},
+		name:    "a configured DNS domain",
+		cr:      minimalCluster(),
+		in:      RedisClusterInput{DNSDomain: "corp.example"},
+		want6:   cat(podIP),
+		want7:   func(role string) []string { return cat(podIP, hostname(role, "corp.example")) },
 		wantEnv: map[string]string{"POD_IP": "status.podIP", "POD_NAME": "metadata.name"},
 	}, {
-		name: "TLS: clients are redirected by name",
-		cr:   tlsOn(minimalCluster()),
-		wantArgs: func(role string) []string {
-			return append([]string{"--cluster-announce-ip", "$(POD_IP)"}, hostname(role, "cluster.local")...)
-		},
-		wantEnv:   map[string]string{"POD_IP": "status.podIP", "POD_NAME": "metadata.name"},
-		preferred: true,
+		name:    "TLS: from Redis 7 on clients are redirected by name",
+		cr:      tlsCluster(minimalCluster()),
+		want6:   cat(podIP),
+		want7:   func(role string) []string { return cat(podIP, hostname(role, "cluster.local"), preferred) },
+		wantEnv: map[string]string{"POD_IP": "status.podIP", "POD_NAME": "metadata.name"},
 	}, {
-		name: "Redis 6 knows no hostname",
+		name: "clusterVersion v6 decides nothing",
 		cr: func() *v1beta2.RedisCluster {
-			cr := tlsOn(minimalCluster())
+			cr := tlsCluster(minimalCluster())
 			cr.Spec.ClusterVersion = ptrTo("v6")
 			return cr
 		}(),
-		wantArgs: func(string) []string { return []string{"--cluster-announce-ip", "$(POD_IP)"} },
-		wantEnv:  map[string]string{"POD_IP": "status.podIP"},
+		want6:   cat(podIP),
+		want7:   func(role string) []string { return cat(podIP, hostname(role, "cluster.local"), preferred) },
+		wantEnv: map[string]string{"POD_IP": "status.podIP", "POD_NAME": "metadata.name"},
 	}, {
 		name: "no headless Service, no name that resolves",
 		cr: func() *v1beta2.RedisCluster {
-			cr := tlsOn(minimalCluster())
+			cr := tlsCluster(minimalCluster())
 			cr.Spec.KubernetesConfig.Service = &v1beta2.ServiceConfig{Headless: &v1beta2.ServiceOption{Enabled: ptrTo(false)}}
 			return cr
 		}(),
-		wantArgs: func(string) []string { return []string{"--cluster-announce-ip", "$(POD_IP)"} },
-		wantEnv:  map[string]string{"POD_IP": "status.podIP"},
+		want6:   cat(podIP),
+		want7:   func(string) []string { return cat(podIP) },
+		plain:   true,
+		wantEnv: map[string]string{"POD_IP": "status.podIP"},
 	}, {
-		name: "NodePort: node IP, the pod's node ports from its file, and its name",
-		cr:   tlsOn(nodePortCluster()),
-		in:   RedisClusterInput{NodePorts: testNodePorts(3, 3)},
-		wantArgs: func(role string) []string {
-			return append([]string{"--include", "/etc/redis-nodeports/$(POD_NAME).conf", "--cluster-announce-ip", "$(HOST_IP)"},
-				hostname(role, "cluster.local")...)
+		name:  "NodePort: node IP, the pod's node ports from its file, and its name",
+		cr:    tlsCluster(nodePortCluster()),
+		in:    RedisClusterInput{NodePorts: testNodePorts(3, 3)},
+		want6: cat([]string{"--include", "/etc/redis-nodeports/shards-leader-1.conf", "--cluster-announce-ip", "192.0.2.9"}),
+		want7: func(role string) []string {
+			// Clients outside the cluster cannot resolve pod names: no preferred hostname under TLS.
+			return cat([]string{"--include", "/etc/redis-nodeports/shards-leader-1.conf", "--cluster-announce-ip", "192.0.2.9"},
+				hostname(role, "cluster.local"), []string{"--include", "/etc/redis-nodeports/shards-leader-1" + tlsPortFileSuffix})
 		},
 		wantEnv: map[string]string{"POD_IP": "status.podIP", "HOST_IP": "status.hostIP", "POD_NAME": "metadata.name"},
-		// Clients outside the cluster cannot resolve pod names: no preferred hostname under TLS.
 	}}
+	files := map[string]string{"shards-leader-1.conf": "x", "shards-leader-1" + tlsPortFileSuffix: "x"}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -106,7 +114,11 @@ func TestClusterAnnouncement(t *testing.T) {
 			for _, role := range []string{RoleLeader, RoleFollower} {
 				name := "shards-" + role
 				c := container(t, o.StatefulSet(name).Spec.Template.Spec, name)
-				wantEqual(t, name+" command", c.Command, append([]string{"redis-server", "/etc/redis/redis.conf"}, tc.wantArgs(role)...))
+				wantEqual(t, name+" on Redis 6.2", startedArgs(t, []string{"sh"}, c, redis62, files), tc.want6)
+				wantEqual(t, name+" on Redis 7.0", startedArgs(t, []string{"sh"}, c, redis70, files), tc.want7(role))
+				if plain := c.Command[0] == "redis-server"; plain != tc.plain {
+					t.Errorf("%s command %q: plain %v, want %v", name, c.Command, plain, tc.plain)
+				}
 				got := map[string]string{}
 				for _, e := range c.Env {
 					if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
@@ -115,10 +127,8 @@ func TestClusterAnnouncement(t *testing.T) {
 				}
 				wantEqual(t, name+" downward API env", got, tc.wantEnv)
 				conf := confOf(t, o, name+"-config", RedisConfKey)
-				if has := strings.Contains(conf, "\ncluster-preferred-endpoint-type hostname\n"); has != tc.preferred {
-					t.Errorf("%s redis.conf has the preferred hostname endpoint: %v, want %v\n%s", name, has, tc.preferred, conf)
-				}
-				lacksLines(t, name+" redis.conf", conf, "cluster-announce")
+				// What Redis 6 refuses is never in the file every version reads.
+				lacksLines(t, name+" redis.conf", conf, "cluster-announce", "cluster-preferred-endpoint-type")
 			}
 		})
 	}
@@ -163,10 +173,13 @@ func TestClusterNodePortObjects(t *testing.T) {
 			wantEqual(t, pod+" owner", svc.OwnerReferences[0].Kind, "RedisCluster")
 		}
 		cm := o.ConfigMap(NodePortsConfigMapName(sts))
-		wantEqual(t, sts+" node port files", sortedKeys(cm.Data), []string{sts + "-0.conf", sts + "-1.conf", sts + "-2.conf"})
+		wantEqual(t, sts+" node port files", sortedKeys(cm.Data), []string{sts + "-0.conf", sts + "-0.tls.conf",
+			sts + "-1.conf", sts + "-1.tls.conf", sts + "-2.conf", sts + "-2.tls.conf"})
 		np := ports[sts+"-1"]
+		// What Redis 6 refuses apart: only a server of Redis 7 or later includes it.
 		wantEqual(t, sts+"-1.conf", cm.Data[sts+"-1.conf"],
-			"cluster-announce-port "+i32(np.Client)+"\ncluster-announce-bus-port "+i32(np.Bus)+"\ncluster-announce-tls-port "+i32(np.Client)+"\n")
+			"cluster-announce-port "+i32(np.Client)+"\ncluster-announce-bus-port "+i32(np.Bus)+"\n")
+		wantEqual(t, sts+"-1.tls.conf", cm.Data[sts+"-1.tls.conf"], "cluster-announce-tls-port "+i32(np.Client)+"\n")
 		spec := o.StatefulSet(sts).Spec.Template.Spec
 		wantEqual(t, sts+" node ports volume", volume(t, spec, nodePortsVolume).ConfigMap.Name, sts+"-nodeports")
 		if items := volume(t, spec, nodePortsVolume).ConfigMap.Items; items != nil {
@@ -233,16 +246,36 @@ func TestClusterNodePortScaling(t *testing.T) {
 	wantEqual(t, "files after the scale-in", sortedKeys(gone.ConfigMap("shards-leader-nodeports").Data), []string{"shards-leader-0.conf", "shards-leader-1.conf"})
 }
 
-// Redis 6 has no cluster-announce-tls-port: under TLS its one announced port is the TLS one.
-func TestClusterNodePortFileOfRedis6(t *testing.T) {
-	cr := nodePortCluster()
+// The TLS port is set at run time by the version a node reported, never by clusterVersion: Redis
+// 6 has no cluster-announce-tls-port (under TLS its one announced port is the TLS one); Valkey
+// reports the Redis version it has the commands of.
+func TestClusterAnnouncesTLSPortByTheServersVersion(t *testing.T) {
+	info := func(text string) redis.ServerInfo {
+		s, err := redis.ParseServerInfo(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cr := tlsCluster(nodePortCluster())
 	cr.Spec.ClusterVersion = ptrTo("v6")
-	cr.Spec.TLS = &v1beta2.TLSConfig{Secret: corev1.SecretVolumeSource{SecretName: "tls"}}
-	o := mustBuild(t)(BuildRedisCluster(RedisClusterInput{CR: cr, NodePorts: testNodePorts(3, 3)}))
-	wantEqual(t, "file", o.ConfigMap("shards-leader-nodeports").Data["shards-leader-0.conf"],
-		"cluster-announce-port 30000\ncluster-announce-bus-port 30001\n")
-	if ClusterAnnouncesTLSPort(cr) {
-		t.Error("the operator would set cluster-announce-tls-port on Redis 6")
+	for _, tc := range []struct {
+		server redis.ServerInfo
+		want   bool
+	}{
+		{info("redis_version:6.2.14\r\n"), false},
+		{info("redis_version:7.0.15\r\n"), true},
+		{info("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n"), true},
+		{redis.ServerInfo{}, false},
+	} {
+		if got := ClusterAnnouncesTLSPort(cr, tc.server); got != tc.want {
+			t.Errorf("%s under TLS: TLS port %v, want %v", tc.server, got, tc.want)
+		}
+	}
+	cr.Spec.ClusterVersion = nil
+	cr.Spec.TLS = nil
+	if ClusterAnnouncesTLSPort(cr, info("redis_version:7.0.15\r\n")) {
+		t.Error("a cluster without TLS would announce a TLS port")
 	}
 }
 

@@ -45,11 +45,9 @@ var passwordDirectives = map[string]bool{"requirepass": true, "masterauth": true
 
 // redisConf is everything that goes into a redis.conf.
 type redisConf struct {
-	port         int32
-	cluster      bool
-	nodesConfDir string
-	// preferHostname: the cluster redirects clients by the nodes' announced DNS names.
-	preferHostname bool
+	port           int32
+	cluster        bool
+	nodesConfDir   string
 	persistence    bool
 	maxMemoryBytes int64
 	tls            *v1beta2.TLSConfig
@@ -90,12 +88,9 @@ func (c redisConf) render(withDynamic bool) string {
 	if c.cluster {
 		line("cluster-enabled yes")
 		line("cluster-config-file", c.nodesConfDir+"/"+nodesConfFile)
-		// What the node announces (its IP, hostname, node ports) is per pod, passed as
-		// arguments (cluster_network.go).
-		if c.preferHostname {
-			// TLS clients verify the certificate against the name they dial: send them to names.
-			line("cluster-preferred-endpoint-type hostname")
-		}
+		// What the node announces (its IP, hostname, node ports) is per pod, and what Redis 6
+		// does not know depends on the server's version: both are passed as arguments
+		// (cluster_network.go).
 		// The operator attaches a shard's replicas as they come; waiting for more of them
 		// before a diskless sync (5 s by default) only delays each one. Later lines may override.
 		line("repl-diskless-sync-delay 0")

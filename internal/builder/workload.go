@@ -109,8 +109,12 @@ type workload struct {
 	// nodePorts: the cluster's nodes announce their Kubernetes node's IP and the node ports of
 	// their per-pod Services (cluster_network.go).
 	nodePorts bool
-	// hostnameSuffix, when set, follows the pod name in the DNS name the node announces.
+	// hostnameSuffix, when set, follows the pod name in the DNS name the node announces
+	// (from Redis 7 on).
 	hostnameSuffix string
+	// preferHostname: the cluster redirects clients by the nodes' announced DNS names (from
+	// Redis 7 on).
+	preferHostname bool
 
 	passwordRef    *v1beta2.ExistingPasswordSecret // the user's Secret, for the exporter
 	authSecretName string                          // "" when there is no password
@@ -345,8 +349,7 @@ func (w *workload) serverContainer() corev1.Container {
 		c.Command = []string{"redis-server", redisConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 		if w.busPort != 0 {
-			// redis.conf cannot expand variables; the kubelet expands the $(VAR)s of a command.
-			c.Command = append(c.Command, w.announceArgs()...)
+			c.Command = w.clusterCommand()
 			c.Ports = append(c.Ports, corev1.ContainerPort{Name: busPortName, ContainerPort: w.busPort, Protocol: corev1.ProtocolTCP})
 		}
 	}

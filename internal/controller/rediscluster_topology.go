@@ -370,8 +370,9 @@ func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, 
 		}
 		err = c.ClusterMeet(ctx, step.IP, step.Port, step.BusPort)
 	case clusterplan.StepAnnounce:
-		// One setting at a time: Redis 6 takes no more in one CONFIG SET.
-		settings := announceSettings(*step, builder.ClusterAnnouncesTLSPort(s.cr))
+		// One setting at a time: Redis 6 takes no more in one CONFIG SET. The TLS port by the
+		// version the node reports, as its start script decided (builder.clusterCommand).
+		settings := announceSettings(*step, builder.ClusterAnnouncesTLSPort(s.cr, member.Server))
 		for i := 0; i+1 < len(settings) && err == nil; i += 2 {
 			err = c.ConfigSet(ctx, settings[i], settings[i+1])
 		}
