@@ -157,6 +157,15 @@ func TestSwitchFromTheOtherOperator(t *testing.T) {
 	// the new one takes their pods over without replacing any.
 	helm(t, "uninstall", "redis-operator", "-n", ourNamespace, "--wait")
 	waitNoOperatorPod(t)
+	// Its webhook certificate goes with the chart's Service (garbage collection): the next
+	// operator makes a new one, which the v1beta1 read below goes through.
+	sb.WaitFor(t, ourNamespace, "the webhook certificate Secret gone", time.Minute, func(ctx context.Context) (bool, string, error) {
+		_, err := sb.Kube.CoreV1().Secrets(ourNamespace).Get(ctx, "redis-operator-webhook-cert", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "still there", err
+	})
 	if now := podSnapshot(t, ns); now != pods {
 		t.Fatalf("pods changed while no operator ran:\n%s\nthen\n%s", pods, now)
 	}
@@ -436,6 +445,7 @@ func waitReconciled(t *testing.T, ns string, scrape func(ctx context.Context, ip
 }
 
 func httpsMetrics(t *testing.T) func(ctx context.Context, ip string) (string, error) {
+	t.Helper()
 	token := sb.MetricsToken(t)
 	return func(ctx context.Context, ip string) (string, error) { return framework.OperatorMetrics(ctx, ip, token) }
 }
@@ -531,7 +541,9 @@ func kubectlErr(ctx context.Context, stdin string, args ...string) (string, erro
 // helm runs bin/helm against the sandbox, its state kept in the sandbox's directory.
 func helm(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(sb.Repo(), "bin", "helm"), append(args, "--kubeconfig", sb.Inst.Kubeconfig())...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(sb.Repo(), "bin", "helm"), append(args, "--kubeconfig", sb.Inst.Kubeconfig())...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(sb.Dir, "helm-cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(sb.Dir, "helm-config"), "HELM_DATA_HOME="+filepath.Join(sb.Dir, "helm-data"))
 	if out, err := cmd.CombinedOutput(); err != nil {
