@@ -510,6 +510,9 @@ func (o *observed) placeReplica(m Member, shards []*shard, perShard int) placeme
 		return placement{step: &Step{Kind: StepReplicate, On: m.Pod, NodeID: master,
 			Reason: fmt.Sprintf("replica %s still follows %s, its master %s (%s) is at %s now", m.Pod,
 				net.JoinHostPort(m.Replication.MasterIP, strconv.Itoa(m.Replication.MasterPort)), short(master), at.Pod, hostPort(at))}}
+	case !m.Replication.LinkUp() && o.forgottenByOthers(m, master):
+		// Its master left the cluster (a scale-in, every other node forgot it) and a replica
+		// cannot forget its own master: waiting for the link would wait for ever.
 	case !m.Replication.LinkUp():
 		return placement{wait: fmt.Sprintf("replica %s is syncing with its master", m.Pod)}
 	case o.shardOf(shards, master) != nil:
@@ -521,6 +524,22 @@ func (o *observed) placeReplica(m Member, shards []*shard, perShard int) placeme
 		return placement{step: &step}
 	}
 	return placement{problem: fmt.Sprintf("replica %s follows %s, which is leaving, and no shard needs a replica", m.Pod, o.podOf(master))}
+}
+
+// forgottenByOthers: no other member that answered knows the node masterID any more (and at
+// least one answered), so it is gone from the cluster, not a master that is only restarting.
+func (o *observed) forgottenByOthers(m Member, masterID string) bool {
+	answered := 0
+	for _, other := range o.members {
+		if other.Pod == m.Pod || other.View == nil {
+			continue
+		}
+		answered++
+		if _, ok := other.View.NodeByID(masterID); ok {
+			return false
+		}
+	}
+	return answered > 0
 }
 
 // followsStaleAddress: the replica's link is down and points at an address that is not where

@@ -588,3 +588,36 @@ func TestAgreeWaitsForEveryAnnouncedHostname(t *testing.T) {
 		t.Fatalf("want a wait for c-leader-2 to learn c-follower-0's hostname, got %+v", p)
 	}
 }
+
+// A follower that a scale-out moved to the new leader stays a replica of it after the
+// scale-in: every other node forgot the departed leader, a replica cannot forget its own
+// master, and its link is down for good. It is attached to the shard that lacks a replica,
+// not waited for as if still syncing (found by the NodePort scale-in e2e test).
+func TestReplicaOfAForgottenMasterIsReattached(t *testing.T) {
+	nodes := healthy()
+	gone := node{pod: "c-leader-3", ip: "10.0.0.9"}
+	nodes[3].master = "c-leader-3" // c-follower-0
+	c := cluster{known: append(append([]node{}, nodes...), gone)}
+	members := c.members(nodes)
+	for i := range members {
+		if members[i].Pod != "c-follower-0" {
+			members[i].View = c.viewOf(c.byPod(members[i].Pod), nodes)
+		}
+	}
+	members[3].Replication.ReplicationState = "connect"
+	plan := Compute(threeByThree, members)
+	assertSteps(t, plan, StepReplicate, 1)
+	if s := plan.Steps[0]; s.On != "c-follower-0" || s.NodeID != c.byPod("c-leader-0").id() {
+		t.Errorf("want c-follower-0 to replicate c-leader-0, the shard without a replica, got %+v", s)
+	}
+
+	// While another node still knows the departed leader, it is forgotten there first; the
+	// follower is not moved yet.
+	members[0].View = c.viewOf(c.byPod("c-leader-0"), c.known)
+	plan = Compute(threeByThree, members)
+	for _, s := range plan.Steps {
+		if s.Kind != StepForget || s.NodeID != gone.id() {
+			t.Errorf("want only the departed leader forgotten first, got %+v", plan)
+		}
+	}
+}
