@@ -289,7 +289,9 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 	}
 	switch step.Kind {
 	case replicationplan.StepReplicaOf:
-		err = c.ReplicaOf(ctx, s.hosts.address(step.Host), step.Port)
+		// The planner names the master by IP; Redis is told the form its sentinels use.
+		step.Host = s.hosts.address(step.Host)
+		err = c.ReplicaOf(ctx, step.Host, step.Port)
 	case replicationplan.StepPromote:
 		err = c.ReplicaOfNoOne(ctx)
 	default:
