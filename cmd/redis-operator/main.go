@@ -301,7 +301,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			Memory: memory, DNSDomain: opts.dnsDomain}},
 		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory}},
+			Memory: memory, DNSDomain: opts.dnsDomain}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {

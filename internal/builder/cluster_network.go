@@ -199,6 +199,11 @@ func podOrdinalOf(stsName, pod string) int {
 // container starts (redis.conf cannot expand variables).
 func (w *workload) announceArgs() []string {
 	if w.busPort == 0 {
+		// A replication pod: sentinels that name instances by DNS name learn replicas from
+		// the master's INFO, which lists each by what it announces (Redis 7 takes a name here).
+		if w.hostnameSuffix != "" {
+			return []string{"--replica-announce-ip", "$(" + podNameEnv + ")" + w.hostnameSuffix}
+		}
 		return nil
 	}
 	var args []string
@@ -212,13 +217,16 @@ func (w *workload) announceArgs() []string {
 
 // announceEnv are the downward API variables announceArgs refers to.
 func (w *workload) announceEnv() []corev1.EnvVar {
-	if w.busPort == 0 {
-		return nil
-	}
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
 		}}
+	}
+	if w.busPort == 0 {
+		if w.hostnameSuffix != "" {
+			return []corev1.EnvVar{field(podNameEnv, "metadata.name")}
+		}
+		return nil
 	}
 	env := []corev1.EnvVar{field(podIPEnv, "status.podIP")}
 	if w.nodePorts {

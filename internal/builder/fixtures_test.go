@@ -335,6 +335,18 @@ func fullReplication() *v1beta2.RedisReplication {
 	}}
 }
 
+// hostnamesReplicationInput is a replication under TLS whose embedded sentinels name
+// instances by DNS name: the pods announce theirs and the sentinels are seeded with the
+// master's.
+func hostnamesReplicationInput() RedisReplicationInput {
+	cr := minimalReplication()
+	cr.Spec.TLS = fullTLS()
+	cr.Spec.Sentinel = &v1beta2.Sentinel{Size: 3, Image: "redis:7.4.2",
+		SentinelConfig: v1beta2.SentinelConfig{ResolveHostnames: "yes", AnnounceHostnames: "yes"}}
+	return RedisReplicationInput{CR: cr, AnnounceHostnames: true, DNSDomain: "example.internal",
+		MasterHost: ReplicationPodFQDN("repl-0", "repl", testNamespace, "example.internal")}
+}
+
 func minimalSentinel() *v1beta2.RedisSentinel {
 	return &v1beta2.RedisSentinel{ObjectMeta: crMeta("watch"), Spec: v1beta2.RedisSentinelSpec{
 		KubernetesConfig:    v1beta2.KubernetesConfig{Image: "redis:7.4.2"},
@@ -418,6 +430,9 @@ func allCases() []buildCase {
 		{"redisreplication-full", func() (*Objects, error) {
 			return BuildRedisReplication(RedisReplicationInput{CR: fullReplication(), Password: testPassword,
 				SentinelPassword: testSentinelPassword, MasterHost: testMasterHost})
+		}},
+		{"redisreplication-hostnames", func() (*Objects, error) {
+			return BuildRedisReplication(hostnamesReplicationInput())
 		}},
 		{"redissentinel-minimal", func() (*Objects, error) {
 			return BuildRedisSentinel(RedisSentinelInput{CR: minimalSentinel(), MasterHost: testMasterHost})

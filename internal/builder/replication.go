@@ -25,8 +25,8 @@ type RedisReplicationInput struct {
 	// SentinelPassword is the embedded sentinels' own password, the value of the Secret key
 	// named by spec.sentinel.redisSecret; it must be set exactly when that is.
 	SentinelPassword string
-	// MasterHost is the address of the current master (its pod IP), which embedded sentinels
-	// monitor. While it is empty (no master elected yet) no sentinel objects are built; once
+	// MasterHost is the address of the current master (its pod IP, or its DNS name with
+	// AnnounceHostnames), which embedded sentinels monitor. While it is empty (no master elected yet) no sentinel objects are built; once
 	// set, it seeds new sentinel pods only and is kept out of the config hash, so following a
 	// failover never restarts the sentinels.
 	MasterHost string
@@ -34,6 +34,12 @@ type RedisReplicationInput struct {
 	// (LegacyEmbeddedSentinelObjects) from being pruned: the controller retires them itself,
 	// once the sentinels built here monitor the master.
 	RetainLegacySentinels bool
+	// AnnounceHostnames: the sentinels watching the replication name instances by DNS name
+	// (ReplicationNamesHosts), so each pod announces its own (replica-announce-ip) and the
+	// sentinels list, and fail over to, replicas by that name rather than their pod IP.
+	AnnounceHostnames bool
+	// DNSDomain is the cluster DNS domain of those names, "" for DefaultDNSDomain.
+	DNSDomain string
 }
 
 // BuildRedisReplication returns the desired objects of a RedisReplication: StatefulSet <name>,
@@ -106,6 +112,12 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	}
 	w.applyStorage(s.Storage)
 	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
+	if in.AnnounceHostnames {
+		if !ReplicationPodsResolve(cr) {
+			return nil, errors.New("pods can announce their DNS names only while the headless Service that makes them resolve is enabled")
+		}
+		w.hostnameSuffix = podDomainSuffix(w.name, cr.Namespace, in.DNSDomain)
+	}
 
 	out := &Objects{}
 	if ref != nil {

@@ -148,3 +148,60 @@ func CheckSentinelMasterPassword(pw string) error {
 	}
 	return nil
 }
+
+// Sentinels by DNS name. With resolve-hostnames and announce-hostnames both yes a sentinel
+// accepts a name wherever it takes an address and reports instances by the name it was given
+// (SENTINEL get-master-addr-by-name included), so clients that verify the server's
+// certificate against the name they dial can use one that names only DNS names. For that to
+// last across failovers the master must be monitored by its pod's DNS name (the seed, and
+// what the operator tells Redis in REPLICAOF and FAILOVER TO) and every replica must announce
+// its own (replica-announce-ip): sentinels learn replicas, and promote them, by what the
+// master's INFO lists.
+
+// sentinelsNameHosts tells whether sentinels with this config name instances by DNS name.
+func sentinelsNameHosts(c v1beta2.SentinelConfig) bool {
+	return c.ResolveHostnames == "yes" && c.AnnounceHostnames == "yes"
+}
+
+// RedisSentinelNamesHosts tells whether a RedisSentinel's sentinels name instances by DNS
+// name; they monitor the master by it only while the replication's pod names resolve
+// (ReplicationPodsResolve).
+func RedisSentinelNamesHosts(cr *v1beta2.RedisSentinel) bool {
+	c := cr.Spec.RedisSentinelConfig
+	return c != nil && sentinelsNameHosts(c.SentinelConfig)
+}
+
+// EmbeddedSentinelsNameHosts tells whether a RedisReplication's embedded sentinels name
+// instances by DNS name.
+func EmbeddedSentinelsNameHosts(cr *v1beta2.RedisReplication) bool {
+	return cr.Spec.Sentinel != nil && sentinelsNameHosts(cr.Spec.Sentinel.SentinelConfig)
+}
+
+// ReplicationPodsResolve tells whether the pods of a RedisReplication have DNS names: while
+// its headless Service, which governs the StatefulSet, exists.
+func ReplicationPodsResolve(cr *v1beta2.RedisReplication) bool {
+	return resolveServices(cr.Spec.KubernetesConfig.Service).headless.enabled
+}
+
+// ReplicationNamesHosts tells whether the pods of a RedisReplication are known to the
+// sentinels watching it by their DNS names (ReplicationPodFQDN): its embedded sentinels or a
+// RedisSentinel naming it (sentinels) name instances so, and the names resolve.
+func ReplicationNamesHosts(cr *v1beta2.RedisReplication, sentinels []v1beta2.RedisSentinel) bool {
+	if !ReplicationPodsResolve(cr) {
+		return false
+	}
+	if EmbeddedSentinelsNameHosts(cr) {
+		return true
+	}
+	for i := range sentinels {
+		if RedisSentinelNamesHosts(&sentinels[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReplicationPodFQDN is the DNS name of a pod of the RedisReplication crName.
+func ReplicationPodFQDN(pod, crName, namespace, domain string) string {
+	return PodFQDN(pod, crName, namespace, domain)
+}

@@ -346,7 +346,8 @@ func (w *workload) serverContainer() corev1.Container {
 		c.Command = []string{"redis-sentinel", sentinelConfPath}
 		c.Ports = []corev1.ContainerPort{{Name: sentinelPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 	default:
-		c.Command = []string{"redis-server", redisConfPath}
+		// redis.conf cannot expand variables; the kubelet expands the $(VAR)s of a command.
+		c.Command = append([]string{"redis-server", redisConfPath}, w.announceArgs()...)
 		c.Ports = []corev1.ContainerPort{{Name: redisPortName, ContainerPort: w.port, Protocol: corev1.ProtocolTCP}}
 		if w.busPort != 0 {
 			c.Command = w.clusterCommand()

@@ -105,6 +105,10 @@ type replicationScope struct {
 	// version ran (StatefulSet <name>-sentinel) still exist and must be retired.
 	embeddedReports []string
 	legacySentinels bool
+	// hostnames: the sentinels watching the replication name its pods by DNS name
+	// (builder.ReplicationNamesHosts); hosts maps its pods between their IPs and names.
+	hostnames bool
+	hosts     podHosts
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
@@ -126,6 +130,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 		{"password", r.resolvePassword},
 		{"tls", r.resolveTLS},
 		{"acl", r.resolveACL},
+		{"hostnames", r.resolveHostnames},
 		{"password-rotation", r.rotatePassword},
 		{"hand-over-terminating", r.handOverTerminating},
 		{"hand-over-before-scale-in", r.handOverBeforeScaleIn},
@@ -179,7 +184,8 @@ func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *rep
 }
 
 func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser}
+	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser,
+		AnnounceHostnames: s.hostnames, DNSDomain: r.DNSDomain}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions)
 		if stop || err != nil {
@@ -240,6 +246,17 @@ func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, 
 func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
 	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
 	return stop, err
+}
+
+// resolveHostnames finds whether the sentinels watching the replication name instances by DNS
+// name, before anything tells Redis or the sentinels of a pod.
+func (r *RedisReplicationReconciler) resolveHostnames(ctx context.Context, s *replicationScope) (bool, error) {
+	sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	s.hostnames = builder.ReplicationNamesHosts(s.cr, sentinels)
+	return false, nil
 }
 
 func (r *RedisReplicationReconciler) resolveACL(ctx context.Context, s *replicationScope) (stop bool, err error) {
@@ -396,7 +413,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		}
 		// Most follow the master; one that cannot learn it is restarted, and until it follows
 		// the replication is not Ready: that sentinel would miss the next failover.
-		blind, err := r.reseedEmbeddedSentinel(ctx, s, sentinelPods, master.Status.PodIP)
+		blind, err := r.reseedEmbeddedSentinel(ctx, s, sentinelPods, r.embeddedSeedHost(s, master))
 		if err != nil {
 			return false, err
 		}

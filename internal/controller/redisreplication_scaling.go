@@ -3,10 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
@@ -56,7 +59,7 @@ func (r *RedisReplicationReconciler) handOver(ctx context.Context, s *replicatio
 	if err != nil {
 		return err
 	}
-	err = c.FailoverTo(ctx, to.IP, to.Port, 5*time.Second)
+	err = c.FailoverTo(ctx, r.failoverTarget(ctx, s, from.IP, to), to.Port, 5*time.Second)
 	inProgress := redis.IsServerError(err) && strings.Contains(err.Error(), "already in progress")
 	if err != nil && !inProgress {
 		r.Recorder.Eventf(s.cr, s.podNamed(master), corev1.EventTypeWarning, "HandOverFailed", "Failover", "FAILOVER TO %s failed: %v", target, err)
@@ -70,4 +73,22 @@ func (r *RedisReplicationReconciler) handOver(ctx context.Context, s *replicatio
 	r.notReady(s, reason, message)
 	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
 	return nil
+}
+
+// failoverTarget is the host FAILOVER TO must name for the replica to: Redis looks it up among
+// the master's replicas by what each announces, its IP or its DNS name (a pod not yet started
+// with the announcement its sentinels need still announces its IP). What the master at
+// masterIP lists decides; when it cannot say, the form the sentinels use.
+func (r *RedisReplicationReconciler) failoverTarget(ctx context.Context, s *replicationScope, masterIP string, to *replicationplan.Member) string {
+	info, err := r.info(ctx, s, masterIP)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("the master does not list its replicas", "error", err.Error())
+		return s.hosts.address(to.IP)
+	}
+	for addr := range acknowledgmentLags(info) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && s.hosts.ip(host) == to.IP && port == strconv.Itoa(to.Port) {
+			return host
+		}
+	}
+	return s.hosts.address(to.IP)
 }

@@ -83,6 +83,10 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 		if err != nil {
 			return false, err
 		}
+		// A sentinel naming the master by DNS name names the pod's IP for the planner.
+		for i := range asked {
+			asked[i] = s.hosts.ip(asked[i])
+		}
 		reports = append(reports, asked...)
 		if g.embedded {
 			s.embeddedReports = asked
@@ -123,7 +127,7 @@ func (r *RedisReplicationReconciler) rollSentinelsForTLS(ctx context.Context, s 
 // deleting one of their pods restarts a sentinel only, never the master or a replica. It
 // returns what holds the replication back, "" when no embedded sentinel is blind. A sentinel
 // that does not answer counts as not following the master, which only makes a restart rarer.
-func (r *RedisReplicationReconciler) reseedEmbeddedSentinel(ctx context.Context, s *replicationScope, pods []corev1.Pod, masterIP string) (string, error) {
+func (r *RedisReplicationReconciler) reseedEmbeddedSentinel(ctx context.Context, s *replicationScope, pods []corev1.Pod, masterHost string) (string, error) {
 	password, err := readPassword(ctx, r.Client, s.cr.Namespace, s.cr.Spec.Sentinel.ExistingPasswordSecret)
 	if err != nil {
 		// As when asking them where the master is: the replication goes on without them.
@@ -139,21 +143,21 @@ func (r *RedisReplicationReconciler) reseedEmbeddedSentinel(ctx context.Context,
 			if err != nil {
 				return "", err
 			}
-			if view, err = sentinelViewOf(ctx, c, pods[i].Name, group, masterIP); err != nil {
+			if view, err = sentinelViewOf(ctx, c, pods[i].Name, group, masterHost, s.embeddedHosts().canonical); err != nil {
 				log.FromContext(ctx).V(1).Info("an embedded sentinel does not say what it sees", "pod", pods[i].Name, "error", err.Error())
 				view = replicationplan.SentinelView{Pod: pods[i].Name}
 			}
 		}
 		views = append(views, view)
 	}
-	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterIP)
+	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterHost)
 	if err != nil || reseed.blind == "" {
 		return "", err
 	}
 	if reseed.restarted {
 		return fmt.Sprintf("sentinel %s could not learn where the master is: its pod starts again from the seed", reseed.blind), nil
 	}
-	return fmt.Sprintf("sentinel %s cannot learn where the master is (at %s): %s", reseed.blind, masterIP, reseed.held), nil
+	return fmt.Sprintf("sentinel %s cannot learn where the master is (at %s): %s", reseed.blind, masterHost, reseed.held), nil
 }
 
 // watchingSentinels lists, for a password rotation, every set of sentinels watching the
@@ -313,7 +317,7 @@ func serviceHost(service, namespace, domain string) string {
 }
 
 // sentinelSeed is the master address new embedded sentinel pods start monitoring: the current
-// master's pod IP, or, while that pod has none (it is being replaced), the address the sentinels
+// master's pod IP (its DNS name when they name hosts, embeddedSeedHost), or, while that pod has none (it is being replaced), the address the sentinels
 // were last seeded with, so that they are never pruned in the middle of a failover. It is ""
 // only before the first master is chosen; the sentinels are created after that.
 func (r *RedisReplicationReconciler) sentinelSeed(ctx context.Context, s *replicationScope) (string, error) {
@@ -324,7 +328,7 @@ func (r *RedisReplicationReconciler) sentinelSeed(ctx context.Context, s *replic
 			return "", fmt.Errorf("get master pod %s: %w", master, err)
 		}
 		if err == nil && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" {
-			return pod.Status.PodIP, nil
+			return r.embeddedSeedHost(s, &pod), nil
 		}
 	}
 	// The seed of this version's sentinels, else that of an earlier version's.
@@ -351,4 +355,26 @@ func seededMaster(conf string) string {
 		}
 	}
 	return ""
+}
+
+// embeddedNamesHosts tells whether the embedded sentinels monitor the master by its DNS name:
+// they name hosts and the pods' names resolve.
+func embeddedNamesHosts(cr *v1beta2.RedisReplication) bool {
+	return builder.EmbeddedSentinelsNameHosts(cr) && builder.ReplicationPodsResolve(cr)
+}
+
+// embeddedSeedHost is the address the embedded sentinels monitor the master pod by: its DNS
+// name when they name hosts, else its IP.
+func (r *RedisReplicationReconciler) embeddedSeedHost(s *replicationScope, master *corev1.Pod) string {
+	if embeddedNamesHosts(s.cr) {
+		return builder.ReplicationPodFQDN(master.Name, s.cr.Name, s.cr.Namespace, r.DNSDomain)
+	}
+	return master.Status.PodIP
+}
+
+// embeddedHosts is hosts in the form the embedded sentinels report pods.
+func (s *replicationScope) embeddedHosts() podHosts {
+	h := s.hosts
+	h.names = embeddedNamesHosts(s.cr)
+	return h
 }

@@ -64,7 +64,12 @@ func (r *RedisReplicationReconciler) observeLagSeconds(ctx context.Context, s *r
 		if m.Role == nil || m.Role.Kind != redis.RoleSlave {
 			continue
 		}
-		if lag, ok := lags[redis.NewEndpoint(m.IP, m.Port, redis.Auth{}).Address()]; ok {
+		// The master lists each replica by what it announces: its IP, or its DNS name.
+		lag, ok := lags[redis.NewEndpoint(s.hosts.address(m.IP), m.Port, redis.Auth{}).Address()]
+		if !ok {
+			lag, ok = lags[redis.NewEndpoint(m.IP, m.Port, redis.Auth{}).Address()]
+		}
+		if ok {
 			worst = max(worst, lag)
 			continue
 		}
@@ -101,6 +106,7 @@ func (r *RedisReplicationReconciler) observeMembers(ctx context.Context, s *repl
 // observePodMembers asks each of the pods for its ROLE into s.members (and s.pods).
 func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *replicationScope, pods []corev1.Pod) error {
 	s.pods, s.members = pods, nil
+	s.hosts = newPodHosts(pods, s.cr.Name, s.cr.Namespace, r.DNSDomain, s.hostnames)
 	for i := range pods {
 		pod := &pods[i]
 		m := replicationplan.Member{Pod: pod.Name, Ordinal: podOrdinal(pod.Name), IP: pod.Status.PodIP, Port: builder.DefaultRedisPort, Ready: podReady(pod),
@@ -114,6 +120,8 @@ func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *r
 			role, linkDown, err := observeRole(readCtx, c)
 			cancel()
 			if err == nil {
+				// A replica following the master by its DNS name is following that pod's IP.
+				role.MasterIP = s.hosts.ip(role.MasterIP)
 				m.Role, m.LinkDown = &role, linkDown
 			} else {
 				log.FromContext(ctx).Info("ROLE failed", "pod", pod.Name, "error", err.Error())
@@ -281,6 +289,8 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 	}
 	switch step.Kind {
 	case replicationplan.StepReplicaOf:
+		// The planner names the master by IP; Redis is told the form its sentinels use.
+		step.Host = s.hosts.address(step.Host)
 		err = c.ReplicaOf(ctx, step.Host, step.Port)
 	case replicationplan.StepPromote:
 		err = c.ReplicaOfNoOne(ctx)

@@ -58,6 +58,9 @@ type RedisSentinelReconciler struct {
 	Memory *Memory
 	// StuckAfter overrides DefaultStuckAfter, the bound of every wait (tests shorten it).
 	StuckAfter time.Duration
+	// DNSDomain is the cluster's DNS domain, the end of the pod names sentinels that name
+	// hosts monitor the master by; "" is DefaultDNSDomain.
+	DNSDomain string
 }
 
 // boundedWait reports a wait as not ready until it has lasted StuckAfter, then as stuck, and
@@ -79,8 +82,11 @@ type sentinelScope struct {
 	password       string
 	tls            *tlsSettings
 	masterPassword string
-	masterHost     string
-	pods           []corev1.Pod
+	// masterHost is the address the sentinels should monitor the master by: its pod IP, or
+	// its DNS name when they name hosts (namesHosts).
+	masterHost string
+	namesHosts bool
+	pods       []corev1.Pod
 }
 
 func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
@@ -175,7 +181,15 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: masterPod}, &pod); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("get master pod %s: %w", masterPod, err)
 		}
-		s.masterHost = pod.Status.PodIP
+		s.namesHosts = builder.RedisSentinelNamesHosts(s.cr) && builder.ReplicationPodsResolve(&replication)
+		switch {
+		case pod.Status.PodIP == "":
+			// No address yet: the pod is being replaced.
+		case s.namesHosts:
+			s.masterHost = builder.ReplicationPodFQDN(pod.Name, replication.Name, s.cr.Namespace, r.DNSDomain)
+		default:
+			s.masterHost = pod.Status.PodIP
+		}
 	}
 	if s.masterHost == "" {
 		r.boundedWait(ctx, s, "master", ReasonMasterUnknown, fmt.Sprintf("waiting for RedisReplication %s to have a master with an address", cfg.RedisReplicationName))
@@ -233,6 +247,12 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		return r.checkIdle(ctx, s)
 	}
 	group := builder.MasterGroupName(s.cr)
+	replication := s.cr.Spec.RedisSentinelConfig.RedisReplicationName
+	monitored, err := podsOf(ctx, r.Client, s.cr.Namespace, replication)
+	if err != nil {
+		return false, err
+	}
+	hosts := newPodHosts(monitored, replication, s.cr.Namespace, r.DNSDomain, s.namesHosts)
 	views := make([]replicationplan.SentinelView, 0, len(s.pods))
 	var first *redis.Client
 	for i := range s.pods {
@@ -241,7 +261,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		if err != nil {
 			return false, err
 		}
-		view, err := r.sentinelView(ctx, s, c, pod, group)
+		view, err := r.sentinelView(ctx, s, c, pod, group, hosts.canonical)
 		if err != nil {
 			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
@@ -251,10 +271,6 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		if i == 0 {
 			first = c
 		}
-	}
-	monitored, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Spec.RedisSentinelConfig.RedisReplicationName)
-	if err != nil {
-		return false, err
 	}
 	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, s.pods, monitored, s.masterHost)
 	if err != nil || reseed.restarted {
@@ -297,10 +313,11 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 
 // sentinelView asks one sentinel what it sees of group (sentinelViewOf), within the liveness
 // watcher's read deadline.
-func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelScope, c *redis.Client, pod *corev1.Pod, group string) (replicationplan.SentinelView, error) {
+func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelScope, c *redis.Client, pod *corev1.Pod, group string,
+	canonical func(string) string) (replicationplan.SentinelView, error) {
 	readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
 	defer cancel()
-	return sentinelViewOf(readCtx, c, pod.Name, group, s.masterHost)
+	return sentinelViewOf(readCtx, c, pod.Name, group, s.masterHost, canonical)
 }
 
 // checkIdle reports sentinels that monitor nothing because the spec names no RedisReplication:

@@ -38,13 +38,15 @@ func livePodHost(pods []corev1.Pod) func(string) bool {
 }
 
 // sentinelViewOf asks one sentinel where it monitors group's master and, when that is not
-// masterHost, which replicas it knows (what it could still learn from).
-func sentinelViewOf(ctx context.Context, c *redis.Client, pod, group, masterHost string) (replicationplan.SentinelView, error) {
+// masterHost, which replicas it knows (what it could still learn from). canonical puts the
+// master's host in the form masterHost has: a sentinel may name the pod by IP or DNS name.
+func sentinelViewOf(ctx context.Context, c *redis.Client, pod, group, masterHost string, canonical func(string) string) (replicationplan.SentinelView, error) {
 	view := replicationplan.SentinelView{Pod: pod}
 	host, _, known, err := c.SentinelMasterAddr(ctx, group)
 	if err != nil || !known {
 		return view, err
 	}
+	host = canonical(host)
 	view.Master = host
 	if host == masterHost {
 		return view, nil
