@@ -62,6 +62,9 @@ func runSuite(m *testing.M) int {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
+	// The package's tests create hundreds of Services, and nothing deletes a namespace's
+	// objects here (no namespace controller runs): the default /24 range ran out of IPs.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
 	var err error
 	restConfig, err = env.Start()
 	if err != nil {
