@@ -425,7 +425,8 @@ func allCases() []buildCase {
 			return BuildRedisCluster(RedisClusterInput{CR: cr, NodePorts: testNodePorts(3, 3)})
 		}},
 		{"redisreplication-minimal", func() (*Objects, error) {
-			return BuildRedisReplication(RedisReplicationInput{CR: minimalReplication()})
+			// No sentinels watch it: the controller has its pods wait for their master.
+			return BuildRedisReplication(RedisReplicationInput{CR: minimalReplication(), WaitForMaster: true})
 		}},
 		{"redisreplication-full", func() (*Objects, error) {
 			return BuildRedisReplication(RedisReplicationInput{CR: fullReplication(), Password: testPassword,

@@ -83,3 +83,21 @@ func TestReplicationNamesHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationPodsWaitForTheirMaster: with WaitForMaster (no sentinels watch) each Redis
+// pod starts as a replica of no reachable master, so that replicas which re-link to a
+// restarted master's address find a replica that refuses to sync them; without it (sentinels
+// watching pod IPs) the pods start as masters.
+func TestReplicationPodsWaitForTheirMaster(t *testing.T) {
+	in := RedisReplicationInput{CR: minimalReplication(), WaitForMaster: true}
+	o := mustBuild(t)(BuildRedisReplication(in))
+	redis := container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
+	wantEqual(t, "command", redis.Command, []string{"redis-server", redisConfPath, "--replicaof", NoMasterHost, "0"})
+	if len(redis.Env) != 0 {
+		t.Errorf("env of a pod that announces its IP: %v", redis.Env)
+	}
+	in.WaitForMaster = false
+	o = mustBuild(t)(BuildRedisReplication(in))
+	redis = container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
+	wantEqual(t, "command of a pod the sentinels watch by IP", redis.Command, []string{"redis-server", redisConfPath})
+}

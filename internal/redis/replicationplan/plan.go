@@ -3,10 +3,12 @@
 // observations in, steps out, so that each rule is a table test; the controller runs the steps.
 //
 // The rules keep acknowledged writes where Redis can: the master that replicas follow stays
-// master. A master that restarted (it answers at a new address while its replicas still point
-// at the old one) has at most what it had written to disk, and nothing at all without a volume,
-// while its replicas hold the stream up to the crash: the replica that processed most of it is
-// promoted at once and the restarted master rejoins as its replica. A master that does not
+// master. A master that restarted has at most what it had written to disk, and nothing at all
+// without a volume, while its replicas hold the stream up to the crash. It comes back as a
+// replica waiting for its master (the pods start so, see the builder's NoMasterHost), which
+// refuses to sync the replicas that re-link to it, or, started by an older template, as a
+// master at a new address while its replicas still point at the old one: either way the pod
+// that processed most of the stream is promoted at once and the others follow it. A master that does not
 // answer at all may only be partitioned away, so a replica is promoted only when the caller
 // says it has been gone long enough (never when sentinels own failover). Only when no replica
 // holds anything (every pod restarted together) does the recorded master lead with its disk.
@@ -120,9 +122,13 @@ func Compute(d Design, members []Member) Plan {
 	}
 	master := restartedMaster(d, answering)
 	if master != nil && master.Role.Kind == redis.RoleSlave {
-		return Plan{Master: master.Pod, Steps: []Step{{Kind: StepPromote, On: master.Pod,
-			Reason: fmt.Sprintf("the master %s restarted without the replication stream its replicas hold; %s processed the most of it (offset %d)",
-				d.Current, master.Pod, master.Role.ReplicationOffset)}}}
+		reason := fmt.Sprintf("the master %s restarted without the replication stream its replicas hold; %s processed the most of it (offset %d)",
+			d.Current, master.Pod, master.Role.ReplicationOffset)
+		if master.Pod == d.Current {
+			reason = fmt.Sprintf("the master %s restarted and waits for a master; no pod holds more of the stream than it (offset %d), so it leads again",
+				master.Pod, master.Role.ReplicationOffset)
+		}
+		return Plan{Master: master.Pod, Steps: []Step{{Kind: StepPromote, On: master.Pod, Reason: reason}}}
 	}
 	if master == nil {
 		master = chooseMaster(d, answering)
@@ -238,7 +244,13 @@ func restartedMaster(d Design, answering []*Member) *Member {
 			current = m
 		}
 	}
-	if current == nil || current.Role.Kind != redis.RoleMaster {
+	if current == nil {
+		return nil
+	}
+	if current.Role.Kind == redis.RoleSlave {
+		return restartedWaiting(d, answering, current)
+	}
+	if current.Role.Kind != redis.RoleMaster {
 		return nil
 	}
 	var ahead []*Member
@@ -263,6 +275,51 @@ func restartedMaster(d Design, answering []*Member) *Member {
 		need = best.Role.ReplicationOffset
 	}
 	if m := promotedMaster(answering, d.Current, need); m != nil {
+		return m
+	}
+	return best
+}
+
+// restartedWaiting handles a recorded master that answers as a replica of no pod: pods start
+// as replicas waiting to be told their master (see the builder's NoMasterHost), so a master
+// that restarted comes back so, and nothing but a restart turns the master the operator chose
+// into a replica of nothing. The pod that holds the most of the stream (the restarted master
+// with what it loaded from disk, or a replica that followed it) is promoted at once, the
+// recorded master first among equals; another master holding that much already leads
+// (promotedMaster). Replicas that followed the master at its address (it restarted in place)
+// find a replica there, which refuses to sync them, and keep what they hold. Nil while the
+// recorded master follows a pod, or some pod follows a pod that answers as a master:
+// chooseMaster decides.
+func restartedWaiting(d Design, answering []*Member, current *Member) *Member {
+	masterAt, at := map[string]bool{}, map[string]bool{}
+	for _, m := range answering {
+		addr := net.JoinHostPort(m.IP, strconv.Itoa(m.Port))
+		at[addr] = true
+		if m.Role.Kind == redis.RoleMaster {
+			masterAt[addr] = true
+		}
+	}
+	// A master handing its role over (FAILOVER TO) follows a pod that answers: only a pod
+	// that follows no pod's address started afresh.
+	if at[net.JoinHostPort(current.Role.MasterIP, strconv.Itoa(current.Role.MasterPort))] {
+		return nil
+	}
+	var waiting []*Member
+	for _, m := range answering {
+		r := m.Role
+		if r.Kind != redis.RoleSlave {
+			continue
+		}
+		if masterAt[net.JoinHostPort(r.MasterIP, strconv.Itoa(r.MasterPort))] {
+			return nil
+		}
+		waiting = append(waiting, m)
+	}
+	best := BestReplica(waiting)
+	if best.Role.ReplicationOffset == current.Role.ReplicationOffset {
+		best = current
+	}
+	if m := promotedMaster(answering, d.Current, best.Role.ReplicationOffset); m != nil {
 		return m
 	}
 	return best
