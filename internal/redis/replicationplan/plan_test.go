@@ -329,7 +329,8 @@ func FuzzCompute(f *testing.F) {
 				}
 			}
 		}
-		if sentinels && promotions > 0 {
+		// Before the first master is chosen the sentinels monitor nothing: the operator chooses.
+		if sentinels && promotions > 0 && d.Current != "" {
 			t.Fatalf("promoted %s although sentinels decide", plan.Master)
 		}
 		if promotions > 1 {
