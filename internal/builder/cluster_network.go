@@ -201,8 +201,15 @@ func (w *workload) announceArgs() []string {
 	if w.busPort == 0 {
 		// A replication pod: sentinels that name instances by DNS name learn replicas from
 		// the master's INFO, which lists each by what it announces (Redis 7 takes a name here).
+		// Its replicas follow the master by that name too, so a master pod that comes back
+		// under it would be followed at once, and a replica that syncs from a master that
+		// restarted without its data drops its own. Each such pod therefore starts as a
+		// replica of an address where no server can listen (see NoMasterHost): it refuses to
+		// be synced from (NOMASTERLINK) until the sentinels or the operator name its master,
+		// and a master that comes back reports itself a replica, which the sentinels fail over.
 		if w.hostnameSuffix != "" {
-			return []string{"--replica-announce-ip", "$(" + podNameEnv + ")" + w.hostnameSuffix}
+			return []string{"--replica-announce-ip", "$(" + podNameEnv + ")" + w.hostnameSuffix,
+				"--replicaof", NoMasterHost, strconv.Itoa(NoMasterPort)}
 		}
 		return nil
 	}

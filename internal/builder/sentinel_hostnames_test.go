@@ -11,7 +11,8 @@ import (
 )
 
 // TestReplicationPodsAnnounceTheirNames: with AnnounceHostnames each Redis pod announces its
-// DNS name (the kubelet expands POD_NAME), the embedded sentinels are seeded with the
+// DNS name (the kubelet expands POD_NAME) and starts as a replica of no reachable master
+// (replicas following it by name never sync from it until it is told its role), the embedded sentinels are seeded with the
 // master's name and told to resolve and announce names; without it nothing of that is there,
 // whatever the sentinel config says.
 func TestReplicationPodsAnnounceTheirNames(t *testing.T) {
@@ -19,7 +20,7 @@ func TestReplicationPodsAnnounceTheirNames(t *testing.T) {
 	o := mustBuild(t)(BuildRedisReplication(in))
 	redis := container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
 	wantEqual(t, "command", redis.Command, []string{"redis-server", redisConfPath,
-		"--replica-announce-ip", "$(POD_NAME).repl-headless.redis-ns.svc.example.internal"})
+		"--replica-announce-ip", "$(POD_NAME).repl-headless.redis-ns.svc.example.internal", "--replicaof", "127.0.0.1", "0"})
 	if !slices.ContainsFunc(redis.Env, func(e corev1.EnvVar) bool {
 		return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
 	}) {

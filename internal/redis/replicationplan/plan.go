@@ -127,6 +127,14 @@ func Compute(d Design, members []Member) Plan {
 	if master == nil {
 		master = chooseMaster(d, answering)
 	}
+	if master == nil && d.Current == "" && d.Monitored == "" {
+		// No master was ever chosen and no pod is one: the pods start as replicas waiting to be
+		// told their master (pods whose replicas follow them by DNS name do), so the operator
+		// makes the first one, by the same rule as every promotion.
+		first := BestReplica(answering)
+		return Plan{Master: first.Pod, Steps: []Step{{Kind: StepPromote, On: first.Pod,
+			Reason: fmt.Sprintf("no pod is master yet; %s starts as the master", first.Pod)}}}
+	}
 	if master == nil {
 		promoted, plan := promote(d, answering)
 		if promoted == nil || promoted.Role.Kind == redis.RoleSlave {
