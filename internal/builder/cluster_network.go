@@ -199,6 +199,9 @@ func podOrdinalOf(stsName, pod string) int {
 // container starts (redis.conf cannot expand variables).
 func (w *workload) announceArgs() []string {
 	if w.busPort == 0 {
+		if w.setupType != SetupReplication {
+			return nil
+		}
 		var args []string
 		// A replication pod: sentinels that name instances by DNS name learn replicas from
 		// the master's INFO, which lists each by what it announces (Redis 7 takes a name here).
@@ -206,16 +209,13 @@ func (w *workload) announceArgs() []string {
 			args = append(args, "--replica-announce-ip", "$("+podNameEnv+")"+w.hostnameSuffix)
 		}
 		// Replicas re-link to their master's address (or DNS name) by themselves, so a master
-		// that restarts (in place, or under its name) would be followed at once, and a replica
-		// that syncs from a master that came back without its data drops its own. Such a pod
-		// therefore starts as a replica of an address where no server can listen
-		// (NoMasterHost): a replica never linked refuses to be synced from (NOMASTERLINK), so
-		// the others keep their data until the operator, or the sentinels that see a master
+		// that restarts (in place, or under its DNS name) would be followed at once, and a
+		// replica that syncs from a master that came back without its data drops its own. Each
+		// pod therefore starts as a replica of an address where no server can listen
+		// (redis.NoMasterHost): a replica never linked refuses to be synced from (NOMASTERLINK),
+		// so the others keep their data until the operator, or the sentinels that see a master
 		// reporting itself a replica, choose the master.
-		if w.waitForMaster {
-			args = append(args, "--replicaof", NoMasterHost, strconv.Itoa(NoMasterPort))
-		}
-		return args
+		return append(args, "--replicaof", redis.NoMasterHost, strconv.Itoa(redis.NoMasterPort))
 	}
 	var args []string
 	if w.nodePorts {

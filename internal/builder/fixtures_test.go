@@ -425,8 +425,7 @@ func allCases() []buildCase {
 			return BuildRedisCluster(RedisClusterInput{CR: cr, NodePorts: testNodePorts(3, 3)})
 		}},
 		{"redisreplication-minimal", func() (*Objects, error) {
-			// No sentinels watch it: the controller has its pods wait for their master.
-			return BuildRedisReplication(RedisReplicationInput{CR: minimalReplication(), WaitForMaster: true})
+			return BuildRedisReplication(RedisReplicationInput{CR: minimalReplication()})
 		}},
 		{"redisreplication-full", func() (*Objects, error) {
 			return BuildRedisReplication(RedisReplicationInput{CR: fullReplication(), Password: testPassword,

@@ -40,13 +40,6 @@ type RedisReplicationInput struct {
 	AnnounceHostnames bool
 	// DNSDomain is the cluster DNS domain of those names, "" for DefaultDNSDomain.
 	DNSDomain string
-	// WaitForMaster: each pod starts as a replica of no master (NoMasterHost) and never
-	// serves what it holds to replicas until the operator or the sentinels name its master.
-	// The controller sets it where the operator chooses the master (no sentinels watch);
-	// pods that announce DNS names (AnnounceHostnames) always wait, since their replicas
-	// would follow a restarted master back under its name. With sentinels that watch pod
-	// IPs the pods start as masters: a sentinel only learns replicas from a master's INFO.
-	WaitForMaster bool
 }
 
 // BuildRedisReplication returns the desired objects of a RedisReplication: StatefulSet <name>,
@@ -58,8 +51,8 @@ type RedisReplicationInput struct {
 // sentinel auth Secret <name>-s-auth; they monitor master group mymaster.
 //
 // No pod is rendered as a replica of another: which pod is master changes at run time, and
-// the controller sets replication with REPLICAOF (WaitForMaster only keeps a pod from serving
-// as a master before it is told).
+// the controller sets replication with REPLICAOF. Each pod starts as a replica of no master
+// (redis.NoMasterHost), so that it serves nothing to replicas before it is told its role.
 func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	cr := in.CR
 	if err := checkCR(cr, cr == nil); err != nil {
@@ -126,7 +119,6 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 		}
 		w.hostnameSuffix = podDomainSuffix(w.name, cr.Namespace, in.DNSDomain)
 	}
-	w.waitForMaster = in.WaitForMaster || in.AnnounceHostnames
 
 	out := &Objects{}
 	if ref != nil {

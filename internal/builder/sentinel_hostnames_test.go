@@ -11,10 +11,11 @@ import (
 )
 
 // TestReplicationPodsAnnounceTheirNames: with AnnounceHostnames each Redis pod announces its
-// DNS name (the kubelet expands POD_NAME) and starts as a replica of no reachable master
-// (replicas following it by name never sync from it until it is told its role), the embedded sentinels are seeded with the
+// DNS name (the kubelet expands POD_NAME), the embedded sentinels are seeded with the
 // master's name and told to resolve and announce names; without it nothing of that is there,
-// whatever the sentinel config says.
+// whatever the sentinel config says. Either way each pod starts as a replica of no reachable
+// master: replicas that re-link to it by themselves never sync from it until it is told its
+// role.
 func TestReplicationPodsAnnounceTheirNames(t *testing.T) {
 	in := hostnamesReplicationInput()
 	o := mustBuild(t)(BuildRedisReplication(in))
@@ -37,7 +38,7 @@ func TestReplicationPodsAnnounceTheirNames(t *testing.T) {
 	in.AnnounceHostnames, in.MasterHost = false, testMasterHost
 	o = mustBuild(t)(BuildRedisReplication(in))
 	redis = container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
-	wantEqual(t, "command without names", redis.Command, []string{"redis-server", redisConfPath})
+	wantEqual(t, "command without names", redis.Command, []string{"redis-server", redisConfPath, "--replicaof", "127.0.0.1", "0"})
 	if len(redis.Env) != 0 {
 		t.Errorf("env without names: %v", redis.Env)
 	}
@@ -84,20 +85,3 @@ func TestReplicationNamesHosts(t *testing.T) {
 	}
 }
 
-// TestReplicationPodsWaitForTheirMaster: with WaitForMaster (no sentinels watch) each Redis
-// pod starts as a replica of no reachable master, so that replicas which re-link to a
-// restarted master's address find a replica that refuses to sync them; without it (sentinels
-// watching pod IPs) the pods start as masters.
-func TestReplicationPodsWaitForTheirMaster(t *testing.T) {
-	in := RedisReplicationInput{CR: minimalReplication(), WaitForMaster: true}
-	o := mustBuild(t)(BuildRedisReplication(in))
-	redis := container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
-	wantEqual(t, "command", redis.Command, []string{"redis-server", redisConfPath, "--replicaof", NoMasterHost, "0"})
-	if len(redis.Env) != 0 {
-		t.Errorf("env of a pod that announces its IP: %v", redis.Env)
-	}
-	in.WaitForMaster = false
-	o = mustBuild(t)(BuildRedisReplication(in))
-	redis = container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
-	wantEqual(t, "command of a pod the sentinels watch by IP", redis.Command, []string{"redis-server", redisConfPath})
-}

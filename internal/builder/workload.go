@@ -112,9 +112,6 @@ type workload struct {
 	// hostnameSuffix, when set, follows the pod name in the DNS name the node announces
 	// (from Redis 7 on).
 	hostnameSuffix string
-	// waitForMaster starts a replication pod as a replica of no master (NoMasterHost) until
-	// it is told its master.
-	waitForMaster bool
 	// preferHostname: the cluster redirects clients by the nodes' announced DNS names (from
 	// Redis 7 on).
 	preferHostname bool

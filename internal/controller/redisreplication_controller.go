@@ -109,9 +109,6 @@ type replicationScope struct {
 	// (builder.ReplicationNamesHosts); hosts maps its pods between their IPs and names.
 	hostnames bool
 	hosts     podHosts
-	// watched: sentinels (embedded or RedisSentinels) watch the replication, and they, not
-	// the operator, fail it over.
-	watched bool
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
@@ -188,7 +185,7 @@ func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *rep
 
 func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
 	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser,
-		AnnounceHostnames: s.hostnames, DNSDomain: r.DNSDomain, WaitForMaster: !s.watched}
+		AnnounceHostnames: s.hostnames, DNSDomain: r.DNSDomain}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions)
 		if stop || err != nil {
@@ -251,15 +248,14 @@ func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicat
 	return stop, err
 }
 
-// resolveHostnames finds whether sentinels watch the replication and whether they name
-// instances by DNS name, before anything tells Redis or the sentinels of a pod.
+// resolveHostnames finds whether the sentinels watching the replication name instances by DNS
+// name, before anything tells Redis or the sentinels of a pod.
 func (r *RedisReplicationReconciler) resolveHostnames(ctx context.Context, s *replicationScope) (bool, error) {
 	sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
 	if err != nil {
 		return false, err
 	}
 	s.hostnames = builder.ReplicationNamesHosts(s.cr, sentinels)
-	s.watched = s.cr.Spec.Sentinel != nil || len(sentinels) > 0
 	return false, nil
 }
 

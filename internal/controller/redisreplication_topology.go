@@ -292,7 +292,7 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 		// The planner names the master by IP; Redis is told the form its sentinels use.
 		step.Host = s.hosts.address(step.Host)
 		err = c.ReplicaOf(ctx, step.Host, step.Port)
-	case replicationplan.StepPromote:
+	case replicationplan.StepPromote, replicationplan.StepLead:
 		err = c.ReplicaOfNoOne(ctx)
 	default:
 		err = fmt.Errorf("unknown step %s", step.Kind)
