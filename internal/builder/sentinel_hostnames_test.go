@@ -84,4 +84,3 @@ func TestReplicationNamesHosts(t *testing.T) {
 		}
 	}
 }
-
