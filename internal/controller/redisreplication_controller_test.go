@@ -182,6 +182,22 @@ func (f *replicationFixture) waitPromoted() string {
 	return promoted
 }
 
+// waitMasterMovedOff waits for the status to name a master other than from, and returns it.
+func (f *replicationFixture) waitMasterMovedOff(from string, timeout time.Duration) string {
+	f.t.Helper()
+	var promoted string
+	waitUntil(f.t, timeout, "a master other than "+from, func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if promoted = f.cr.Status.MasterNode; promoted != from {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+	})
+	return promoted
+}
+
 func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
 	f.t.Helper()
 	var sts appsv1.StatefulSet
@@ -269,16 +285,7 @@ func TestReplicationMasterRestartedInPlaceWipesNoReplica(t *testing.T) {
 	bootstrap := f.op.promotions.Load()
 	f.kubelet.restartInPlace(f.ctx, f.cr.Namespace, "rr-0", true)
 	// Nothing tells the operator of the restart: its periodic health check (30s) finds it.
-	var promoted string
-	waitUntil(t, 90*time.Second, "a replica promoted", func() error {
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
-			return err
-		}
-		if promoted = f.cr.Status.MasterNode; promoted != "rr-0" {
-			return nil
-		}
-		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
-	})
+	promoted := f.waitMasterMovedOff("rr-0", 90*time.Second)
 	f.waitReady(promoted)
 	f.checkTopology(promoted, map[string]string{"before": "restart"})
 	if n := f.op.promotions.Load() - bootstrap; n != 1 {
@@ -348,16 +355,7 @@ func TestReplicationDemotesAReturningMasterWithoutAPodEvent(t *testing.T) {
 	frozen := f.kubelet.pod("rr-0")
 	thaw := frozen.freeze(t)
 	// Nothing tells the operator of the freeze: its periodic health check (30s) finds it.
-	var promoted string
-	waitUntil(t, 90*time.Second, "a replica promoted", func() error {
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
-			return err
-		}
-		if promoted = f.cr.Status.MasterNode; promoted != "rr-0" {
-			return nil
-		}
-		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
-	})
+	promoted := f.waitMasterMovedOff("rr-0", 90*time.Second)
 	waitUntil(t, 30*time.Second, "the status to say rr-0 does not answer", func() error {
 		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 			return err
