@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -327,7 +328,9 @@ func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *repli
 			ReportsMaster: m.Role != nil && m.Role.Kind == redis.RoleMaster, LabelledMaster: pod.Labels[builder.LabelRedisRole] == builder.RedisRoleMaster})
 	}
 	labels := replicationplan.RoleLabels(view)
-	for _, p := range view.Pods {
+	// Labels leave before the new master gets its own, so that the -master Service never
+	// selects two pods, whatever their ordinals.
+	for _, p := range slices.Concat(pickPods(view.Pods, labels, false), pickPods(view.Pods, labels, true)) {
 		want := builder.RedisRoleSlave
 		if labels[p.Pod] == replicationplan.LabelMaster {
 			want = builder.RedisRoleMaster
@@ -346,4 +349,15 @@ func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *repli
 		}
 	}
 	return nil
+}
+
+// pickPods returns the pods that get the master label (master), or those that do not.
+func pickPods(pods []replicationplan.PodView, labels map[string]replicationplan.Label, master bool) []replicationplan.PodView {
+	var out []replicationplan.PodView
+	for _, p := range pods {
+		if (labels[p.Pod] == replicationplan.LabelMaster) == master {
+			out = append(out, p)
+		}
+	}
+	return out
 }
