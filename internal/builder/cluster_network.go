@@ -199,19 +199,23 @@ func podOrdinalOf(stsName, pod string) int {
 // container starts (redis.conf cannot expand variables).
 func (w *workload) announceArgs() []string {
 	if w.busPort == 0 {
+		if w.setupType != SetupReplication {
+			return nil
+		}
+		var args []string
 		// A replication pod: sentinels that name instances by DNS name learn replicas from
 		// the master's INFO, which lists each by what it announces (Redis 7 takes a name here).
-		// Its replicas follow the master by that name too, so a master pod that comes back
-		// under it would be followed at once, and a replica that syncs from a master that
-		// restarted without its data drops its own. Each such pod therefore starts as a
-		// replica of an address where no server can listen (see NoMasterHost): it refuses to
-		// be synced from (NOMASTERLINK) until the sentinels or the operator name its master,
-		// and a master that comes back reports itself a replica, which the sentinels fail over.
 		if w.hostnameSuffix != "" {
-			return []string{"--replica-announce-ip", "$(" + podNameEnv + ")" + w.hostnameSuffix,
-				"--replicaof", NoMasterHost, strconv.Itoa(NoMasterPort)}
+			args = append(args, "--replica-announce-ip", "$("+podNameEnv+")"+w.hostnameSuffix)
 		}
-		return nil
+		// Replicas re-link to their master's address (or DNS name) by themselves, so a master
+		// that restarts (in place, or under its DNS name) would be followed at once, and a
+		// replica that syncs from a master that came back without its data drops its own. Each
+		// pod therefore starts as a replica of an address where no server can listen
+		// (redis.NoMasterHost): a replica never linked refuses to be synced from (NOMASTERLINK),
+		// so the others keep their data until the operator, or the sentinels that see a master
+		// reporting itself a replica, choose the master.
+		return append(args, "--replicaof", redis.NoMasterHost, strconv.Itoa(redis.NoMasterPort))
 	}
 	var args []string
 	if w.nodePorts {

@@ -31,13 +31,6 @@ const (
 	// DefaultSentinelSize matches the CRD default of RedisSentinel clusterSize.
 	DefaultSentinelSize = 3
 
-	// NoMasterHost and NoMasterPort are the master a replication pod whose replicas follow it
-	// by DNS name starts as a replica of: port 0 on loopback, where no server can listen, so
-	// the pod never links, never serves a sync, and answers ROLE as a replica until it is
-	// told its master.
-	NoMasterHost = "127.0.0.1"
-	NoMasterPort = 0
-
 	defaultServiceType        = corev1.ServiceTypeClusterIP
 	defaultPodManagement      = appsv1.OrderedReadyPodManagement
 	defaultPDBMaxUnavailable  = 1

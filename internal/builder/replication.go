@@ -50,8 +50,9 @@ type RedisReplicationInput struct {
 // <name>-s, <name>-s-hl (headless), <name>-s-additional, the sentinel.conf ConfigMap and the
 // sentinel auth Secret <name>-s-auth; they monitor master group mymaster.
 //
-// No replicaof is rendered: which pod is master changes at run time, and the controller sets
-// replication with REPLICAOF.
+// No pod is rendered as a replica of another: which pod is master changes at run time, and
+// the controller sets replication with REPLICAOF. Each pod starts as a replica of no master
+// (redis.NoMasterHost), so that it serves nothing to replicas before it is told its role.
 func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	cr := in.CR
 	if err := checkCR(cr, cr == nil); err != nil {

@@ -11,10 +11,11 @@ import (
 )
 
 // TestReplicationPodsAnnounceTheirNames: with AnnounceHostnames each Redis pod announces its
-// DNS name (the kubelet expands POD_NAME) and starts as a replica of no reachable master
-// (replicas following it by name never sync from it until it is told its role), the embedded sentinels are seeded with the
+// DNS name (the kubelet expands POD_NAME), the embedded sentinels are seeded with the
 // master's name and told to resolve and announce names; without it nothing of that is there,
-// whatever the sentinel config says.
+// whatever the sentinel config says. Either way each pod starts as a replica of no reachable
+// master: replicas that re-link to it by themselves never sync from it until it is told its
+// role.
 func TestReplicationPodsAnnounceTheirNames(t *testing.T) {
 	in := hostnamesReplicationInput()
 	o := mustBuild(t)(BuildRedisReplication(in))
@@ -37,7 +38,7 @@ func TestReplicationPodsAnnounceTheirNames(t *testing.T) {
 	in.AnnounceHostnames, in.MasterHost = false, testMasterHost
 	o = mustBuild(t)(BuildRedisReplication(in))
 	redis = container(t, o.StatefulSet("repl").Spec.Template.Spec, "repl")
-	wantEqual(t, "command without names", redis.Command, []string{"redis-server", redisConfPath})
+	wantEqual(t, "command without names", redis.Command, []string{"redis-server", redisConfPath, "--replicaof", "127.0.0.1", "0"})
 	if len(redis.Env) != 0 {
 		t.Errorf("env without names: %v", redis.Env)
 	}

@@ -127,7 +127,7 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 		}
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
-	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: k.args}
+	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: append(slices.Clone(k.args), replicaOfArgs(sts)...)}
 	conf := k.config
 	if k.confFor != nil {
 		conf = k.confFor
@@ -169,6 +169,17 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	k.mu.Unlock()
 }
 
+// replicaOfArgs is the --replicaof of the pod template's command, which the builders give pods
+// that must start as replicas waiting for their master: the fake pods start so too.
+func replicaOfArgs(sts *appsv1.StatefulSet) []string {
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		if i := slices.Index(c.Command, "--replicaof"); i >= 0 && i+2 < len(c.Command) {
+			return slices.Clone(c.Command[i : i+3])
+		}
+	}
+	return nil
+}
+
 // deletePod stops the pod's process and deletes the pod, as a node losing it would.
 func (k *fakeKubelet) deletePod(ctx context.Context, namespace, name string, signal syscall.Signal) *fakePod {
 	k.t.Helper()
@@ -192,6 +203,33 @@ func (k *fakeKubelet) deletePod(ctx context.Context, namespace, name string, sig
 		return fmt.Errorf("still there: %w", err)
 	})
 	return p
+}
+
+// restartInPlace crashes the pod's process and starts it again at the same address with the
+// pod object untouched, as the kubelet restarts a container that died; with emptyVolume it
+// starts from an empty data directory, as a Redis that keeps nothing on disk does.
+func (k *fakeKubelet) restartInPlace(ctx context.Context, namespace, name string, emptyVolume bool) {
+	k.t.Helper()
+	p := k.pod(name)
+	p.stop(syscall.SIGKILL)
+	if emptyVolume {
+		dir, err := os.MkdirTemp(k.base, "pod-")
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		p.dataDir = dir
+	}
+	conf := k.config
+	if k.confFor != nil {
+		conf = k.confFor
+	}
+	if k.aclSecret != "" {
+		k.writeACLFile(ctx, namespace, p)
+	}
+	if k.authSecret != "" {
+		k.writeAuthFile(ctx, namespace, p)
+	}
+	p.start(k.t, k.port, conf(p))
 }
 
 // podNames lists the pods the kubelet runs, sorted.

@@ -182,6 +182,22 @@ func (f *replicationFixture) waitPromoted() string {
 	return promoted
 }
 
+// waitMasterMovedOff waits for the status to name a master other than from, and returns it.
+func (f *replicationFixture) waitMasterMovedOff(from string, timeout time.Duration) string {
+	f.t.Helper()
+	var promoted string
+	waitUntil(f.t, timeout, "a master other than "+from, func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		if promoted = f.cr.Status.MasterNode; promoted != from {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+	})
+	return promoted
+}
+
 func (f *replicationFixture) statefulSet() *appsv1.StatefulSet {
 	f.t.Helper()
 	var sts appsv1.StatefulSet
@@ -243,6 +259,7 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 	f := newReplicationFixture(t)
 	f.waitReady("rr-0")
 	f.writeAcknowledged("before", "crash")
+	bootstrap := f.op.promotions.Load() // the first master is promoted too: its pods start waiting
 	f.kubelet.deletePod(f.ctx, f.cr.Namespace, "rr-0", syscall.SIGKILL)
 	// Comes back empty, as a pod without a volume would.
 	f.kubelet.startPod(f.ctx, f.statefulSet(), 0, "")
@@ -250,8 +267,29 @@ func TestReplicationRestartedMasterHandsOverToItsReplica(t *testing.T) {
 	f.waitReady(promoted)
 	f.checkTopology(promoted, map[string]string{"before": "crash"})
 	// One promotion: a second one would drop the writes the first promoted master acknowledged.
-	if n := f.op.promotions.Load(); n != 1 {
+	if n := f.op.promotions.Load() - bootstrap; n != 1 {
 		t.Errorf("the operator sent REPLICAOF NO ONE %d times, want 1", n)
+	}
+}
+
+// The master's process crashes and the kubelet restarts it in place, at the same address,
+// with nothing on disk (a cache that keeps no data) and no pod event. Its replicas re-link to
+// that address by themselves; the pod starts as a replica waiting for its master, which
+// refuses to sync them, so they keep what they hold: the most advanced one is promoted and
+// every acknowledged key is still there, on every pod.
+func TestReplicationMasterRestartedInPlaceWipesNoReplica(t *testing.T) {
+	t.Parallel()
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	f.writeAcknowledged("before", "restart")
+	bootstrap := f.op.promotions.Load()
+	f.kubelet.restartInPlace(f.ctx, f.cr.Namespace, "rr-0", true)
+	// Nothing tells the operator of the restart: its periodic health check (30s) finds it.
+	promoted := f.waitMasterMovedOff("rr-0", 90*time.Second)
+	f.waitReady(promoted)
+	f.checkTopology(promoted, map[string]string{"before": "restart"})
+	if n := f.op.promotions.Load() - bootstrap; n != 1 {
+		t.Errorf("the operator sent REPLICAOF NO ONE %d times after the bootstrap, want 1", n)
 	}
 }
 
@@ -317,16 +355,7 @@ func TestReplicationDemotesAReturningMasterWithoutAPodEvent(t *testing.T) {
 	frozen := f.kubelet.pod("rr-0")
 	thaw := frozen.freeze(t)
 	// Nothing tells the operator of the freeze: its periodic health check (30s) finds it.
-	var promoted string
-	waitUntil(t, 90*time.Second, "a replica promoted", func() error {
-		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
-			return err
-		}
-		if promoted = f.cr.Status.MasterNode; promoted != "rr-0" {
-			return nil
-		}
-		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
-	})
+	promoted := f.waitMasterMovedOff("rr-0", 90*time.Second)
 	waitUntil(t, 30*time.Second, "the status to say rr-0 does not answer", func() error {
 		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -292,7 +293,7 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 		// The planner names the master by IP; Redis is told the form its sentinels use.
 		step.Host = s.hosts.address(step.Host)
 		err = c.ReplicaOf(ctx, step.Host, step.Port)
-	case replicationplan.StepPromote:
+	case replicationplan.StepPromote, replicationplan.StepLead:
 		err = c.ReplicaOfNoOne(ctx)
 	default:
 		err = fmt.Errorf("unknown step %s", step.Kind)
@@ -327,7 +328,9 @@ func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *repli
 			ReportsMaster: m.Role != nil && m.Role.Kind == redis.RoleMaster, LabelledMaster: pod.Labels[builder.LabelRedisRole] == builder.RedisRoleMaster})
 	}
 	labels := replicationplan.RoleLabels(view)
-	for _, p := range view.Pods {
+	// Labels leave before the new master gets its own, so that the -master Service never
+	// selects two pods, whatever their ordinals.
+	for _, p := range slices.Concat(pickPods(view.Pods, labels, false), pickPods(view.Pods, labels, true)) {
 		want := builder.RedisRoleSlave
 		if labels[p.Pod] == replicationplan.LabelMaster {
 			want = builder.RedisRoleMaster
@@ -346,4 +349,15 @@ func (r *RedisReplicationReconciler) labelPodRoles(ctx context.Context, s *repli
 		}
 	}
 	return nil
+}
+
+// pickPods returns the pods that get the master label (master), or those that do not.
+func pickPods(pods []replicationplan.PodView, labels map[string]replicationplan.Label, master bool) []replicationplan.PodView {
+	var out []replicationplan.PodView
+	for _, p := range pods {
+		if (labels[p.Pod] == replicationplan.LabelMaster) == master {
+			out = append(out, p)
+		}
+	}
+	return out
 }

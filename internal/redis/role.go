@@ -40,6 +40,20 @@ type RoleReplica struct {
 // LinkUp reports whether a replica's link to its master is up.
 func (r Role) LinkUp() bool { return r.Kind == RoleSlave && r.ReplicationState == "connected" }
 
+// NoMasterHost and NoMasterPort are the master of a replica that waits to be told its master:
+// port 0 on loopback, where no server can listen, so it never links and, never linked, refuses
+// to be synced from (NOMASTERLINK). Replication pods start as its replicas.
+const (
+	NoMasterHost = "127.0.0.1"
+	NoMasterPort = 0
+)
+
+// WaitsForMaster: the server is a replica of NoMasterHost, as it started: no one told it its
+// master since.
+func (r Role) WaitsForMaster() bool {
+	return r.Kind == RoleSlave && r.MasterIP == NoMasterHost && r.MasterPort == NoMasterPort
+}
+
 // ParseRole parses the ROLE reply as go-redis returns it from Do.
 func ParseRole(reply any) (Role, error) {
 	a, err := replyArray(reply)

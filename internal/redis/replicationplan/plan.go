@@ -3,10 +3,12 @@
 // observations in, steps out, so that each rule is a table test; the controller runs the steps.
 //
 // The rules keep acknowledged writes where Redis can: the master that replicas follow stays
-// master. A master that restarted (it answers at a new address while its replicas still point
-// at the old one) has at most what it had written to disk, and nothing at all without a volume,
-// while its replicas hold the stream up to the crash: the replica that processed most of it is
-// promoted at once and the restarted master rejoins as its replica. A master that does not
+// master. A master that restarted has at most what it had written to disk, and nothing at all
+// without a volume, while its replicas hold the stream up to the crash. It comes back as a
+// replica waiting for its master (the pods start so, see redis.NoMasterHost), which
+// refuses to sync the replicas that re-link to it, or, started by an older template, as a
+// master at a new address while its replicas still point at the old one: either way the pod
+// that processed most of the stream is promoted at once and the others follow it. A master that does not
 // answer at all may only be partitioned away, so a replica is promoted only when the caller
 // says it has been gone long enough (never when sentinels own failover). Only when no replica
 // holds anything (every pod restarted together) does the recorded master lead with its disk.
@@ -71,8 +73,12 @@ type StepKind string
 const (
 	// StepReplicaOf makes a pod a replica of the master (REPLICAOF host port).
 	StepReplicaOf StepKind = "ReplicaOf"
-	// StepPromote makes a replica the master (REPLICAOF NO ONE), keeping its data.
+	// StepPromote makes a replica the master (REPLICAOF NO ONE), keeping its data: a failover.
 	StepPromote StepKind = "Promote"
+	// StepLead makes a pod that waits for its master the master (REPLICAOF NO ONE) where no
+	// master is left to fail over from: the first master, or the recorded master again after
+	// every pod restarted. No role moves, so it is no failover.
+	StepLead StepKind = "Lead"
 )
 
 // Step is one command on one pod.
@@ -120,6 +126,11 @@ func Compute(d Design, members []Member) Plan {
 	}
 	master := restartedMaster(d, answering)
 	if master != nil && master.Role.Kind == redis.RoleSlave {
+		if master.Pod == d.Current {
+			return Plan{Master: master.Pod, Steps: []Step{{Kind: StepLead, On: master.Pod,
+				Reason: fmt.Sprintf("the master %s restarted and waits for its master; no pod holds more of the stream than it (offset %d), so it leads again",
+					master.Pod, master.Role.ReplicationOffset)}}}
+		}
 		return Plan{Master: master.Pod, Steps: []Step{{Kind: StepPromote, On: master.Pod,
 			Reason: fmt.Sprintf("the master %s restarted without the replication stream its replicas hold; %s processed the most of it (offset %d)",
 				d.Current, master.Pod, master.Role.ReplicationOffset)}}}
@@ -127,13 +138,10 @@ func Compute(d Design, members []Member) Plan {
 	if master == nil {
 		master = chooseMaster(d, answering)
 	}
-	if master == nil && d.Current == "" && d.Monitored == "" {
-		// No master was ever chosen and no pod is one: the pods start as replicas waiting to be
-		// told their master (pods whose replicas follow them by DNS name do), so the operator
-		// makes the first one, by the same rule as every promotion.
-		first := BestReplica(answering)
-		return Plan{Master: first.Pod, Steps: []Step{{Kind: StepPromote, On: first.Pod,
-			Reason: fmt.Sprintf("no pod is master yet; %s starts as the master", first.Pod)}}}
+	if master == nil {
+		if plan, ok := leadWaiting(d, members, answering); ok {
+			return plan
+		}
 	}
 	if master == nil {
 		promoted, plan := promote(d, answering)
@@ -238,7 +246,13 @@ func restartedMaster(d Design, answering []*Member) *Member {
 			current = m
 		}
 	}
-	if current == nil || current.Role.Kind != redis.RoleMaster {
+	if current == nil {
+		return nil
+	}
+	if current.Role.Kind == redis.RoleSlave {
+		return restartedWaiting(d, answering, current)
+	}
+	if current.Role.Kind != redis.RoleMaster {
 		return nil
 	}
 	var ahead []*Member
@@ -264,6 +278,85 @@ func restartedMaster(d Design, answering []*Member) *Member {
 	}
 	if m := promotedMaster(answering, d.Current, need); m != nil {
 		return m
+	}
+	return best
+}
+
+// restartedWaiting handles a recorded master that answers as a replica waiting for its master
+// (redis.Role.WaitsForMaster): pods start so, and nothing but a restart turns the master the
+// operator chose into a replica of nothing. The pod that holds the most of the stream (the restarted master
+// with what it loaded from disk, or a replica that followed it) is promoted at once, the
+// recorded master first among equals; another master holding that much already leads
+// (promotedMaster). Replicas that followed the master at its address (it restarted in place)
+// find a replica there, which refuses to sync them, and keep what they hold. Nil while the
+// recorded master follows any address, or some pod follows a pod that answers as a master:
+// chooseMaster decides.
+func restartedWaiting(d Design, answering []*Member, current *Member) *Member {
+	// A master handing its role over (FAILOVER TO) follows a pod: only one that follows no
+	// master since it started restarted.
+	if !current.Role.WaitsForMaster() {
+		return nil
+	}
+	masterAt := map[string]bool{}
+	for _, m := range answering {
+		if m.Role.Kind == redis.RoleMaster {
+			masterAt[net.JoinHostPort(m.IP, strconv.Itoa(m.Port))] = true
+		}
+	}
+	var waiting []*Member
+	for _, m := range answering {
+		r := m.Role
+		if r.Kind != redis.RoleSlave {
+			continue
+		}
+		if masterAt[net.JoinHostPort(r.MasterIP, strconv.Itoa(r.MasterPort))] {
+			return nil
+		}
+		waiting = append(waiting, m)
+	}
+	best := leader(waiting, d.Current)
+	if m := promotedMaster(answering, d.Current, best.Role.ReplicationOffset); m != nil {
+		return m
+	}
+	return best
+}
+
+// leadWaiting names the master when no pod is one and every pod that answers waits for its
+// master as it started (redis.Role.WaitsForMaster): the first master, or, after every pod
+// restarted, the pod that holds the most (the recorded master first among equals). Sentinels
+// cannot choose here: they fail over only to a replica they learnt from a master. While the
+// recorded master's pod does not answer yet, and its grace has not passed, it is waited for:
+// its disk may hold the most. ok is false when the rule does not apply.
+func leadWaiting(d Design, members []Member, answering []*Member) (plan Plan, ok bool) {
+	for _, m := range answering {
+		if !m.Role.WaitsForMaster() {
+			return Plan{}, false
+		}
+	}
+	if d.Current != "" && !d.MayPromote {
+		for _, m := range members {
+			if m.Pod == d.Current && m.Role == nil {
+				return Plan{Wait: fmt.Sprintf("every pod that answers waits for its master; waiting for the master %s to answer, it may hold the most", d.Current),
+					MasterDown: true}, true
+			}
+		}
+	}
+	best := leader(answering, d.Current)
+	reason := fmt.Sprintf("no pod is master yet; %s starts as the master", best.Pod)
+	if d.Current != "" {
+		reason = fmt.Sprintf("every pod restarted and waits for its master; %s holds the most of the stream (offset %d)", best.Pod, best.Role.ReplicationOffset)
+	}
+	return Plan{Master: best.Pod, Steps: []Step{{Kind: StepLead, On: best.Pod, Reason: reason}}}, true
+}
+
+// leader is BestReplica of the candidates, except that the recorded master (current) wins
+// among equals: it was the master, and its disk was written first.
+func leader(candidates []*Member, current string) *Member {
+	best := BestReplica(candidates)
+	for _, m := range candidates {
+		if m.Pod == current && m.Role.ReplicationOffset == best.Role.ReplicationOffset {
+			return m
+		}
 	}
 	return best
 }

@@ -18,6 +18,11 @@ func replica(ofIP, state string, offset int64) *redis.Role {
 	return &redis.Role{Kind: redis.RoleSlave, MasterIP: ofIP, MasterPort: port, ReplicationState: state, ReplicationOffset: offset}
 }
 
+// waiting is a replica as a pod starts: of no master, never linked.
+func waiting(offset int64) *redis.Role {
+	return &redis.Role{Kind: redis.RoleSlave, MasterIP: redis.NoMasterHost, MasterPort: redis.NoMasterPort, ReplicationState: "connect", ReplicationOffset: offset}
+}
+
 func pod(ordinal int, ip string, role *redis.Role) Member {
 	return Member{Pod: fmt.Sprintf("rr-%d", ordinal), Ordinal: ordinal, IP: ip, Port: port, Role: role}
 }
@@ -46,23 +51,87 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "bootstrap: every pod a replica waiting for its master, the lowest ordinal is promoted",
-			members: []Member{pod(0, "10.0.0.1", replica("127.0.0.1", "connect", 0)), pod(1, "10.0.0.2", replica("127.0.0.1", "connect", 0)),
-				pod(2, "10.0.0.3", replica("127.0.0.1", "connect", 0))},
+			members: []Member{pod(0, "10.0.0.1", waiting(0)), pod(1, "10.0.0.2", waiting(0)),
+				pod(2, "10.0.0.3", waiting(0))},
 			master: "rr-0",
-			steps:  []string{"Promote rr-0"},
+			steps:  []string{"Lead rr-0"},
 		},
 		{
 			name: "bootstrap from disks: the waiting replica holding the most leads",
-			members: []Member{pod(0, "10.0.0.1", replica("127.0.0.1", "connect", 10)), pod(1, "10.0.0.2", nil),
-				pod(2, "10.0.0.3", replica("127.0.0.1", "connect", 40))},
+			members: []Member{pod(0, "10.0.0.1", waiting(10)), pod(1, "10.0.0.2", nil),
+				pod(2, "10.0.0.3", waiting(40))},
 			master: "rr-2",
-			steps:  []string{"Promote rr-2"},
+			steps:  []string{"Lead rr-2"},
+		},
+		{
+			name:   "sentinels watching, every pod restarted waiting: the recorded master leads again among equals",
+			design: Design{Current: "rr-1", Sentinels: true, Monitored: "10.0.0.5"},
+			members: []Member{pod(0, "10.0.0.9", waiting(0)), pod(1, "10.0.0.8", waiting(0)),
+				pod(2, "10.0.0.7", waiting(0))},
+			master: "rr-1",
+			steps:  []string{"Lead rr-1"},
+		},
+		{
+			name:   "every pod that answers waits, the recorded master not yet: it is waited for",
+			design: Design{Current: "rr-1", Sentinels: true},
+			members: []Member{pod(0, "10.0.0.9", waiting(0)), pod(1, "10.0.0.8", nil),
+				pod(2, "10.0.0.7", waiting(0))},
+			wait: true,
+			down: true,
+		},
+		{
+			name:   "every pod that answers waits, the recorded master past its grace: the others lead",
+			design: Design{Current: "rr-1", MayPromote: true},
+			members: []Member{pod(0, "10.0.0.9", waiting(0)), pod(1, "10.0.0.8", nil),
+				pod(2, "10.0.0.7", waiting(3))},
+			master: "rr-2",
+			steps:  []string{"Lead rr-2"},
 		},
 		{
 			name:   "sentinels watching: a master that came back as a waiting replica is left to their failover",
 			design: Design{Current: "rr-0", Sentinels: true, Monitored: "10.0.0.9"},
-			members: []Member{pod(0, "10.0.0.9", replica("127.0.0.1", "connect", 0)), pod(1, "10.0.0.2", replica("10.0.0.9", "connect", 88)),
+			members: []Member{pod(0, "10.0.0.9", waiting(0)), pod(1, "10.0.0.2", replica("10.0.0.9", "connect", 88)),
 				pod(2, "10.0.0.3", replica("10.0.0.9", "connect", 90))},
+			wait: true,
+			down: true,
+		},
+		{
+			name:   "the master restarted in place as a waiting replica: its replicas kept their data and the one with the most is promoted",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", waiting(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 88)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 90))},
+			master: "rr-2",
+			steps:  []string{"Promote rr-2"},
+		},
+		{
+			name:   "the master restarted at a new IP as a waiting replica: the replica with the most is promoted",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.9", waiting(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 88)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connect", 90))},
+			master: "rr-2",
+			steps:  []string{"Promote rr-2"},
+		},
+		{
+			name:   "every pod restarted waiting, from disks: the recorded master leads among equals",
+			design: Design{Current: "rr-1"},
+			members: []Member{pod(0, "10.0.0.9", waiting(50)), pod(1, "10.0.0.8", waiting(50)),
+				pod(2, "10.0.0.7", waiting(20))},
+			master: "rr-1",
+			steps:  []string{"Lead rr-1"},
+		},
+		{
+			name:   "a replica promoted already leads: the restarted master is not promoted over it",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", waiting(0)), pod(1, "10.0.0.2", replica("10.0.0.1", "connect", 88)),
+				pod(2, "10.0.0.3", master(90))},
+			master: "rr-2",
+			steps:  []string{"ReplicaOf rr-0 -> 10.0.0.3:6379", "ReplicaOf rr-1 -> 10.0.0.3:6379"},
+		},
+		{
+			name:   "a master handing over follows its target, which still says replica: nothing is promoted",
+			design: Design{Current: "rr-0"},
+			members: []Member{pod(0, "10.0.0.1", replica("10.0.0.2", "connect", 90)), pod(1, "10.0.0.2", replica("10.0.0.1", "connected", 90)),
+				pod(2, "10.0.0.3", replica("10.0.0.1", "connected", 90))},
 			wait: true,
 			down: true,
 		},
@@ -296,6 +365,9 @@ func FuzzCompute(f *testing.F) {
 					state = "connect"
 				}
 				role = replica(fmt.Sprintf("10.0.%d.%d", data[i+2]%2, data[i+2]%7), state, int64(data[i+2]/2))
+				if data[i+2]%5 == 0 {
+					role = waiting(int64(data[i+2] / 2)) // started afresh, told no master yet
+				}
 			}
 			members = append(members, pod(ord, ip, role))
 		}
@@ -308,14 +380,17 @@ func FuzzCompute(f *testing.F) {
 		for i := range members {
 			byPod[members[i].Pod] = &members[i]
 		}
-		promotions := 0
+		promotions, failovers := 0, 0
 		for _, s := range plan.Steps {
 			m := byPod[s.On]
 			if m == nil || m.Role == nil {
 				t.Fatalf("step %s on a pod that did not answer", s)
 			}
 			switch s.Kind {
-			case StepPromote:
+			case StepPromote, StepLead:
+				if s.Kind == StepPromote {
+					failovers++
+				}
 				promotions++
 				if s.On != plan.Master {
 					t.Fatalf("promotes %s but the master is %s", s.On, plan.Master)
@@ -330,7 +405,7 @@ func FuzzCompute(f *testing.F) {
 			}
 		}
 		// Before the first master is chosen the sentinels monitor nothing: the operator chooses.
-		if sentinels && promotions > 0 && d.Current != "" {
+		if sentinels && failovers > 0 && d.Current != "" {
 			t.Fatalf("promoted %s although sentinels decide", plan.Master)
 		}
 		if promotions > 1 {
@@ -356,7 +431,7 @@ func FuzzCompute(f *testing.F) {
 				t.Fatalf("after promoting %s the next plan chose %s (%v) for %v", plan.Master, again.Master, again.Steps, next)
 			}
 			for _, s := range again.Steps {
-				if s.Kind == StepPromote {
+				if s.Kind == StepPromote || s.Kind == StepLead {
 					t.Fatalf("after promoting %s the next plan promotes again: %v", plan.Master, again.Steps)
 				}
 			}

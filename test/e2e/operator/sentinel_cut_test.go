@@ -1,0 +1,212 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// roleSample is what one look at a sentinel-watched replication saw: the pods labelled
+// master, the ready endpoints of its -master Service, and its Degraded condition.
+type roleSample struct {
+	at        time.Time
+	labelled  []string
+	endpoints []string
+	degraded  bool
+}
+
+// sampleRoles looks at the replication every 200 ms until the returned stop is called, which
+// returns what it saw.
+func sampleRoles(t *testing.T, ns, name string) (stop func() []roleSample) {
+	t.Helper()
+	var (
+		mu      sync.Mutex
+		samples []roleSample
+	)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		ctx := context.Background()
+		for {
+			s := roleSample{at: time.Now()}
+			var pods corev1.PodList
+			if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": name, "redis-role": "master"}); err == nil {
+				for _, p := range pods.Items {
+					s.labelled = append(s.labelled, p.Name)
+				}
+			}
+			var slices discoveryv1.EndpointSliceList
+			if err := sb.Client.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name + "-master"}); err == nil {
+				for _, sl := range slices.Items {
+					for _, e := range sl.Endpoints {
+						if e.Conditions.Ready == nil || *e.Conditions.Ready {
+							s.endpoints = append(s.endpoints, e.Addresses...)
+						}
+					}
+				}
+			}
+			cr := &v1beta2.RedisReplication{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err == nil {
+				s.degraded = meta.IsStatusConditionTrue(cr.Status.Conditions, v1beta2.ConditionDegraded)
+			}
+			mu.Lock()
+			samples = append(samples, s)
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []roleSample {
+		close(done)
+		<-finished
+		mu.Lock()
+		defer mu.Unlock()
+		return samples
+	}
+}
+
+// The master of a replication watched by a RedisSentinel cut off the network for 40 s while
+// its pod keeps running, under a writer whose writes a replica acknowledges: the sentinels
+// fail over and the operator follows. At no look does the -master Service have two
+// endpoints or do two pods carry the master label; the cut master's label goes within a few
+// looks of the sentinels' choice; the resource is Degraded while the master does not answer.
+// After the heal the old master is a replica of the new one and every acknowledged write is
+// on the new master.
+func TestSentinelWatchedMasterCutOffFailsOverWithTruthfulLabels(t *testing.T) {
+	t.Parallel()
+	ns := sb.Namespace(t, "sentinel-cut")
+	ctx := context.Background()
+	const name = "cut"
+	sb.Apply(t, ns, `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata:
+  name: cut
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+---
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisSentinel
+metadata:
+  name: cut-sn
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+  redisSentinelConfig:
+    redisReplicationName: cut
+    downAfterMilliseconds: "3000"
+    failoverTimeout: "10000"
+`)
+	cr := &v1beta2.RedisReplication{}
+	waitReady := func(why string, since time.Time) {
+		t.Helper()
+		sb.WaitFor(t, ns, "RedisReplication and RedisSentinel Ready "+why, 4*time.Minute, func(ctx context.Context) (bool, string, error) {
+			sn := &v1beta2.RedisSentinel{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+				return false, "", err
+			}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cut-sn"}, sn); err != nil {
+				return false, "", err
+			}
+			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+			snReady := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+			return ready != nil && ready.Status == metav1.ConditionTrue && !ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) &&
+					cr.Status.ReadyReplicas == 3 && snReady != nil && snReady.Status == metav1.ConditionTrue,
+				fmt.Sprintf("replication %v; sentinels %v", ready, snReady), nil
+		})
+	}
+	waitReady("at first", time.Time{})
+	master := getPod(t, ns, cr.Status.MasterNode)
+	writes := startAcknowledgedWriter(t, ns, name+"-master", "")
+	time.Sleep(2 * time.Second)
+
+	stopSampling := sampleRoles(t, ns, name)
+	cut := faultTime()
+	if err := sb.Fault.Cut(ctx, ns, master.Name); err != nil {
+		t.Fatal(err)
+	}
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			_ = sb.Fault.Heal(context.Background(), ns, master.Name)
+		}
+	})
+	var promoted string
+	sb.WaitFor(t, ns, "the sentinels' new master in the status", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+			return false, "", err
+		}
+		promoted = cr.Status.MasterNode
+		return promoted != "" && promoted != master.Name, "master " + promoted, nil
+	})
+	chosen := time.Now()
+	time.Sleep(max(0, 40*time.Second-time.Since(cut)))
+	if err := sb.Fault.Heal(ctx, ns, master.Name); err != nil {
+		t.Fatal(err)
+	}
+	healed = true
+	heal := time.Now()
+	waitReady("after the heal", heal)
+	samples := stopSampling()
+	acknowledged, failures := writes()
+
+	if cr.Status.MasterNode != promoted {
+		t.Errorf("master %s after the heal, want the sentinels' %s", cr.Status.MasterNode, promoted)
+	}
+	if role, err := sb.Redis(t, getPod(t, ns, master.Name)).Do(ctx, "ROLE").Slice(); err != nil || role[0] != "slave" {
+		t.Errorf("the old master after the heal: ROLE %v, %v", role, err)
+	}
+	newMaster := sb.Redis(t, getPod(t, ns, promoted))
+	for _, k := range acknowledged {
+		if err := newMaster.Get(ctx, k).Err(); err != nil {
+			t.Errorf("acknowledged key %s is not on the new master %s: %v", k, promoted, err)
+		}
+	}
+	if len(acknowledged) < 10 {
+		t.Errorf("only %d writes acknowledged (%d failed)", len(acknowledged), failures)
+	}
+
+	var degradedInCut bool
+	var labelGone time.Time
+	for _, s := range samples {
+		if len(s.labelled) > 1 {
+			t.Errorf("%s: two pods labelled master: %v", s.at.Format("15:04:05.000"), s.labelled)
+		}
+		if len(s.endpoints) > 1 {
+			t.Errorf("%s: the -master Service has %d endpoints: %v", s.at.Format("15:04:05.000"), len(s.endpoints), s.endpoints)
+		}
+		if s.at.After(cut.Add(5*time.Second)) && s.at.Before(heal) && s.degraded {
+			degradedInCut = true
+		}
+		if labelGone.IsZero() && s.at.After(cut) && !slices.Contains(s.labelled, master.Name) {
+			labelGone = s.at
+		}
+	}
+	if !degradedInCut {
+		t.Error("never Degraded while the master was cut off")
+	}
+	switch {
+	case labelGone.IsZero():
+		t.Errorf("the cut master %s kept its master label", master.Name)
+	case labelGone.After(chosen.Add(5 * time.Second)):
+		t.Errorf("the cut master's label went %s after the status named the new master", labelGone.Sub(chosen).Round(time.Millisecond))
+	}
+	t.Logf("%d writes acknowledged, %d failed; cut %s, new master %s named after %s, label off the old one after %s, %d looks",
+		len(acknowledged), failures, master.Name, promoted, chosen.Sub(cut).Round(time.Second), labelGone.Sub(cut).Round(time.Millisecond), len(samples))
+}

@@ -1,0 +1,187 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1beta2"
+)
+
+// runForever sends a Lua script that never ends to the Redis at ip:6379 and leaves it running:
+// from then on the server answers nothing but BUSY, as one stuck in a user's script does. The
+// connection is never read; it ends with the server's restart or the test.
+func runForever(t *testing.T, ip string) {
+	t.Helper()
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(context.Background(), "tcp", net.JoinHostPort(ip, "6379"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	const script = "while true do end"
+	command := fmt.Sprintf("*3\r\n$4\r\nEVAL\r\n$%d\r\n%s\r\n$1\r\n0\r\n", len(script), script)
+	if _, err := conn.Write([]byte(command)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restarts is how often the kubelet restarted the pod's first container.
+func restarts(pod *corev1.Pod) int32 {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == containerOf(pod) {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// A replication's master stuck in a script answers only BUSY: its liveness probe (a PING)
+// fails and the kubelet restarts its container in place, at the same address, with no pod
+// event, and from an emptyDir that holds only what its AOF had. The master moves to the
+// replica that holds the most; the restarted pod starts as a replica waiting for its master,
+// so the replicas that re-link to its address by themselves keep what they hold, and it
+// rejoins as a replica of the new master. Every acknowledged key is on every pod.
+func TestReplicationMasterStuckInAScriptIsRestartedAndReplaced(t *testing.T) {
+	t.Parallel()
+	ns := sb.Namespace(t, "stuck-replication")
+	ctx := context.Background()
+	const name = "stuck"
+	sb.Apply(t, ns, `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata:
+  name: stuck
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+  livenessProbe:
+    initialDelaySeconds: 5
+    periodSeconds: 2
+    timeoutSeconds: 1
+    failureThreshold: 3
+`)
+	cr := &v1beta2.RedisReplication{}
+	waitReady := func(why string, since time.Time, notMaster string) {
+		t.Helper()
+		sb.WaitFor(t, ns, "RedisReplication Ready "+why, 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+				return false, "", err
+			}
+			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+			return ready != nil && ready.Status == metav1.ConditionTrue && !ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) &&
+					cr.Status.MasterNode != "" && cr.Status.MasterNode != notMaster,
+				fmt.Sprintf("master %q: %v", cr.Status.MasterNode, ready), nil
+		})
+	}
+	waitReady("at first", time.Now().Add(-time.Hour), "")
+	stuck := getPod(t, ns, cr.Status.MasterNode)
+	m := sb.Redis(t, stuck)
+	for i := range 100 {
+		if err := m.Set(ctx, "k"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := m.Wait(ctx, 2, 5000).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2 = %d, %v", n, err)
+	}
+
+	fault := faultTime()
+	runForever(t, stuck.Status.PodIP)
+	sb.WaitFor(t, ns, "the liveness probe to restart "+stuck.Name, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		p := getPod(t, ns, stuck.Name)
+		return restarts(p) >= 1 && p.Status.PodIP == stuck.Status.PodIP, fmt.Sprintf("%d restarts at %s", restarts(p), p.Status.PodIP), nil
+	})
+	waitReady("on another master", fault, stuck.Name)
+	promoted := cr.Status.MasterNode
+	for i := range 3 {
+		pod := getPod(t, ns, fmt.Sprintf("%s-%d", name, i))
+		rdb := sb.Redis(t, pod)
+		sb.WaitFor(t, ns, "every key and its role on "+pod.Name, time.Minute, func(ctx context.Context) (bool, string, error) {
+			info, err := rdb.Info(ctx, "replication").Result()
+			if err != nil {
+				return false, "", err
+			}
+			if pod.Name == promoted {
+				if !strings.Contains(info, "role:master") {
+					return false, "not master: " + info, nil
+				}
+			} else if !strings.Contains(info, "master_link_status:up") || !strings.Contains(info, "master_host:"+getPod(t, ns, promoted).Status.PodIP+"\r") {
+				return false, "not a linked replica of " + promoted + ": " + info, nil
+			}
+			for i := range 100 {
+				if v, err := rdb.Get(ctx, "k"+strconv.Itoa(i)).Int(); err != nil || v != i {
+					return false, fmt.Sprintf("k%d = %d, %v", i, v, err), nil
+				}
+			}
+			return true, "", nil
+		})
+	}
+}
+
+// A cluster's leader stuck in a script stops answering its peers too: the other masters flag
+// it failed and its follower takes the shard over; the liveness probe restarts the stuck
+// container in place, the node rejoins as a replica, and the operator, the failover having
+// been caused by a failure, gives the shard back to its leader pod. Every key written before
+// is read back through the cluster.
+func TestClusterLeaderStuckInAScriptIsRestartedAndItsShardMoves(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata:
+  name: stuck-cluster
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+  redisLeader:
+    livenessProbe:
+      initialDelaySeconds: 5
+      periodSeconds: 5
+      timeoutSeconds: 2
+      failureThreshold: 6
+`)
+	c.waitReady(time.Now().Add(-time.Hour))
+	c.writeKeys("stuck", 300)
+	leader := c.pod("stuck-cluster-leader-0")
+	info, err := c.redis(leader).Info(c.ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follower *corev1.Pod
+	for _, p := range c.pods(c.ctx) {
+		if strings.Contains(p.Name, "-follower-") && strings.Contains(info, "ip="+p.Status.PodIP+",") {
+			follower = &p
+		}
+	}
+	if follower == nil {
+		t.Fatalf("no follower pod replicates %s: %s", leader.Name, info)
+	}
+
+	fault := faultTime()
+	runForever(t, leader.Status.PodIP)
+	fr := c.redis(follower)
+	sb.WaitFor(t, c.ns, follower.Name+" to take the shard over", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		role, err := fr.Do(ctx, "ROLE").Slice()
+		if err != nil {
+			return false, "", err
+		}
+		return role[0] == "master", fmt.Sprint(role[0]), nil
+	})
+	sb.WaitFor(t, c.ns, "the liveness probe to restart "+leader.Name, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+		p := c.pod(leader.Name)
+		return restarts(p) >= 1, fmt.Sprintf("%d restarts", restarts(p)), nil
+	})
+	c.waitReady(fault)
+	c.readKeys("stuck", 300)
+	c.assertShape()
+}
