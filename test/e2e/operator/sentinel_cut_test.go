@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,9 @@ type roleSample struct {
 	labelled  []string
 	endpoints []string
 	degraded  bool
+	// master is what the status names; sentinels what each sentinel pod names (its IP).
+	master    string
+	sentinels []string
 }
 
 // sampleRoles looks at the replication every 200 ms until the returned stop is called, which
@@ -38,6 +42,7 @@ func sampleRoles(t *testing.T, ns, name string) (stop func() []roleSample) {
 	go func() {
 		defer close(finished)
 		ctx := context.Background()
+		clients := map[string]*goredis.Client{}
 		for {
 			s := roleSample{at: time.Now()}
 			var pods corev1.PodList
@@ -59,6 +64,26 @@ func sampleRoles(t *testing.T, ns, name string) (stop func() []roleSample) {
 			cr := &v1beta2.RedisReplication{}
 			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err == nil {
 				s.degraded = meta.IsStatusConditionTrue(cr.Status.Conditions, v1beta2.ConditionDegraded)
+				s.master = cr.Status.MasterNode
+			}
+			var sentinels corev1.PodList
+			if err := sb.Client.List(ctx, &sentinels, client.InNamespace(ns), client.MatchingLabels{"app": name + "-sn-sentinel"}); err == nil {
+				for _, p := range sentinels.Items {
+					if p.Status.PodIP == "" {
+						continue
+					}
+					c, ok := clients[p.Status.PodIP]
+					if !ok {
+						c = sb.RedisAt(t, p.Status.PodIP, 26379)
+						clients[p.Status.PodIP] = c
+					}
+					askCtx, cancel := context.WithTimeout(ctx, time.Second)
+					addr, err := c.Do(askCtx, "SENTINEL", "get-master-addr-by-name", "myMaster").StringSlice()
+					cancel()
+					if err == nil && len(addr) == 2 {
+						s.sentinels = append(s.sentinels, addr[0])
+					}
+				}
 			}
 			mu.Lock()
 			samples = append(samples, s)
@@ -82,8 +107,10 @@ func sampleRoles(t *testing.T, ns, name string) (stop func() []roleSample) {
 // The master of a replication watched by a RedisSentinel cut off the network for 40 s while
 // its pod keeps running, under a writer whose writes a replica acknowledges: the sentinels
 // fail over and the operator follows. At no look does the -master Service have two
-// endpoints or do two pods carry the master label; the cut master's label goes within a few
-// looks of the sentinels' choice; the resource is Degraded while the master does not answer.
+// endpoints or do two pods carry the master label; the cut master's label is gone by the time
+// most sentinels name another master (it goes once the pod stops answering), the status and
+// labels name the new master within 5 s of the sentinels; the resource is Degraded while the
+// master does not answer.
 // After the heal the old master is a replica of the new one and every acknowledged write is
 // on the new master.
 func TestSentinelWatchedMasterCutOffFailsOverWithTruthfulLabels(t *testing.T) {
@@ -155,7 +182,6 @@ spec:
 		promoted = cr.Status.MasterNode
 		return promoted != "" && promoted != master.Name, "master " + promoted, nil
 	})
-	chosen := time.Now()
 	time.Sleep(max(0, 40*time.Second-time.Since(cut)))
 	if err := sb.Fault.Heal(ctx, ns, master.Name); err != nil {
 		t.Fatal(err)
@@ -182,8 +208,10 @@ spec:
 		t.Errorf("only %d writes acknowledged (%d failed)", len(acknowledged), failures)
 	}
 
+	// switched: the first look at which most sentinels name another master; followed: the
+	// first at which the status and the labels name the promoted pod alone.
 	var degradedInCut bool
-	var labelGone time.Time
+	var labelGone, switched, followed time.Time
 	for _, s := range samples {
 		if len(s.labelled) > 1 {
 			t.Errorf("%s: two pods labelled master: %v", s.at.Format("15:04:05.000"), s.labelled)
@@ -197,6 +225,18 @@ spec:
 		if labelGone.IsZero() && s.at.After(cut) && !slices.Contains(s.labelled, master.Name) {
 			labelGone = s.at
 		}
+		others := 0
+		for _, ip := range s.sentinels {
+			if ip != master.Status.PodIP {
+				others++
+			}
+		}
+		if switched.IsZero() && s.at.After(cut) && 2*others > len(s.sentinels) {
+			switched = s.at
+		}
+		if followed.IsZero() && s.at.After(cut) && s.master == promoted && slices.Equal(s.labelled, []string{promoted}) {
+			followed = s.at
+		}
 	}
 	if !degradedInCut {
 		t.Error("never Degraded while the master was cut off")
@@ -204,9 +244,26 @@ spec:
 	switch {
 	case labelGone.IsZero():
 		t.Errorf("the cut master %s kept its master label", master.Name)
-	case labelGone.After(chosen.Add(5 * time.Second)):
-		t.Errorf("the cut master's label went %s after the status named the new master", labelGone.Sub(chosen).Round(time.Millisecond))
+	case switched.IsZero():
+		t.Error("no look saw most sentinels name another master")
+	case labelGone.After(switched.Add(time.Second)):
+		t.Errorf("the cut master's label went %s after the sentinels named another master", labelGone.Sub(switched).Round(time.Millisecond))
+	case followed.IsZero():
+		t.Errorf("the status and labels never named %s alone", promoted)
+	case followed.After(switched.Add(5 * time.Second)):
+		t.Errorf("the status and labels named the sentinels' master %s after the sentinels did", followed.Sub(switched).Round(time.Millisecond))
 	}
-	t.Logf("%d writes acknowledged, %d failed; cut %s, new master %s named after %s, label off the old one after %s, %d looks",
-		len(acknowledged), failures, master.Name, promoted, chosen.Sub(cut).Round(time.Second), labelGone.Sub(cut).Round(time.Millisecond), len(samples))
+	// What changed when, for the log: the status's master, the labels, the sentinels' view.
+	var last roleSample
+	for i, s := range samples {
+		if i == 0 || s.master != last.master || !slices.Equal(s.labelled, last.labelled) || !slices.Equal(s.sentinels, last.sentinels) ||
+			len(s.endpoints) != len(last.endpoints) || s.degraded != last.degraded {
+			t.Logf("+%s master %q labelled %v endpoints %v sentinels %v degraded %v", s.at.Sub(cut).Round(100*time.Millisecond),
+				s.master, s.labelled, s.endpoints, s.sentinels, s.degraded)
+		}
+		last = s
+	}
+	t.Logf("%d writes acknowledged, %d failed; cut %s: its label gone after %s, the sentinels named %s after %s, the status and labels after %s; %d looks",
+		len(acknowledged), failures, master.Name, labelGone.Sub(cut).Round(time.Millisecond), promoted, switched.Sub(cut).Round(time.Millisecond),
+		followed.Sub(cut).Round(time.Millisecond), len(samples))
 }
