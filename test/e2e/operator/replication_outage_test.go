@@ -73,15 +73,7 @@ func TestReplicationMasterCutOffIsAnOutage(t *testing.T) {
 			}
 		}
 	}()
-	if err := sb.Fault.Cut(ctx, ns, master.Name); err != nil {
-		t.Fatal(err)
-	}
-	healed := false
-	t.Cleanup(func() {
-		if !healed {
-			_ = sb.Fault.Heal(context.Background(), ns, master.Name)
-		}
-	})
+	heal := cutOff(t, ns, master.Name)
 	sb.WaitFor(t, ns, "the outage named on the resource", time.Minute, func(ctx context.Context) (bool, string, error) {
 		cr, err := get(ctx)
 		if err != nil {
@@ -100,10 +92,7 @@ func TestReplicationMasterCutOffIsAnOutage(t *testing.T) {
 		promoted = cr.Status.MasterNode
 		return promoted != master.Name, promoted, nil
 	})
-	if err := sb.Fault.Heal(ctx, ns, master.Name); err != nil {
-		t.Fatal(err)
-	}
-	healed = true
+	heal()
 	cr = ready(faultTime())
 	close(stop)
 	<-sampled
@@ -140,5 +129,27 @@ func TestReplicationMasterCutOffIsAnOutage(t *testing.T) {
 	}
 	if outages != 1 {
 		t.Errorf("%d Outage Warning events, want 1 for the one outage", outages)
+	}
+}
+
+// cutOff cuts the pod off the network and returns what heals it; the test's end heals it too
+// when the test did not.
+func cutOff(t *testing.T, ns, pod string) (heal func()) {
+	t.Helper()
+	if err := sb.Fault.Cut(context.Background(), ns, pod); err != nil {
+		t.Fatal(err)
+	}
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			_ = sb.Fault.Heal(context.Background(), ns, pod)
+		}
+	})
+	return func() {
+		t.Helper()
+		if err := sb.Fault.Heal(context.Background(), ns, pod); err != nil {
+			t.Fatal(err)
+		}
+		healed = true
 	}
 }

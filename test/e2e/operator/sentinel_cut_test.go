@@ -165,15 +165,7 @@ spec:
 
 	stopSampling := sampleRoles(t, ns, name)
 	cut := faultTime()
-	if err := sb.Fault.Cut(ctx, ns, master.Name); err != nil {
-		t.Fatal(err)
-	}
-	healed := false
-	t.Cleanup(func() {
-		if !healed {
-			_ = sb.Fault.Heal(context.Background(), ns, master.Name)
-		}
-	})
+	healCut := cutOff(t, ns, master.Name)
 	var promoted string
 	sb.WaitFor(t, ns, "the sentinels' new master in the status", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
@@ -183,10 +175,7 @@ spec:
 		return promoted != "" && promoted != master.Name, "master " + promoted, nil
 	})
 	time.Sleep(max(0, 40*time.Second-time.Since(cut)))
-	if err := sb.Fault.Heal(ctx, ns, master.Name); err != nil {
-		t.Fatal(err)
-	}
-	healed = true
+	healCut()
 	heal := time.Now()
 	waitReady("after the heal", heal)
 	samples := stopSampling()
