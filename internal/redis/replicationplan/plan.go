@@ -5,10 +5,10 @@
 // The rules keep acknowledged writes where Redis can: the master that replicas follow stays
 // master. A master that restarted has at most what it had written to disk, and nothing at all
 // without a volume, while its replicas hold the stream up to the crash. It comes back as a
-// replica waiting for its master (the pods start so, see redis.NoMasterHost), which
-// refuses to sync the replicas that re-link to it, or, started by an older template, as a
-// master at a new address while its replicas still point at the old one: either way the pod
-// that processed most of the stream is promoted at once and the others follow it. A master that does not
+// replica waiting for its master (the pods start so, see redis.NoMasterHost), which refuses to
+// sync the replicas that re-link to it, or, started by an older template, as a master at a new
+// address while its replicas still point at the old one: either way the pod that processed
+// most of the stream is promoted at once and the others follow it. A master that does not
 // answer at all may only be partitioned away, so a replica is promoted only when the caller
 // says it has been gone long enough (never when sentinels own failover). Only when no replica
 // holds anything (every pod restarted together) does the recorded master lead with its disk.
@@ -284,9 +284,9 @@ func restartedMaster(d Design, answering []*Member) *Member {
 
 // restartedWaiting handles a recorded master that answers as a replica waiting for its master
 // (redis.Role.WaitsForMaster): pods start so, and nothing but a restart turns the master the
-// operator chose into a replica of nothing. The pod that holds the most of the stream (the restarted master
-// with what it loaded from disk, or a replica that followed it) is promoted at once, the
-// recorded master first among equals; another master holding that much already leads
+// operator chose into a replica of nothing. The pod that holds the most of the stream (the
+// restarted master with what it loaded from disk, or a replica that followed it) is promoted
+// at once, the recorded master first among equals; another master holding that much already leads
 // (promotedMaster). Replicas that followed the master at its address (it restarted in place)
 // find a replica there, which refuses to sync them, and keep what they hold. Nil while the
 // recorded master follows any address, or some pod follows a pod that answers as a master:
