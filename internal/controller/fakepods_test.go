@@ -128,17 +128,7 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
 	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: append(slices.Clone(k.args), replicaOfArgs(sts)...)}
-	conf := k.config
-	if k.confFor != nil {
-		conf = k.confFor
-	}
-	if k.aclSecret != "" {
-		k.writeACLFile(ctx, sts.Namespace, p)
-	}
-	if k.authSecret != "" {
-		k.writeAuthFile(ctx, sts.Namespace, p)
-	}
-	p.start(k.t, k.port, conf(p))
+	k.run(ctx, sts.Namespace, p)
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -219,6 +209,12 @@ func (k *fakeKubelet) restartInPlace(ctx context.Context, namespace, name string
 		}
 		p.dataDir = dir
 	}
+	k.run(ctx, namespace, p)
+}
+
+// run writes the pod's projected files and starts its redis-server.
+func (k *fakeKubelet) run(ctx context.Context, namespace string, p *fakePod) {
+	k.t.Helper()
 	conf := k.config
 	if k.confFor != nil {
 		conf = k.confFor
