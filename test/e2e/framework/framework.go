@@ -130,6 +130,11 @@ func Start(opts Options) (*Sandbox, error) {
 	if err := controlplane.CheckBinaries(bin); err != nil {
 		return nil, err
 	}
+	if opts.Operator {
+		if err := checkOperatorFresh(repo, filepath.Join(bin, "redis-operator")); err != nil {
+			return nil, err
+		}
+	}
 	if out, err := exec.Command(filepath.Join(repo, "hack", "install-packages.sh")).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("hack/install-packages.sh: %w\n%s", err, out)
 	}
@@ -183,6 +188,39 @@ func Start(opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkOperatorFresh refuses an operator binary older than any Go source it is built from: the
+// sandbox deploys the binary as it finds it, and `go test` does not rebuild it (make e2e and
+// make test do), so a test run by hand would otherwise exercise yesterday's operator.
+func checkOperatorFresh(repo, binary string) error {
+	built, err := os.Stat(binary)
+	if err != nil {
+		return fmt.Errorf("the operator binary: %w (run make build)", err)
+	}
+	var newer string
+	for _, dir := range []string{"api", "cmd", "internal"} {
+		err := filepath.WalkDir(filepath.Join(repo, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || newer != "" || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if info.ModTime().After(built.ModTime()) {
+				newer = path
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if newer != "" {
+		return fmt.Errorf("%s is older than %s: run make build, or the sandbox runs an operator without your change", binary, newer)
+	}
+	return nil
 }
 
 // goTool is the go command running the tests (go test puts its GOROOT/bin first in PATH).
