@@ -62,7 +62,6 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.passwordRef = ref
 	if err := w.applyExporter(s.RedisExporter); err != nil {
 		return nil, err
 	}
@@ -78,6 +77,7 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	out := &Objects{}
 	if ref != nil {
 		w.authSecretName = AuthSecretName(cr.Name)
+		w.passwordSecret = w.authSecretName
 		w.aclOperatorUser = in.ACLOperatorUser
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
 			w.authSecretName, redisAuthData(in.Password, in.ACLOperatorUser)))

@@ -101,7 +101,6 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.passwordRef = ref
 	if err := w.applyExporter(s.RedisExporter); err != nil {
 		return nil, err
 	}
@@ -123,6 +122,7 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	out := &Objects{}
 	if ref != nil {
 		w.authSecretName = AuthSecretName(cr.Name)
+		w.passwordSecret = w.authSecretName
 		w.aclOperatorUser = in.ACLOperatorUser
 		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
 			w.authSecretName, redisAuthData(in.Password, in.ACLOperatorUser)))
@@ -171,8 +171,7 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 	if sn.Image == "" {
 		return errors.New("sentinel.image is required")
 	}
-	ref, err := passwordRef(sn.ExistingPasswordSecret, in.SentinelPassword, "sentinel.redisSecret")
-	if err != nil {
+	if _, err := passwordRef(sn.ExistingPasswordSecret, in.SentinelPassword, "sentinel.redisSecret"); err != nil {
 		return err
 	}
 	w := &workload{
@@ -206,7 +205,6 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		serviceAccountName:     deref(sn.ServiceAccountName),
 		terminationGrace:       sn.TerminationGracePeriodSeconds,
 		tls:                    cr.Spec.TLS,
-		passwordRef:            ref,
 	}
 	w.readinessProbe, w.livenessProbe = probes(nil, nil)
 	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), EmbeddedSentinelQuorum(cr))

@@ -116,8 +116,11 @@ type workload struct {
 	// Redis 7 on).
 	preferHostname bool
 
-	passwordRef    *v1beta2.ExistingPasswordSecret // the user's Secret, for the exporter
-	authSecretName string                          // "" when there is no password
+	authSecretName string // "" when there is no password
+	// passwordSecret is the operator's Secret whose RedisPasswordKey holds the trimmed password
+	// the server requires, "" when it requires none. The server's REDISCLI_AUTH and the
+	// exporter both read it, so that they log in with what the server was given.
+	passwordSecret string
 	// aclOperatorUser: the default user is off; the exporter logs in as redis.OperatorUser.
 	aclOperatorUser bool
 	configMapName   string
@@ -362,18 +365,12 @@ func (w *workload) serverContainer() corev1.Container {
 		// The same value as maxmemory in redis.conf, for scripts and tools in the container.
 		env = append(env, corev1.EnvVar{Name: maxMemoryEnv, Value: itoa(w.maxMemoryBytes)})
 	}
-	if w.server == redisServer && w.authSecretName != "" {
+	if w.server == redisServer && w.passwordSecret != "" {
 		// redis-cli reads it, so that `kubectl exec POD -- redis-cli ping` needs no -a, as the
-		// replaced operator's runbooks have it. A reference to the operator's auth Secret,
-		// whose password is the Secret's trimmed, never a value in the pod spec. Set at
-		// container start, it keeps the old password after a rotation until the pod restarts;
-		// the preStop hook reads the projected file instead, which follows a rotation.
-		env = append(env, corev1.EnvVar{Name: redisCLIAuthEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
-				Key:                  RedisPasswordKey,
-			},
-		}})
+		// replaced operator's runbooks have it. Set at container start, it keeps the old
+		// password after a rotation until the pod restarts; the preStop hook reads the
+		// projected file instead, which follows a rotation.
+		env = append(env, w.passwordEnv(redisCLIAuthEnv))
 	}
 	c.Env = mergeEnv(env, w.env)
 	return c
@@ -422,14 +419,8 @@ func (w *workload) exporterContainer() corev1.Container {
 		{Name: "REDIS_ADDR", Value: scheme + "localhost:" + i32(w.port)},
 		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: net.JoinHostPort("", i32(port))},
 	}
-	if w.passwordRef != nil {
-		// A reference, not a value: the password stays in the user's Secret.
-		env = append(env, corev1.EnvVar{Name: exporterPasswordEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: *w.passwordRef.Name},
-				Key:                  *w.passwordRef.Key,
-			},
-		}})
+	if w.passwordSecret != "" {
+		env = append(env, w.passwordEnv(exporterPasswordEnv))
 	}
 	var mounts []corev1.VolumeMount
 	if w.tls != nil {
@@ -466,6 +457,18 @@ func (w *workload) exporterContainer() corev1.Container {
 		SecurityContext: w.ownSecurityContext(e.SecurityContext),
 		VolumeMounts:    mounts,
 	}
+}
+
+// passwordEnv is a variable holding the server's password: a reference to the operator's
+// Secret, whose value is the user's Secret's trimmed (a trailing newline there would be part
+// of the password otherwise), never a value in the pod spec.
+func (w *workload) passwordEnv(name string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.passwordSecret},
+			Key:                  RedisPasswordKey,
+		},
+	}}
 }
 
 func sidecarContainer(s v1beta2.Sidecar) corev1.Container {
