@@ -47,51 +47,47 @@ func (w *workload) volumes() []corev1.Volume {
 // redisProjection assembles /etc/redis: redis.conf, the auth file, the user's ACL file and the
 // user's additional config, each from its own ConfigMap or Secret.
 func (w *workload) redisProjection() *corev1.ProjectedVolumeSource {
-	p := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
-		ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: w.configMapName},
-			Items:                []corev1.KeyToPath{{Key: RedisConfKey, Path: RedisConfKey}},
-		},
-	}}}
+	p := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{configMapSource(w.configMapName, RedisConfKey, RedisConfKey)}}
 	if w.authSecretName != "" {
-		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
-			Items: []corev1.KeyToPath{
-				{Key: RedisAuthKey, Path: authFileRelPath, Mode: w.secretFileMode()},
-				{Key: RedisPasswordKey, Path: passwordRelPath, Mode: w.secretFileMode()},
-				{Key: RedisUserKey, Path: userRelPath, Mode: w.secretFileMode()},
-			},
-		}})
+		p.Sources = append(p.Sources, secretSource(w.authSecretName,
+			corev1.KeyToPath{Key: RedisAuthKey, Path: authFileRelPath, Mode: w.secretFileMode()},
+			corev1.KeyToPath{Key: RedisPasswordKey, Path: passwordRelPath, Mode: w.secretFileMode()},
+			corev1.KeyToPath{Key: RedisUserKey, Path: userRelPath, Mode: w.secretFileMode()},
+		))
 	}
 	if w.acl != nil && w.acl.Secret != nil {
 		// The operator's copy, not the user's Secret: an edit reaches the pods only once
 		// checked, so a pod that restarts meanwhile still starts with the last good users.
-		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ACLSecretName(w.instance)},
-			Items:                []corev1.KeyToPath{{Key: ACLFileKey, Path: ACLFileKey, Mode: w.secretFileMode()}},
-		}})
+		p.Sources = append(p.Sources, secretSource(ACLSecretName(w.instance),
+			corev1.KeyToPath{Key: ACLFileKey, Path: ACLFileKey, Mode: w.secretFileMode()}))
 	}
 	if w.additionalConfigMap != "" {
-		p.Sources = append(p.Sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: w.additionalConfigMap},
-			Items:                []corev1.KeyToPath{{Key: AdditionalRedisConfKey, Path: additionalRelPath}},
-		}})
+		p.Sources = append(p.Sources, configMapSource(w.additionalConfigMap, AdditionalRedisConfKey, additionalRelPath))
 	}
 	return p
 }
 
 func (w *workload) sentinelProjection() *corev1.ProjectedVolumeSource {
-	p := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
-		ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: w.configMapName},
-			Items:                []corev1.KeyToPath{{Key: SentinelConfKey, Path: SentinelConfKey}},
-		},
-	}}}
+	p := &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{configMapSource(w.configMapName, SentinelConfKey, SentinelConfKey)}}
 	if w.authSecretName != "" {
-		p.Sources = append(p.Sources, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: w.authSecretName},
-			Items:                []corev1.KeyToPath{{Key: SentinelAuthKey, Path: sentinelAuthRel, Mode: w.secretFileMode()}},
-		}})
+		p.Sources = append(p.Sources, secretSource(w.authSecretName,
+			corev1.KeyToPath{Key: SentinelAuthKey, Path: sentinelAuthRel, Mode: w.secretFileMode()}))
 	}
 	return p
+}
+
+// configMapSource projects one key of a ConfigMap.
+func configMapSource(name, key, path string) corev1.VolumeProjection {
+	return corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		Items:                []corev1.KeyToPath{{Key: key, Path: path}},
+	}}
+}
+
+// secretSource projects the listed keys of a Secret.
+func secretSource(name string, items ...corev1.KeyToPath) corev1.VolumeProjection {
+	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		Items:                items,
+	}}
 }
