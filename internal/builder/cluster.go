@@ -103,7 +103,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	}
 	var leader *workload
 	for _, r := range roles {
-		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, ref, authName, in.DNSDomain)
+		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, authName, in.DNSDomain)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +135,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 }
 
 func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role string, replicas int32, r *v1beta2.RedisClusterRole,
-	ref *v1beta2.ExistingPasswordSecret, authName, dnsDomain string) (*workload, *corev1.ConfigMap, error) {
+	authName, dnsDomain string) (*workload, *corev1.ConfigMap, error) {
 	s := &cr.Spec
 	w := &workload{
 		owner:                  owner,
@@ -164,8 +164,8 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 		tls:                    s.TLS,
 		acl:                    s.ACL,
 		pdb:                    r.PodDisruptionBudget,
-		passwordRef:            ref,
 		authSecretName:         authName,
+		passwordSecret:         authName,
 		handOverOnStop:         true,
 		podLabels:              map[string]string{LabelCluster: cr.Name},
 	}

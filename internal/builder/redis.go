@@ -1,7 +1,7 @@
 package builder
 
 import (
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
@@ -30,14 +30,24 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	if err := checkCR(cr, cr == nil); err != nil {
 		return nil, err
 	}
-	s := &cr.Spec
+	w, err := newRedisServer(cr, "Redis", SetupStandalone, RoleStandalone, &cr.Spec, in.Password)
+	if err != nil {
+		return nil, err
+	}
+	return w.redisServerObjects(cr.Spec.RedisConfig, in.Password, in.ACL, in.ACLOperatorUser)
+}
+
+// newRedisServer resolves the spec fields a standalone Redis and a replication share (a
+// replication's spec holds every field of a standalone one) into the workload of their one
+// StatefulSet, named after the resource, of one pod; the kind sets what else it has.
+func newRedisServer(cr metav1.Object, kind, setupType, role string, s *v1beta2.RedisSpec, password string) (*workload, error) {
 	w := &workload{
-		owner:                  ownerRef(cr, "Redis"),
-		namespace:              cr.Namespace,
-		instance:               cr.Name,
-		name:                   cr.Name,
-		setupType:              SetupStandalone,
-		role:                   RoleStandalone,
+		owner:                  ownerRef(cr, kind),
+		namespace:              cr.GetNamespace(),
+		instance:               cr.GetName(),
+		name:                   cr.GetName(),
+		setupType:              setupType,
+		role:                   role,
 		replicas:               1,
 		server:                 redisServer,
 		port:                   DefaultRedisPort,
@@ -58,11 +68,10 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, err
 	}
-	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
+	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, password, "kubernetesConfig.redisSecret")
 	if err != nil {
 		return nil, err
 	}
-	w.passwordRef = ref
 	if err := w.applyExporter(s.RedisExporter); err != nil {
 		return nil, err
 	}
@@ -74,22 +83,30 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	}
 	w.applyStorage(s.Storage)
 	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
-
-	out := &Objects{}
 	if ref != nil {
-		w.authSecretName = AuthSecretName(cr.Name)
-		w.aclOperatorUser = in.ACLOperatorUser
-		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
-			w.authSecretName, redisAuthData(in.Password, in.ACLOperatorUser)))
+		w.authSecretName = AuthSecretName(w.instance)
+		w.passwordSecret = w.authSecretName
 	}
-	if s.ACL != nil && s.ACL.Secret != nil {
-		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password, in.ACLOperatorUser))
+	return w, nil
+}
+
+// redisServerObjects returns the objects of a standalone Redis or a replication's Redis: the
+// auth Secret (with a password), the ACL Secret (acl.secret), redis.conf and the workload's.
+func (w *workload) redisServerObjects(redisConfig *v1beta2.RedisConfig, password, acl string, aclOperatorUser bool) (*Objects, error) {
+	out := &Objects{}
+	if w.authSecretName != "" {
+		w.aclOperatorUser = aclOperatorUser
+		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, w.instance, w.setupType,
+			w.authSecretName, redisAuthData(password, w.aclOperatorUser)))
 	}
-	conf, err := w.redisConfFor(s.RedisConfig, true)
+	if w.acl != nil && w.acl.Secret != nil {
+		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, w.instance, w.setupType, acl, password, aclOperatorUser))
+	}
+	conf, err := w.redisConfFor(redisConfig, true)
 	if err != nil {
 		return nil, err
 	}
-	out.ConfigMaps = []*corev1.ConfigMap{w.renderRedisConf(conf)}
+	out.ConfigMaps = append(out.ConfigMaps, w.renderRedisConf(conf))
 	out.add(w)
 	return out, nil
 }

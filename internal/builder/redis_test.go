@@ -151,7 +151,7 @@ func TestBuildRedis(t *testing.T) {
 			wantEqual(t, "exporter CA", env(exp, "REDIS_EXPORTER_TLS_CA_CERT_FILE").Value, "/tls/ca.pem")
 			wantEqual(t, "exporter skips verification", env(exp, "REDIS_EXPORTER_SKIP_TLS_VERIFICATION").Value, "true")
 			wantEqual(t, "exporter password ref", env(exp, "REDIS_PASSWORD").ValueFrom.SecretKeyRef,
-				&corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "user-redis-secret"}, Key: "password"})
+				&corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cache-redis-auth"}, Key: RedisPasswordKey})
 			wantEqual(t, "exporter user env", env(exp, "REDIS_EXPORTER_INCL_SYSTEM_METRICS").Value, "true")
 			wantEqual(t, "exporter ports", containerPorts(exp), map[string]int32{exporterPortName: 9200})
 			wantEqual(t, "exporter security", exp.SecurityContext, cr.Spec.RedisExporter.SecurityContext)

@@ -62,80 +62,30 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	if s.Size == nil || *s.Size < 1 {
 		return nil, errors.New("clusterSize must be at least 1")
 	}
-	w := &workload{
-		owner:                  ownerRef(cr, "RedisReplication"),
-		namespace:              cr.Namespace,
-		instance:               cr.Name,
-		name:                   cr.Name,
-		setupType:              SetupReplication,
-		role:                   RoleReplication,
-		replicas:               *s.Size,
-		server:                 redisServer,
-		port:                   DefaultRedisPort,
-		podManagementPolicy:    podManagementPolicy(s.PodManagementPolicy),
-		securityContext:        s.SecurityContext,
-		env:                    deref(s.EnvVars),
-		hostPort:               s.HostPort,
-		nodeSelector:           s.NodeSelector,
-		affinity:               s.Affinity,
-		tolerations:            deref(s.Tolerations),
-		topologySpread:         s.TopologySpreadConstraints,
-		userPodSecurityContext: s.PodSecurityContext,
-		priorityClassName:      s.PriorityClassName,
-		serviceAccountName:     deref(s.ServiceAccountName),
-		terminationGrace:       s.TerminationGracePeriodSeconds,
-		tls:                    s.TLS,
-		acl:                    s.ACL,
-		pdb:                    s.PodDisruptionBudget,
-		handOverOnStop:         true,
-	}
-	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
+	w, err := newRedisServer(cr, "RedisReplication", SetupReplication, RoleReplication, replicationServerSpec(s), in.Password)
+	if err != nil {
 		return nil, err
 	}
+	w.replicas = *s.Size
+	w.podManagementPolicy = podManagementPolicy(s.PodManagementPolicy)
+	w.topologySpread = s.TopologySpreadConstraints
+	w.pdb = s.PodDisruptionBudget
+	w.handOverOnStop = true
 	if s.KubernetesConfig.UpdateStrategy.Type == "" {
 		// The operator rolls the pods itself, replicas first and the master last, after handing
 		// its role to an updated replica; a strategy the user sets explicitly is kept.
 		w.updateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}
-	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
-	if err != nil {
-		return nil, err
-	}
-	w.passwordRef = ref
-	if err := w.applyExporter(s.RedisExporter); err != nil {
-		return nil, err
-	}
-	if err := w.applyInitContainer(s.InitContainer); err != nil {
-		return nil, err
-	}
-	if err := w.applySidecars(s.Sidecars); err != nil {
-		return nil, err
-	}
-	w.applyStorage(s.Storage)
-	w.readinessProbe, w.livenessProbe = probes(s.ReadinessProbe, s.LivenessProbe)
 	if in.AnnounceHostnames {
 		if !ReplicationPodsResolve(cr) {
 			return nil, errors.New("pods can announce their DNS names only while the headless Service that makes them resolve is enabled")
 		}
 		w.hostnameSuffix = podDomainSuffix(w.name, cr.Namespace, in.DNSDomain)
 	}
-
-	out := &Objects{}
-	if ref != nil {
-		w.authSecretName = AuthSecretName(cr.Name)
-		w.aclOperatorUser = in.ACLOperatorUser
-		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, cr.Name, w.setupType,
-			w.authSecretName, redisAuthData(in.Password, in.ACLOperatorUser)))
-	}
-	if s.ACL != nil && s.ACL.Secret != nil {
-		out.Secrets = append(out.Secrets, aclSecret(w.owner, w.namespace, cr.Name, w.setupType, in.ACL, in.Password, in.ACLOperatorUser))
-	}
-	conf, err := w.redisConfFor(s.RedisConfig, true)
+	out, err := w.redisServerObjects(s.RedisConfig, in.Password, in.ACL, in.ACLOperatorUser)
 	if err != nil {
 		return nil, err
 	}
-	out.ConfigMaps = append(out.ConfigMaps, w.renderRedisConf(conf))
-	out.add(w)
 	out.Services = append(out.Services,
 		roleService(w, MasterServiceName(cr.Name), RedisRoleMaster, w.selectorLabels(), w.labels()),
 		roleService(w, ReplicaServiceName(cr.Name), RedisRoleSlave, w.selectorLabels(), w.labels()),
@@ -161,6 +111,33 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	return out, nil
 }
 
+// replicationServerSpec is the part of a replication's spec a standalone Redis has too, for
+// newRedisServer.
+func replicationServerSpec(s *v1beta2.RedisReplicationSpec) *v1beta2.RedisSpec {
+	return &v1beta2.RedisSpec{
+		KubernetesConfig:              s.KubernetesConfig,
+		HostPort:                      s.HostPort,
+		RedisExporter:                 s.RedisExporter,
+		RedisConfig:                   s.RedisConfig,
+		Storage:                       s.Storage,
+		NodeSelector:                  s.NodeSelector,
+		PodSecurityContext:            s.PodSecurityContext,
+		SecurityContext:               s.SecurityContext,
+		PriorityClassName:             s.PriorityClassName,
+		Affinity:                      s.Affinity,
+		Tolerations:                   s.Tolerations,
+		TLS:                           s.TLS,
+		ACL:                           s.ACL,
+		ReadinessProbe:                s.ReadinessProbe,
+		LivenessProbe:                 s.LivenessProbe,
+		InitContainer:                 s.InitContainer,
+		Sidecars:                      s.Sidecars,
+		ServiceAccountName:            s.ServiceAccountName,
+		TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds,
+		EnvVars:                       s.EnvVars,
+	}
+}
+
 // embeddedSentinel adds the sentinels of a RedisReplication. They share its TLS settings, since
 // they must speak TLS to the Redis they monitor.
 func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Objects, in RedisReplicationInput) error {
@@ -171,8 +148,7 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 	if sn.Image == "" {
 		return errors.New("sentinel.image is required")
 	}
-	ref, err := passwordRef(sn.ExistingPasswordSecret, in.SentinelPassword, "sentinel.redisSecret")
-	if err != nil {
+	if _, err := passwordRef(sn.ExistingPasswordSecret, in.SentinelPassword, "sentinel.redisSecret"); err != nil {
 		return err
 	}
 	w := &workload{
@@ -206,7 +182,6 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		serviceAccountName:     deref(sn.ServiceAccountName),
 		terminationGrace:       sn.TerminationGracePeriodSeconds,
 		tls:                    cr.Spec.TLS,
-		passwordRef:            ref,
 	}
 	w.readinessProbe, w.livenessProbe = probes(nil, nil)
 	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), EmbeddedSentinelQuorum(cr))

@@ -206,7 +206,7 @@ func TestBuildRedisSentinel(t *testing.T) {
 			wantEqual(t, "mounts", mounts(s), map[string]string{"/data": "watch-sentinel", "/tls": "tls-certs", "/extra": "extra"})
 			exp := container(t, pod, "redis-exporter")
 			wantEqual(t, "exporter addr", env(exp, "REDIS_ADDR").Value, "rediss://localhost:26379")
-			wantEqual(t, "exporter password", env(exp, "REDIS_PASSWORD").ValueFrom.SecretKeyRef.Name, "user-redis-secret")
+			wantEqual(t, "exporter password", env(exp, "REDIS_PASSWORD").ValueFrom.SecretKeyRef.Name, "watch-sentinel-auth")
 			if !hasContainer(pod, "init") || !hasContainer(pod, "log-shipper") {
 				t.Error("user init container or sidecar missing")
 			}

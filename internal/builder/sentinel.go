@@ -73,11 +73,9 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, err
 	}
-	ref, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret")
-	if err != nil {
+	if _, err := passwordRef(s.KubernetesConfig.ExistingPasswordSecret, in.Password, "kubernetesConfig.redisSecret"); err != nil {
 		return nil, err
 	}
-	w.passwordRef = ref
 	if err := w.applyExporter(s.RedisExporter); err != nil {
 		return nil, err
 	}
@@ -120,8 +118,14 @@ func finishSentinel(w *workload, out *Objects, settings sentinelSettings, authSe
 	w.additionalConfigMap = settings.additionalConfigMap
 	if password != "" || masterPassword != "" {
 		w.authSecretName = authSecretName
-		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, w.instance, w.setupType,
-			w.authSecretName, map[string]string{SentinelAuthKey: sentinelAuthFile(settings.masterGroup, password, masterPassword)}))
+		data := map[string]string{SentinelAuthKey: sentinelAuthFile(settings.masterGroup, password, masterPassword)}
+		if password != "" && w.exporter != nil {
+			// The sentinel's own password alone, trimmed, for its exporter: sentinel.conf's
+			// requirepass line is no value a variable can take.
+			w.passwordSecret = authSecretName
+			data[RedisPasswordKey] = password
+		}
+		out.Secrets = append(out.Secrets, authSecret(w.owner, w.namespace, w.instance, w.setupType, w.authSecretName, data))
 	}
 	w.sentinelScript = sentinelInitScript(w.additionalConfigMap != "", w.authSecretName != "")
 	conf := sentinelConf{port: w.port, settings: settings, masterHost: masterHost, tls: w.tls}

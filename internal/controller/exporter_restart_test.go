@@ -93,3 +93,65 @@ func TestExporterRestartWithoutExporter(t *testing.T) {
 		t.Fatalf("restarted %v, %v", ok, err)
 	}
 }
+
+// A rotation marks the exporter rather than restarting it (the auth Secret it reads still holds
+// the old password then); restartStale, after the objects phase, restarts marked exporters
+// alone and takes the mark off, also when it cannot restart one, so that it warns once.
+func TestExporterStaleMarkThenRestart(t *testing.T) {
+	ctx := context.Background()
+	pinned := exporterPod("docker-pullable://quay.io/opstree/redis-exporter@" + exporterDigest)
+	noDigest := exporterPod("sha256:abc")
+	noDigest.Name = "r-1"
+	unmarked := exporterPod("docker-pullable://quay.io/opstree/redis-exporter@" + exporterDigest)
+	unmarked.Name = "r-2"
+	c := fake.NewClientBuilder().WithObjects(pinned, noDigest, unmarked).Build()
+	rec := events.NewFakeRecorder(10)
+	e := exporterRestart{c, rec}
+
+	live := func(p *corev1.Pod) corev1.Pod {
+		var got corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+			t.Fatal(err)
+		}
+		got.Status = p.Status // the fake keeps no status apart
+		return got
+	}
+	for _, p := range []*corev1.Pod{pinned, noDigest} {
+		l := live(p)
+		if err := e.markStale(ctx, &l); err != nil {
+			t.Fatal(err)
+		}
+		if got := live(p); got.Spec.Containers[1].Image != p.Spec.Containers[1].Image || got.Annotations[AnnotationExporterStale] == "" {
+			t.Fatalf("%s after the mark: image %s, annotations %v", p.Name, got.Spec.Containers[1].Image, got.Annotations)
+		}
+	}
+	pods := []corev1.Pod{live(pinned), live(noDigest), live(unmarked)}
+	if err := e.restartStale(ctx, pinned, pods); err != nil {
+		t.Fatal(err)
+	}
+	wantImages := map[*corev1.Pod]string{
+		pinned:   "quay.io/opstree/redis-exporter@" + exporterDigest,
+		noDigest: noDigest.Spec.Containers[1].Image,
+		unmarked: unmarked.Spec.Containers[1].Image,
+	}
+	for p, want := range wantImages {
+		got := live(p)
+		if got.Spec.Containers[1].Image != want {
+			t.Errorf("%s: exporter image %s, want %s", p.Name, got.Spec.Containers[1].Image, want)
+		}
+		if _, marked := got.Annotations[AnnotationExporterStale]; marked {
+			t.Errorf("%s: still marked: %v", p.Name, got.Annotations)
+		}
+	}
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, strings.Fields(<-rec.Events)[1])
+	}
+	if strings.Join(got, " ") != "ExporterRestarted ExporterNotRestarted" {
+		t.Errorf("events %v", got)
+	}
+	// Unmarked now, a second pass does nothing.
+	if err := e.restartStale(ctx, pinned, []corev1.Pod{live(pinned), live(noDigest)}); err != nil || len(rec.Events) > 0 {
+		t.Errorf("second pass: %v, %d events", err, len(rec.Events))
+	}
+}

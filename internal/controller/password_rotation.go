@@ -168,7 +168,7 @@ func (p passwordRotation) switchEach(ctx context.Context, owner client.Object, t
 		if t.done {
 			continue
 		}
-		if err := p.restartExporter(ctx, owner, t.pod); err != nil {
+		if err := p.markExporter(ctx, t.pod); err != nil {
 			return err
 		}
 		if p.acl.operatorUser && want != "" {
@@ -211,7 +211,7 @@ func (p passwordRotation) switchTogether(ctx context.Context, owner client.Objec
 	}
 	for _, t := range targets {
 		if !t.done {
-			if err := p.restartExporter(ctx, owner, t.pod); err != nil {
+			if err := p.markExporter(ctx, t.pod); err != nil {
 				return err
 			}
 		}
@@ -219,12 +219,12 @@ func (p passwordRotation) switchTogether(ctx context.Context, owner client.Objec
 	return each("ConfigSet", func(c *redis.Client) error { return c.ConfigSet(ctx, "requirepass", want) })
 }
 
-// restartExporter restarts a pod's exporter sidecar just before the pod requires the new
-// password: it comes back with it and uses it from its next scrape on. Restarted after, an
-// interruption in between would leave it on the old one with nothing left to tell.
-func (p passwordRotation) restartExporter(ctx context.Context, owner client.Object, pod *corev1.Pod) error {
-	_, err := exporterRestart{p.client, p.recorder}.restart(ctx, owner, pod)
-	return err
+// markExporter marks a pod's exporter sidecar, just before the pod requires the new password,
+// for a restart once the auth Secret it reads holds that password (exporterRestart.restartStale).
+// Marked after, an interruption in between would leave it on the old one with nothing left
+// to tell.
+func (p passwordRotation) markExporter(ctx context.Context, pod *corev1.Pod) error {
+	return exporterRestart{p.client, p.recorder}.markStale(ctx, pod)
 }
 
 func (p passwordRotation) failed(owner client.Object, pod *corev1.Pod, action string, err error) error {

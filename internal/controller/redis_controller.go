@@ -68,6 +68,7 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 		{"build", r.buildObjects},
 		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
+		{"exporter-password", r.restartStaleExporters},
 		{"storage-wait", r.waitForStorage},
 		{"pod", r.observePod},
 		{"tls-reload", r.reloadTLS},
@@ -144,6 +145,16 @@ func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool,
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
 	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+}
+
+// restartStaleExporters gives the exporters a password rotation marked the password the
+// objects phase has just written to the auth Secret.
+func (r *RedisReconciler) restartStaleExporters(ctx context.Context, s *redisScope) (bool, error) {
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {

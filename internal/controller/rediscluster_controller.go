@@ -109,6 +109,7 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 		{"build", r.buildObjects},
 		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
+		{"exporter-password", r.restartStaleExporters},
 		{"storage-wait", r.waitForStorage},
 		{"pods", r.observePods},
 		{"tls-reload", r.reloadTLS},
@@ -156,14 +157,28 @@ func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *cluster
 
 // rotatePassword changes the running pods' password in place when the Secret's changed.
 func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterScope) (bool, error) {
-	pods := func() ([]corev1.Pod, error) {
+	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, r.allPods(ctx, s), int(builder.ClusterPort(s.cr)), s.password, s.conditions,
+		func(why string) { s.requeue(ctx, whileBroken, why) })
+}
+
+// allPods lists the pods of both StatefulSets, leaders first.
+func (r *RedisClusterReconciler) allPods(ctx context.Context, s *clusterScope) func() ([]corev1.Pod, error) {
+	return func() ([]corev1.Pod, error) {
 		if err := r.listPods(ctx, s); err != nil {
 			return nil, err
 		}
 		return append(append([]corev1.Pod{}, s.leaders...), s.followers...), nil
 	}
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, pods, int(builder.ClusterPort(s.cr)), s.password, s.conditions,
-		func(why string) { s.requeue(ctx, whileBroken, why) })
+}
+
+// restartStaleExporters gives the exporters a password rotation marked the password the
+// objects phase has just written to the auth Secret.
+func (r *RedisClusterReconciler) restartStaleExporters(ctx context.Context, s *clusterScope) (bool, error) {
+	pods, err := r.allPods(ctx, s)()
+	if err != nil {
+		return false, err
+	}
+	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {

@@ -111,6 +111,16 @@ type replicationScope struct {
 	hosts     podHosts
 }
 
+// restartStaleExporters gives the exporters a password rotation marked the password the
+// objects phase has just written to the auth Secret.
+func (r *RedisReplicationReconciler) restartStaleExporters(ctx context.Context, s *replicationScope) (bool, error) {
+	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+	if err != nil {
+		return false, err
+	}
+	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+}
+
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
 // that of every sentinel watching the replication (embedded or RedisSentinels) in step with it.
 func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
@@ -137,6 +147,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 		{"build", r.buildObjects},
 		{"storage", r.growStorage},
 		{"objects", r.applyObjects},
+		{"exporter-password", r.restartStaleExporters},
 		{"storage-wait", r.waitForStorage},
 		{"pods", r.observePods},
 		{"tls-reload", r.reloadTLS},
