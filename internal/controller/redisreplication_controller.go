@@ -416,14 +416,10 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		if err != nil {
 			return false, err
 		}
-		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
-			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
-			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, ReasonConverging, m) })
-			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
-			return true, nil
-		}
-		// Most follow the master; one that cannot learn it is restarted, and until it follows
-		// the replication is not Ready: that sentinel would miss the next failover.
+		// A sentinel that cannot learn the master is restarted (replicationplan.Reseed: while
+		// most follow the master, or while the others do or are blind too, as after every pod
+		// came back at a new address), and until it follows the replication is not Ready: that
+		// sentinel would miss the next failover.
 		blind, err := r.reseedEmbeddedSentinel(ctx, s, sentinelPods, r.embeddedSeedHost(s, master))
 		if err != nil {
 			return false, err
@@ -431,6 +427,12 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		if blind != "" {
 			r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, ReasonConverging, m) })
 			s.requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
+			return true, nil
+		}
+		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
+			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
+			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, ReasonConverging, m) })
+			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
 			return true, nil
 		}
 	}

@@ -199,10 +199,12 @@ func FuzzOnePromotion(f *testing.F) {
 
 // FuzzReseed: whatever the sentinels say, a reseed names one sentinel that is blind (it
 // monitors a host where no pod runs, and knows no replica where one runs), while more than
-// half of them monitor the current master: never one that follows it, never a silent one.
+// half of them monitor the current master, or while every one answers and each follows the
+// live master or is blind: never one that follows it, never a silent one.
 func FuzzReseed(f *testing.F) {
 	f.Add([]byte{2, 2, 1, 0, 0, 3}, uint8(2), uint8(0b0110))
 	f.Add([]byte{2, 2, 2, 1, 1, 0}, uint8(2), uint8(0b0100))
+	f.Add([]byte{1, 5, 1, 0, 2, 0}, uint8(2), uint8(0b1100)) // the others blind, one reseeded already
 	f.Fuzz(func(t *testing.T, data []byte, masterHost, liveMask uint8) {
 		host := func(b byte) string { return fmt.Sprintf("10.0.0.%d", b%8) }
 		live := func(h string) bool {
@@ -232,15 +234,25 @@ func FuzzReseed(f *testing.F) {
 				agreeing++
 			}
 		}
+		sees := func(v SentinelView) bool {
+			return v.Master == "" || v.Master == master || live(v.Master) || slices.ContainsFunc(v.Replicas, live)
+		}
 		if 2*agreeing <= len(views) {
-			t.Fatalf("reseed of %s while only %d of %d sentinels follow the master", got, agreeing, len(views))
+			if !live(master) {
+				t.Fatalf("reseed of %s while only %d of %d sentinels follow the master, whose host runs no pod", got, agreeing, len(views))
+			}
+			for _, v := range views {
+				if v.Master != master && sees(v) {
+					t.Fatalf("reseed of %s while only %d of %d sentinels follow the master and %+v is not blind", got, agreeing, len(views), v)
+				}
+			}
 		}
 		for _, v := range views {
-			if v.Pod != got {
-				continue
-			}
-			if v.Master == "" || v.Master == master || live(v.Master) || slices.ContainsFunc(v.Replicas, live) {
+			if v.Pod == got && sees(v) {
 				t.Fatalf("reseed of %s, which can still learn the master: %+v", got, v)
+			}
+			if v.Pod < got && !sees(v) {
+				t.Fatalf("reseed of %s while %s, a lower name, is blind too: the choice must not depend on order", got, v.Pod)
 			}
 		}
 	})

@@ -136,7 +136,7 @@ func Compute(d Design, members []Member) Plan {
 				d.Current, master.Pod, master.Role.ReplicationOffset)}}}
 	}
 	if master == nil {
-		master = chooseMaster(d, answering)
+		master = chooseMaster(d, members, answering)
 	}
 	if master == nil {
 		if plan, ok := leadWaiting(d, members, answering); ok {
@@ -174,7 +174,7 @@ func Compute(d Design, members []Member) Plan {
 }
 
 // chooseMaster returns the member that is the master, or nil when none may be assumed to be.
-func chooseMaster(d Design, answering []*Member) *Member {
+func chooseMaster(d Design, members []Member, answering []*Member) *Member {
 	var masters []*Member
 	for _, m := range answering {
 		if m.Role.Kind == redis.RoleMaster {
@@ -186,6 +186,9 @@ func chooseMaster(d Design, answering []*Member) *Member {
 	}
 	// The sentinels' choice stands: they fail over, and the operator must not undo it. While
 	// they move the master (their choice is not a master yet), nothing is re-pointed.
+	if d.Monitored != "" && !slices.ContainsFunc(members, func(m Member) bool { return m.IP == d.Monitored }) {
+		return ledPastBlindSentinels(d, answering, masters)
+	}
 	if d.Monitored != "" {
 		for _, m := range masters {
 			if m.IP == d.Monitored {
@@ -226,6 +229,30 @@ func chooseMaster(d Design, answering []*Member) *Member {
 		return best
 	}
 	return nil
+}
+
+// ledPastBlindSentinels returns the recorded master when the sentinels agree on an address no
+// pod has: every pod restarted at a new address, the operator made the recorded master lead
+// (StepLead) and the sentinels, knowing only the old addresses, can never see it nor fail
+// over to anything. Their choice names no pod, so there is nothing of theirs to undo; the
+// replicas follow the master the operator led, and the sentinels are started again from the
+// seed (replicationplan.Reseed). Only while that master is the one master and every other pod
+// still waits for its master or already follows it: a pod that follows anything else (a
+// replica the sentinels may still promote, knowing it) leaves the choice to them.
+func ledPastBlindSentinels(d Design, answering, masters []*Member) *Member {
+	if len(masters) != 1 || masters[0].Pod != d.Current {
+		return nil
+	}
+	led := masters[0]
+	for _, m := range answering {
+		if m == led || m.Role.WaitsForMaster() {
+			continue
+		}
+		if m.Role.Kind != redis.RoleSlave || m.Role.MasterIP != led.IP || m.Role.MasterPort != led.Port {
+			return nil
+		}
+	}
+	return led
 }
 
 // restartedMaster returns the replica to promote when the recorded master answers as a master

@@ -49,25 +49,41 @@ type SentinelView struct {
 // none: a sentinel hears of a failover only through the instances it monitors (their INFO,
 // and the other sentinels' hello messages, which travel through them), so one that monitors a
 // host where no pod runs and knows no replica where one runs is blind for good. That is a
-// sentinel started from a seed naming a master whose pod went before it connected. Its pod may
-// start again from the current seed, one at a time and only while more than half of the
-// sentinels monitor master (the current master's host), so that the quorum holds meanwhile.
-// live tells whether a pod of the monitored replication runs at a host.
+// sentinel started from a seed naming a master whose pod went before it connected, or every
+// sentinel after every pod of the replication came back at a new address. Its pod may start
+// again from the current seed, one at a time, while more than half of the sentinels monitor
+// master (the current master's host), so that the quorum holds meanwhile; or while every
+// sentinel answers and each either monitors master or is blind itself: a blind sentinel takes
+// no part in any failover (it cannot see the master the others watch, nor vote on it), so
+// restarting it takes nothing from them, and with all of them blind it is the only way out.
+// live tells whether a pod of the monitored replication runs at a host. Of several blind
+// sentinels, the one with the lowest pod name is named.
 func Reseed(views []SentinelView, master string, live func(host string) bool) string {
-	agreeing := 0
-	for _, v := range views {
-		if v.Master == master {
-			agreeing++
-		}
-	}
-	if master == "" || 2*agreeing <= len(views) {
+	if master == "" {
 		return ""
 	}
-	for _, v := range views {
-		if v.Master == "" || v.Master == master || live(v.Master) || slices.ContainsFunc(v.Replicas, live) {
-			continue
-		}
-		return v.Pod
+	blind := func(v SentinelView) bool {
+		return v.Master != "" && v.Master != master && !live(v.Master) && !slices.ContainsFunc(v.Replicas, live)
 	}
-	return ""
+	agreeing, restBlind := 0, true
+	for _, v := range views {
+		switch {
+		case v.Master == master:
+			agreeing++
+		case !blind(v):
+			restBlind = false // silent, or following another master it can still see
+		}
+	}
+	if 2*agreeing <= len(views) && (!restBlind || !live(master)) {
+		return ""
+	}
+	// The lowest name among the blind, whatever order the views come in (a cache's list has
+	// none): the caller's grace clock runs for the one named, so it must stay the same one.
+	chosen := ""
+	for _, v := range views {
+		if blind(v) && (chosen == "" || v.Pod < chosen) {
+			chosen = v.Pod
+		}
+	}
+	return chosen
 }

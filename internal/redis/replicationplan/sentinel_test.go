@@ -67,6 +67,14 @@ func TestReseedOnlyABlindSentinelWhileTheOthersAgree(t *testing.T) {
 		{name: "half is no majority", views: []SentinelView{agree("s-0"), blind, {Pod: "s-3", Master: "10.0.0.7"}, {Pod: "s-1"}}},
 		{name: "a silent sentinel is not blind", views: []SentinelView{agree("s-0"), agree("s-1"), {Pod: "s-2"}}},
 		{name: "one at a time", views: []SentinelView{agree("s-0"), agree("s-1"), agree("s-3"), blind, {Pod: "s-4", Master: "10.0.0.8"}}, want: "s-2"},
+		{name: "every sentinel blind after every pod moved", views: []SentinelView{
+			{Pod: "s-0", Master: "10.0.0.1", Replicas: []string{"10.0.0.5", "10.0.0.6"}},
+			{Pod: "s-1", Master: "10.0.0.1", Replicas: []string{"10.0.0.5"}}, blind}, want: "s-0"},
+		{name: "of several blind, the lowest name whatever the order", views: []SentinelView{
+			{Pod: "s-2", Master: "10.0.0.1"}, {Pod: "s-0", Master: "10.0.0.1"}, {Pod: "s-1", Master: "10.0.0.1"}}, want: "s-0"},
+		{name: "the others blind, one reseeded already", views: []SentinelView{agree("s-0"), {Pod: "s-1", Master: "10.0.0.1"}, blind}, want: "s-1"},
+		{name: "the others blind, one still starting", views: []SentinelView{{Pod: "s-0"}, {Pod: "s-1", Master: "10.0.0.1"}, blind}},
+		{name: "a minority sees another live master", views: []SentinelView{{Pod: "s-0", Master: "10.0.0.9"}, {Pod: "s-1", Master: "10.0.0.1"}, blind}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Reseed(c.views, current, live); got != c.want {
@@ -76,5 +84,8 @@ func TestReseedOnlyABlindSentinelWhileTheOthersAgree(t *testing.T) {
 	}
 	if got := Reseed([]SentinelView{blind}, "", live); got != "" {
 		t.Errorf("no master known: want no reseed, got %q", got)
+	}
+	if got := Reseed([]SentinelView{blind, {Pod: "s-3", Master: "10.0.0.1"}}, "10.0.0.4", live); got != "" {
+		t.Errorf("every sentinel blind and the master's pod gone too: want no reseed (the seed would name nothing live), got %q", got)
 	}
 }

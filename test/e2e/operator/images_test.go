@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,26 +28,6 @@ func exporterUp(t *testing.T, ns string, pod *corev1.Pod) {
 	sb.WaitFor(t, ns, "the exporter of "+pod.Name+" to scrape its Redis", time.Minute, func(ctx context.Context) (bool, string, error) {
 		body, err := scrape(ctx, pod.Status.PodIP, 9121)
 		return err == nil && redisUp(body) == "redis_up 1", redisUp(body), nil
-	})
-}
-
-// sentinelsName waits until each of the three sentinels of RedisSentinel redis-sentinel in ns
-// names master the master.
-func sentinelsName(t *testing.T, ns string, master *corev1.Pod) {
-	t.Helper()
-	sb.WaitFor(t, ns, "every sentinel to name "+master.Name+" the master", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
-		var pods corev1.PodList
-		if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": "redis-sentinel-sentinel"}); err != nil {
-			return false, "", err
-		}
-		var seen []string
-		ok := len(pods.Items) == 3
-		for _, p := range pods.Items {
-			addr, err := sb.RedisAt(t, p.Status.PodIP, 26379).Do(ctx, "SENTINEL", "get-master-addr-by-name", "myMaster").StringSlice()
-			seen = append(seen, fmt.Sprintf("%s: %v %v", p.Name, addr, err))
-			ok = ok && err == nil && len(addr) == 2 && addr[0] == master.Status.PodIP
-		}
-		return ok, strings.Join(seen, "; "), nil
 	})
 }
 
@@ -146,7 +125,7 @@ spec:
     redisReplicationName: redis-replication
 `)
 	master := replicationFailsOver(t, ns)
-	sentinelsName(t, ns, master)
+	sentinelsName(t, ns, "redis-sentinel-sentinel", "myMaster", master.Status.PodIP)
 	return master
 }
 
