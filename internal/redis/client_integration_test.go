@@ -259,7 +259,7 @@ func TestBusyScriptIsToldFromOtherErrors(t *testing.T) {
 	redistest.WaitFor(t, 5*time.Second, "CLUSTER NODES answered BUSY", func() error {
 		o = c.ObserveCluster(ctx)
 		if !redis.IsBusyError(o.NodesErr) {
-			return fmt.Errorf("CLUSTER NODES: %v", o.NodesErr)
+			return fmt.Errorf("CLUSTER NODES: %w", o.NodesErr)
 		}
 		return nil
 	})

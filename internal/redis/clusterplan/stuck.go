@@ -35,7 +35,8 @@ type StuckPlan struct {
 	// its replica's electability).
 	Waits []string
 	// Problems name the stuck masters no replica can take over: their writes wait for the
-	// kubelet's liveness probe to restart them.
+	// kubelet's liveness probe to restart them. They hold no duration, so that a condition
+	// saying them does not change on every reconcile.
 	Problems []string
 	// Recheck is when a master's grace ends, 0 when none is running.
 	Recheck time.Duration
@@ -86,8 +87,8 @@ func PlanStuckMasters(stuck Stuck, members []Member) StuckPlan {
 		best, bestElectable := bestReplicas(members, node.ID)
 		switch {
 		case best == nil:
-			plan.Problems = append(plan.Problems, fmt.Sprintf("master %s has answered BUSY for %s and no replica of it has its link up to take its shard over: its writes wait until its liveness probe restarts it",
-				pod, busy.Round(time.Second)))
+			plan.Problems = append(plan.Problems, fmt.Sprintf("master %s answers BUSY (stuck in a script) and no replica of it has its link up to take its shard over: its writes wait until its liveness probe restarts it",
+				pod))
 		case bestElectable == nil:
 			plan.Waits = append(plan.Waits, fmt.Sprintf("master %s has answered BUSY for %s: %s takes its shard over once every master knows it: %s",
 				pod, busy.Round(time.Second), best.Pod, electable(members, best).Reason()))

@@ -61,7 +61,7 @@ func TestStuckMasterIsTakenOverByItsBestReplicaPastTheGrace(t *testing.T) {
 			}, wantReplica: "c-follower-3"},
 		{name: "no replica linked: a problem, no step", busy: map[string]time.Time{"c-leader-1": now.Add(-16 * time.Second)},
 			edit:        func(ms []Member) { linkDown("c-follower-1")(ms); linkDown("c-follower-3")(ms) },
-			wantProblem: "master c-leader-1 has answered BUSY for 16s and no replica of it has its link up"},
+			wantProblem: "master c-leader-1 answers BUSY (stuck in a script) and no replica of it has its link up"},
 		{name: "within the election retry window: wait", busy: map[string]time.Time{"c-leader-1": now.Add(-20 * time.Second)},
 			elections: map[string]time.Time{leader1: now.Add(4 * time.Second)},
 			wantWait:  "an election of its shard was asked recently, Redis allows another in 4s"},
