@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,8 @@ func TestClusterMasterStuckInAScriptIsTakenOverByItsReplica(t *testing.T) {
 	f.waitReady(60 * time.Second)
 	f.writeKeys(200)
 
+	counted := func() float64 { return testutil.ToFloat64(failovers.With(resourceLabelValues(f.get()))) }
+	before := counted()
 	leader1 := f.name + "-leader-1"
 	replica := f.replicaPodOf(leader1)
 	stuckAddr := f.kubelet.pod(leader1).addr(f.port)
@@ -55,6 +58,9 @@ func TestClusterMasterStuckInAScriptIsTakenOverByItsReplica(t *testing.T) {
 	f.assertEvents(ReasonStuckMasterFailover)
 	if asks := op.failoversAsked(f.kubelet.pod(replica).addr(f.port)); len(asks) != 1 {
 		t.Errorf("CLUSTER FAILOVER asked of %s %d times, want once", replica, len(asks))
+	}
+	if got := counted() - before; got != 1 {
+		t.Errorf("the failover metric counted %v failovers, want 1", got)
 	}
 	f.readKeys(200)
 	// A few reconciles while the old master is still busy: nothing is asked of it.
