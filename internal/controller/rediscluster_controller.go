@@ -55,6 +55,9 @@ type RedisClusterReconciler struct {
 	// DNSDomain is the cluster's DNS domain, in the names the nodes announce; "" is
 	// cluster.local.
 	DNSDomain string
+	// StuckMasterGrace overrides DefaultMasterPromotionGrace as how long a master answers BUSY
+	// before its replica is asked to take over (tests shorten it).
+	StuckMasterGrace time.Duration
 	// failovers are the CLUSTER FAILOVERs asked recently, not to be asked again meanwhile.
 	failovers failoverLog
 }

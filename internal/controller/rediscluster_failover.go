@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
@@ -53,7 +54,7 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 	member := memberByPod(s.members, plan.Failover)
 	progress := plan.Failover + " takes its master's shard over, as asked with " + builder.AnnotationFailover
 	pod := s.pod(func(p *corev1.Pod) bool { return p.Name == plan.Failover })
-	wait, err := r.askFailover(ctx, s, s.members, member)
+	wait, err := r.askFailover(ctx, s, s.members, member, redis.FailoverDefault)
 	if err != nil {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover", "%s could not take its master's shard over: %v", plan.Failover, err)
 		return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", plan.Failover, err)

@@ -198,6 +198,19 @@ func (l *failoverLog) begin(members []clusterplan.Member, replica *clusterplan.M
 	return ""
 }
 
+// windows returns, by shard, until when an election the operator asked of it keeps Redis
+// from running another, for the attempts whose outcome members do not show yet.
+func (l *failoverLog) windows(members []clusterplan.Member) map[string]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settle(members, l.clock())
+	out := make(map[string]time.Time, len(l.pending))
+	for shard, a := range l.pending {
+		out[shard] = a.until
+	}
+	return out
+}
+
 // cancel forgets the attempt on replica's shard: Redis refused the command, no election started.
 func (l *failoverLog) cancel(replica *clusterplan.Member) {
 	if replica == nil {
@@ -237,8 +250,8 @@ func (l *failoverLog) firstRefusal(key string) bool {
 
 // askFailover runs CLUSTER FAILOVER on member (a replica in members) unless an election of its
 // shard is pending or within Redis's retry window; then it returns what it waits for, and
-// asks nothing. The window follows the node's own cluster-node-timeout.
-func (r *RedisClusterReconciler) askFailover(ctx context.Context, s *clusterScope, members []clusterplan.Member, member *clusterplan.Member) (string, error) {
+// asks nothing. The window follows the node's own cluster-node-timeout, whatever the mode.
+func (r *RedisClusterReconciler) askFailover(ctx context.Context, s *clusterScope, members []clusterplan.Member, member *clusterplan.Member, mode redis.FailoverMode) (string, error) {
 	if wait := r.failovers.wait(members, member); wait != "" {
 		return wait, nil
 	}
@@ -250,7 +263,7 @@ func (r *RedisClusterReconciler) askFailover(ctx context.Context, s *clusterScop
 		return wait, nil
 	}
 	r.failovers.noteAsked(member)
-	if err := c.ClusterFailover(ctx, redis.FailoverDefault); err != nil {
+	if err := c.ClusterFailover(ctx, mode); err != nil {
 		r.failovers.cancel(member)
 		return "", err
 	}

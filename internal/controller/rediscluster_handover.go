@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
@@ -67,7 +68,7 @@ func (r *RedisClusterReconciler) handOver(ctx context.Context, s, view *clusterS
 	}
 	member := memberByPod(members, plan.Failover)
 	replica := view.pod(func(p *corev1.Pod) bool { return p.Name == plan.Failover })
-	wait, err := r.askFailover(ctx, s, members, member)
+	wait, err := r.askFailover(ctx, s, members, member, redis.FailoverDefault)
 	if err != nil {
 		r.Recorder.Eventf(s.cr, replica, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover",
 			"%s could not take the shard of terminating %s over: %v", plan.Failover, pod.Name, err)

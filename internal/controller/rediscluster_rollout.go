@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
@@ -116,7 +117,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 	case action.Failover != "":
 		member := memberByPod(s.members, action.Failover)
 		pod := s.pod(func(p *corev1.Pod) bool { return p.Name == action.Failover })
-		wait, err := r.askFailover(ctx, s, s.members, member)
+		wait, err := r.askFailover(ctx, s, s.members, member, redis.FailoverDefault)
 		if err != nil {
 			r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "ClusterFailoverFailed", "Failover", "%s could not take its master's shard over for the rolling update: %v", action.Failover, err)
 			return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", action.Failover, err)

@@ -77,6 +77,11 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	if s.conditions.hasServed() { // a cluster still being created has no outage to report
 		s.outages = clusterplan.Outages(design, s.members)
 	}
+	// The plan waits for a stuck master to answer, which it may not do before its probe
+	// restarts it: its replica is asked to take over meanwhile.
+	if err := r.failOverStuckMasters(ctx, s); err != nil {
+		return false, err
+	}
 	switch {
 	case len(plan.Steps) > 0:
 		reason := ReasonBootstrapping
@@ -251,6 +256,7 @@ func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterSc
 	readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), m.Pod)
 	defer cancel()
 	seen := c.ObserveCluster(readCtx)
+	m.Busy = redis.IsBusyError(seen.NodesErr)
 	if seen.NodesErr != nil {
 		log.FromContext(ctx).Info("CLUSTER NODES failed", "pod", m.Pod, "error", seen.NodesErr.Error())
 		return nil
@@ -393,7 +399,7 @@ func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, 
 		err = c.ClusterReplicate(ctx, step.NodeID)
 	case clusterplan.StepFailover:
 		var wait string
-		if wait, err = r.askFailover(ctx, s, s.members, member); wait != "" {
+		if wait, err = r.askFailover(ctx, s, s.members, member, redis.FailoverDefault); wait != "" {
 			log.FromContext(ctx).V(1).Info("a failover asked recently is still running", "pod", step.On, "wait", wait)
 			return 0, errFailoverRunning
 		}

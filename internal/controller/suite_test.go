@@ -113,7 +113,7 @@ func stuckAfter(bound time.Duration) operatorOption {
 	return func(o *operatorSettings) { o.stuckAfter = bound }
 }
 
-// withLiveness runs the liveness watcher for the RedisReplications, as main does.
+// withLiveness runs the liveness watcher for the RedisReplications and RedisClusters, as main does.
 func withLiveness(o *operatorSettings) { o.liveness = true }
 
 func startOperator(t *testing.T, namespace string, options ...operatorOption) *operator {
@@ -185,20 +185,20 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 	// One memory for this operator's reconcilers, as in main; a later operator of the same
 	// test starts with none of it, as a restarted process would.
 	memory := NewMemory()
-	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
 	var live *liveness.Watcher
 	if settings.liveness {
 		live = liveness.New(liveness.PoolPinger{Pool: op.pool}, liveness.Options{})
 		if err := mgr.Add(live); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
+		Recorder: events, Redis: op.pool, Memory: memory, Liveness: live}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
+		Recorder: events, Redis: op.pool, Memory: memory}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
 	}
 	if err := (&RedisReplicationReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
 		Recorder: events, Redis: op.pool, Memory: memory, MasterPromotionGrace: 2 * time.Second,

@@ -207,6 +207,14 @@ func IsServerError(err error) bool {
 	return errors.As(err, &re) && !errors.Is(err, goredis.Nil)
 }
 
+// IsBusyError reports whether err is Redis's BUSY reply: the server runs a script, a function
+// or a module command past its busy-reply-threshold and answers every other command with it
+// (SCRIPT KILL and SHUTDOWN NOSAVE aside) until that ends.
+func IsBusyError(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY ")
+}
+
 // IsAuthError reports whether err is Redis refusing the credentials: a wrong password, none
 // given where one is required, or one given where none is configured.
 func IsAuthError(err error) bool {

@@ -3,12 +3,16 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
@@ -232,4 +236,41 @@ func TestIsAuthErrorOnlyForRefusedCredentials(t *testing.T) {
 	if err := gone.Ping(ctx); err == nil || redis.IsAuthError(err) {
 		t.Errorf("connection refused is no auth error: %v", err)
 	}
+}
+
+// A cluster node running a script past its busy-reply-threshold answers the operator's reads
+// BUSY, which IsBusyError tells from a timeout or another error reply.
+func TestBusyScriptIsToldFromOtherErrors(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	pool := newPool(t, redis.Options{})
+	s := redistest.StartServer(t, redistest.ServerOptions{Cluster: true, Config: []string{"busy-reply-threshold 100"}})
+	c, err := pool.Client(s.Endpoint(redis.Auth{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.ObserveCluster(ctx); o.NodesErr != nil || redis.IsBusyError(o.NodesErr) {
+		t.Fatalf("an idle node: %v", o.NodesErr)
+	}
+	stuck := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ReadTimeout: -1})
+	t.Cleanup(func() { _ = stuck.Close() })
+	go func() { _ = stuck.Eval(context.Background(), "while true do end", nil).Err() }()
+	var o redis.ClusterObservation
+	redistest.WaitFor(t, 5*time.Second, "CLUSTER NODES answered BUSY", func() error {
+		o = c.ObserveCluster(ctx)
+		if !redis.IsBusyError(o.NodesErr) {
+			return fmt.Errorf("CLUSTER NODES: %w", o.NodesErr)
+		}
+		return nil
+	})
+	if !redis.IsBusyError(o.RoleErr) || !redis.IsBusyError(o.InfoErr) {
+		t.Errorf("ROLE %v, CLUSTER INFO %v: want BUSY", o.RoleErr, o.InfoErr)
+	}
+	if redis.IsBusyError(errors.New("BUSY but not a reply")) || redis.IsBusyError(context.DeadlineExceeded) {
+		t.Error("IsBusyError took a client-side error for Redis's BUSY reply")
+	}
+	if err := stuck.Do(ctx, "SCRIPT", "KILL").Err(); err != nil { // on another of its pool's connections
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, 5*time.Second, "the node answers again", func() error { return c.Ping(ctx) })
 }

@@ -48,6 +48,9 @@ type Member struct {
 	DialPort int
 	// View is CLUSTER NODES as this member answers it; nil when it did not answer.
 	View *redis.Topology
+	// Busy: instead of its view the member answered BUSY (a script or function running past
+	// its time limit); the controller clocks it into Stuck.Busy.
+	Busy bool
 	// Replication is ROLE as this member answers it.
 	Replication redis.Role
 	// Server is INFO server as this member answers it (zero when it did not): what the

@@ -46,13 +46,26 @@ func PlanRequestedFailover(members []Member, target string) RequestedFailover {
 		}
 		return RequestedFailover{Failover: target}
 	}
-	var best, bestElectable *Member
+	best, bestElectable := bestReplicas(members, me.ID)
+	switch {
+	case best == nil:
+		return RequestedFailover{Refuse: fmt.Sprintf("no replica of %s has its link up: a failover now could lose writes", target)}
+	case bestElectable == nil:
+		return RequestedFailover{Wait: fmt.Sprintf("%s takes %s's shard over once every master knows it: %s", best.Pod, target, electable(members, best).Reason())}
+	}
+	return RequestedFailover{Failover: bestElectable.Pod}
+}
+
+// bestReplicas are, among the replicas of the master masterID whose link is up, the one
+// holding the most (the greatest replication offset) and the one holding the most of those
+// that can be elected now; nil when there is none.
+func bestReplicas(members []Member, masterID string) (best, bestElectable *Member) {
 	better := func(r, than *Member) bool {
 		return than == nil || r.Replication.ReplicationOffset > than.Replication.ReplicationOffset
 	}
 	for i := range members {
 		r := &members[i]
-		if node, ok := myself(r); ok && node.IsReplica() && node.MasterID == me.ID && r.Replication.LinkUp() {
+		if node, ok := myself(r); ok && node.IsReplica() && node.MasterID == masterID && r.Replication.LinkUp() {
 			if better(r, best) {
 				best = r
 			}
@@ -61,13 +74,7 @@ func PlanRequestedFailover(members []Member, target string) RequestedFailover {
 			}
 		}
 	}
-	switch {
-	case best == nil:
-		return RequestedFailover{Refuse: fmt.Sprintf("no replica of %s has its link up: a failover now could lose writes", target)}
-	case bestElectable == nil:
-		return RequestedFailover{Wait: fmt.Sprintf("%s takes %s's shard over once every master knows it: %s", best.Pod, target, electable(members, best).Reason())}
-	}
-	return RequestedFailover{Failover: bestElectable.Pod}
+	return best, bestElectable
 }
 
 // IsServingMaster reports whether pod answers as a master that serves slots.
