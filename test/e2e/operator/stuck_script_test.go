@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // runForever sends a Lua script that never ends to the Redis at ip:6379 and leaves it running:
@@ -131,10 +132,12 @@ spec:
 // A cluster's leader stuck in a script answers its clients only BUSY, while its cluster bus
 // still answers the other nodes' pings (Redis runs its event loop during a long script), so no
 // node flags it and no replica takes its shard over by itself. The resource says so at once
-// (Degraded, naming the pod), the liveness probe restarts the container in place, the node
-// comes back as the master of its shard from what its volume holds, and every key written
-// before is read back through the cluster.
-func TestClusterLeaderStuckInAScriptIsRestartedByItsProbe(t *testing.T) {
+// (Degraded, naming the pod); once the leader has answered BUSY for the operator's grace
+// (15 s), the operator has its replica take the shard over with CLUSTER FAILOVER FORCE, long
+// before the liveness probe (60 s here) gives up, and every key is read through the cluster
+// while the leader is still stuck. The probe then restarts the container in place, the node
+// comes back from its volume, takes its shard back, and every key is read again.
+func TestClusterLeaderStuckInAScriptIsFailedOverThenRestartedByItsProbe(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, `apiVersion: redis.redis.opstreelabs.in/v1beta2
 kind: RedisCluster
@@ -147,13 +150,22 @@ spec:
   redisLeader:
     livenessProbe:
       initialDelaySeconds: 5
-      periodSeconds: 2
-      timeoutSeconds: 1
-      failureThreshold: 3
+      periodSeconds: 10
+      timeoutSeconds: 5
+      failureThreshold: 6
 `)
 	c.waitReady(time.Now().Add(-time.Hour))
 	c.writeKeys("stuck", 300)
 	leader := c.pod("stuck-cluster-leader-0")
+	var replica *corev1.Pod
+	for _, p := range c.pods(c.ctx) {
+		if role, err := redis.ParseRole(c.redis(&p).Do(c.ctx, "ROLE").Val()); err == nil && role.Kind == redis.RoleSlave && role.MasterIP == leader.Status.PodIP {
+			replica = &p
+		}
+	}
+	if replica == nil {
+		t.Fatalf("no replica of %s", leader.Name)
+	}
 
 	fault := faultTime()
 	runForever(t, leader.Status.PodIP)
@@ -165,7 +177,24 @@ spec:
 		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
 		return d != nil && d.Status == metav1.ConditionTrue && strings.Contains(d.Message, leader.Name), fmt.Sprintf("%+v", d), nil
 	})
-	sb.WaitFor(t, c.ns, "the liveness probe to restart "+leader.Name, 2*time.Minute, func(ctx context.Context) (bool, string, error) {
+	sb.WaitFor(t, c.ns, replica.Name+" taking the stuck shard over", 90*time.Second, func(ctx context.Context) (bool, string, error) {
+		role, err := c.redis(replica).Do(ctx, "ROLE").Slice()
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return role[0] == "master", fmt.Sprintf("%s is %v", replica.Name, role[0]), nil
+	})
+	tookOver := time.Since(fault)
+	if n := restarts(c.pod(leader.Name)); n != 0 {
+		t.Errorf("%s restarted %d times before its replica took over: the probe, not the operator, moved the shard", leader.Name, n)
+	}
+	if !hasEvent(t, c.ns, "StuckMasterFailover") {
+		t.Error("no StuckMasterFailover event")
+	}
+	c.readKeys("stuck", 300)
+	t.Logf("%s took the shard over %s after the script started", replica.Name, tookOver.Round(time.Second))
+
+	sb.WaitFor(t, c.ns, "the liveness probe to restart "+leader.Name, 3*time.Minute, func(ctx context.Context) (bool, string, error) {
 		p := c.pod(leader.Name)
 		return restarts(p) >= 1 && p.Status.PodIP == leader.Status.PodIP, fmt.Sprintf("%d restarts", restarts(p)), nil
 	})
