@@ -273,6 +273,10 @@ PROMETHEUS_ADDR ?= 127.0.0.1:$(shell echo $$((9090 + $(SANDBOX_SLOT))))
 # Applied without the operator; with the operator deployed, SANDBOX_OPERATOR_SAMPLE instead.
 SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
 SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml config/samples/redis_v1beta2_rediscluster_minimal.yaml
+# SANDBOX_RELEASE=x.y.z runs the operator of that release (make release VERSION=x.y.z builds
+# it into dist/image) instead of bin/redis-operator: the sandbox starts its registry, the
+# image is pushed there, and the nodes pull it and run the binary from its layers.
+SANDBOX_RELEASE ?=
 
 .PHONY: sandbox-bin
 sandbox-bin: ## Build bin/sandbox from the test module.
@@ -282,8 +286,14 @@ sandbox-bin: ## Build bin/sandbox from the test module.
 sandbox: packages server-roots control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample; MONITORING=1 adds Prometheus.
 	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
 	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) \
+		$(if $(SANDBOX_RELEASE),--push $(DIST)/image --operator-from-registry redis-operator:$(SANDBOX_RELEASE)) \
 		$(foreach s,$(SANDBOX_SAMPLE),--sample $(s)) $(foreach s,$(wildcard $(SANDBOX_OPERATOR_SAMPLE)),--operator-sample $(s))
 	@if [ -n "$(MONITORING)" ]; then SANDBOX_DIR=$(SANDBOX_DIR) PROMETHEUS_ADDR=$(PROMETHEUS_ADDR) hack/sandbox-monitoring.sh start; fi
+
+.PHONY: sandbox-push
+sandbox-push: ## Push make release's image (dist/image) to the registry of a sandbox started with SANDBOX_RELEASE or `sandbox up --registry`.
+	@test -x $(BIN)/sandbox || $(MAKE) --no-print-directory sandbox-bin
+	$(BIN)/sandbox push --dir $(SANDBOX_DIR) $(DIST)/image
 
 .PHONY: sandbox-down
 sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, link and route it made.

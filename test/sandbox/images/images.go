@@ -208,7 +208,7 @@ var hostServerBinaries = []string{"redis-*", "valkey-*", "prometheus-redis-expor
 
 // Resolve maps ref to an image or a *NotFoundError.
 func (t Table) Resolve(ref string) (Image, error) {
-	if t.fromRegistry(ref) {
+	if t.Pulls(ref) {
 		return t.pull(ref)
 	}
 	path := Path(ref)

@@ -31,8 +31,8 @@ const Pulled Kind = "pulled"
 // stuck, and the container retries with back-off as after any failed pull.
 const pullTimeout = 2 * time.Minute
 
-// fromRegistry reports whether ref names an image of the sandbox's registry.
-func (t Table) fromRegistry(ref string) bool {
+// Pulls reports whether ref names an image of the sandbox's registry, which Resolve pulls.
+func (t Table) Pulls(ref string) bool {
 	if t.Registry == "" {
 		return false
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -109,5 +111,44 @@ func TestRefusesOtherAddresses(t *testing.T) {
 			_ = r.Stop(context.Background())
 			t.Errorf("Start on %s: no error", addr)
 		}
+	}
+}
+
+// A release's image layout (one multi-arch index tagged with the version) is pushed under
+// its tag and comes back with the digest the layout has.
+func TestPushLayout(t *testing.T) {
+	r := start(t, "")
+	idx, err := random.Index(256, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refName: "1.2.3"})); err != nil {
+		t.Fatal(err)
+	}
+	want, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := PushLayout(t.Context(), dir, r.Addr, "redis-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantRef := r.Addr + "/redis-operator:1.2.3@" + want.String(); len(pushed) != 1 || pushed[0] != wantRef {
+		t.Errorf("pushed %q, want [%s]", pushed, wantRef)
+	}
+	got, err := remote.Index(ref(t, r.Addr+"/redis-operator:1.2.3"), remote.WithContext(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := got.Digest(); err != nil || d != want {
+		t.Errorf("pulled digest %s %v, want %s", d, err, want)
+	}
+	if _, err := PushLayout(t.Context(), t.TempDir(), r.Addr, "redis-operator"); err == nil {
+		t.Error("push of a folder that is no image layout: no error")
 	}
 }
