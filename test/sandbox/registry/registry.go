@@ -128,9 +128,19 @@ func setLog(w io.Writer) {
 	logrus.SetOutput(w)
 }
 
-// Stop stops serving and waits for the requests in flight.
+// stopGrace bounds the wait for requests in flight: Shutdown counts a connection a client
+// opened but never used (Go's transport dials ahead) as busy for 5 s, and a request on
+// loopback ends well within this.
+const stopGrace = time.Second
+
+// Stop stops serving, waits a moment for the requests in flight, and closes the rest.
 func (r *Registry) Stop(ctx context.Context) error {
-	err := r.srv.Shutdown(ctx)
+	graceCtx, cancel := context.WithTimeout(ctx, stopGrace)
+	err := r.srv.Shutdown(graceCtx)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = r.srv.Close()
+	}
 	if serveErr := <-r.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
 		err = serveErr
 	}
