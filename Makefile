@@ -291,9 +291,9 @@ sandbox: packages server-roots control-plane sandbox-bin ## Start Kubernetes wit
 	@if [ -n "$(MONITORING)" ]; then SANDBOX_DIR=$(SANDBOX_DIR) PROMETHEUS_ADDR=$(PROMETHEUS_ADDR) hack/sandbox-monitoring.sh start; fi
 
 .PHONY: sandbox-push
-sandbox-push: ## Push make release's image (dist/image) to the registry of a sandbox started with SANDBOX_RELEASE or `sandbox up --registry`.
+sandbox-push: ## Push make release's image (dist/image) and charts (dist/charts) to the registry of a sandbox started with SANDBOX_RELEASE or `sandbox up --registry`.
 	@test -x $(BIN)/sandbox || $(MAKE) --no-print-directory sandbox-bin
-	$(BIN)/sandbox push --dir $(SANDBOX_DIR) $(DIST)/image
+	$(BIN)/sandbox push --dir $(SANDBOX_DIR) --charts $(DIST)/charts $(DIST)/image
 
 .PHONY: sandbox-down
 sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, link and route it made.

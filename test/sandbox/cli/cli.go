@@ -31,8 +31,9 @@ Usage:
   sandbox down [--dir D] [--slot N]        stop the sandbox and remove everything it made (also after a crash)
   sandbox status [--dir D] [--json]        show nodes, pods and addresses
   sandbox leftovers [--dir D] [--slot N]   list what of a sandbox still exists (processes, namespaces, ...)
-  sandbox push [--dir D] LAYOUT            push an OCI image layout (make release's dist/image) to the
-                                           sandbox's registry (up --registry)
+  sandbox push [--dir D] [--charts DIR] [LAYOUT]
+                                           push an OCI image layout (make release's dist/image) and
+                                           packaged charts (dist/charts) to the sandbox's registry
 
 Fault injection (on the sandbox of --dir, default the repository's .sandbox):
   sandbox crash-container [-n NS] POD [CONTAINER]   SIGKILL a container; its restart policy acts
