@@ -184,7 +184,7 @@ chainsaw: ## Build bin/chainsaw (kyverno/chainsaw v0.2.12), which runs the tests
 .PHONY: vet
 vet: ## Run go vet on the operator's module and on the test module (integration tests and benchmarks included).
 	go vet -tags $(INTEGRATION_TAG),release ./...
-	cd $(TEST_MODULE) && go vet -tags bench,chaos,servers,$(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && go vet -tags bench,chaos,servers,$(INTEGRATION_TAG),release ./...
 
 .PHONY: test
 test: packages server-roots control-plane build kubectl-redis chainsaw helm chart-deps ## Run every test: vet, verify, lint, then the unit, integration and e2e tiers.
@@ -234,7 +234,7 @@ bench-quiet: packages server-roots control-plane build ## Measure the idle opera
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
 	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG),release ./...
-	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,servers,$(INTEGRATION_TAG) ./...
+	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,servers,$(INTEGRATION_TAG),release ./...
 
 # govulncheck reads the Go vulnerability database over the network, so it is not part of
 # verify or test: run it where that database can be reached.
@@ -273,6 +273,10 @@ PROMETHEUS_ADDR ?= 127.0.0.1:$(shell echo $$((9090 + $(SANDBOX_SLOT))))
 # Applied without the operator; with the operator deployed, SANDBOX_OPERATOR_SAMPLE instead.
 SANDBOX_SAMPLE ?= hack/sandbox/sample-redis.yaml
 SANDBOX_OPERATOR_SAMPLE ?= config/samples/redis_v1beta2_redis_minimal.yaml config/samples/redis_v1beta2_rediscluster_minimal.yaml
+# SANDBOX_RELEASE=x.y.z runs the operator of that release (make release VERSION=x.y.z builds
+# it into dist/image) instead of bin/redis-operator: the sandbox starts its registry, the
+# image is pushed there, and the nodes pull it and run the binary from its layers.
+SANDBOX_RELEASE ?=
 
 .PHONY: sandbox-bin
 sandbox-bin: ## Build bin/sandbox from the test module.
@@ -282,8 +286,14 @@ sandbox-bin: ## Build bin/sandbox from the test module.
 sandbox: packages server-roots control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample; MONITORING=1 adds Prometheus.
 	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
 	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) \
+		$(if $(SANDBOX_RELEASE),--push $(DIST)/image --operator-from-registry redis-operator:$(SANDBOX_RELEASE)) \
 		$(foreach s,$(SANDBOX_SAMPLE),--sample $(s)) $(foreach s,$(wildcard $(SANDBOX_OPERATOR_SAMPLE)),--operator-sample $(s))
 	@if [ -n "$(MONITORING)" ]; then SANDBOX_DIR=$(SANDBOX_DIR) PROMETHEUS_ADDR=$(PROMETHEUS_ADDR) hack/sandbox-monitoring.sh start; fi
+
+.PHONY: sandbox-push
+sandbox-push: ## Push make release's image (dist/image) and charts (dist/charts) to the registry of a sandbox started with SANDBOX_RELEASE or `sandbox up --registry`.
+	@test -x $(BIN)/sandbox || $(MAKE) --no-print-directory sandbox-bin
+	$(BIN)/sandbox push --dir $(SANDBOX_DIR) --charts $(DIST)/charts $(DIST)/image
 
 .PHONY: sandbox-down
 sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, link and route it made.
@@ -306,6 +316,13 @@ chaos: packages server-roots control-plane build ## Run the fault scenarios kept
 .PHONY: e2e-servers
 e2e-servers: packages server-roots control-plane build ## Run every scenario of the server table on every Redis and Valkey release the sandbox has (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -tags servers -timeout $(E2E_TIMEOUT) -v -run 'TestServerTable' ./e2e/operator/
+
+# A release built from the tree (hack/release, every platform) runs on a sandbox from its own
+# image, pulled from the sandbox's registry (test/e2e/release, tagged release): kept out of make
+# e2e for the cross-builds' time.
+.PHONY: e2e-release
+e2e-release: packages server-roots control-plane $(HELM) $(KUSTOMIZE) chart-deps ## Build a release and run its operator image on a sandbox, pulled from the sandbox's registry (as root).
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -tags release -timeout $(E2E_TIMEOUT) -v ./e2e/release/
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e

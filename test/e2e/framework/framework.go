@@ -44,6 +44,9 @@ type Options struct {
 	// VolumeRefresh is how often the kubelets re-render pods' Secret and ConfigMap volumes
 	// (default 2 s: a kubelet takes up to a minute; tests that depend on it wait for it).
 	VolumeRefresh time.Duration
+	// Registry runs the sandbox's OCI registry (Inst.Registry): images pushed there run
+	// from their own layers.
+	Registry bool
 }
 
 // Sandbox is a running sandbox and clients for it.
@@ -173,6 +176,9 @@ func Start(opts Options) (*Sandbox, error) {
 		opts.VolumeRefresh = 2 * time.Second
 	}
 	args = append(args, "--volume-refresh", opts.VolumeRefresh.String())
+	if opts.Registry {
+		args = append(args, "--registry")
+	}
 	if opts.Operator {
 		args = append(args, "--require-operator")
 	} else {

@@ -31,6 +31,9 @@ Usage:
   sandbox down [--dir D] [--slot N]        stop the sandbox and remove everything it made (also after a crash)
   sandbox status [--dir D] [--json]        show nodes, pods and addresses
   sandbox leftovers [--dir D] [--slot N]   list what of a sandbox still exists (processes, namespaces, ...)
+  sandbox push [--dir D] [--charts DIR] [LAYOUT]
+                                           push an OCI image layout (make release's dist/image) and
+                                           packaged charts (dist/charts) to the sandbox's registry
 
 Fault injection (on the sandbox of --dir, default the repository's .sandbox):
   sandbox crash-container [-n NS] POD [CONTAINER]   SIGKILL a container; its restart policy acts
@@ -54,6 +57,7 @@ func Main(args []string) int {
 		"down":             down,
 		"status":           status,
 		"leftovers":        leftovers,
+		"push":             push,
 		"run":              run,
 		"crash-container":  crashContainer,
 		"stop-node":        nodeCmd("stop-node"),
@@ -122,6 +126,7 @@ func run(args []string) error {
 	bin := fs.String("bin", binDir(), "directory with the control-plane binaries and redis-operator")
 	exitWith := fs.Int("exit-with-pid", 0, "stop when this process is gone")
 	volumeRefresh := fs.Duration("volume-refresh", kubelet.DefaultVolumeRefresh, "how often pods' Secret and ConfigMap volumes are re-rendered (a kubelet's sync period)")
+	withRegistry := fs.Bool("registry", false, "run an OCI registry on loopback whose images the nodes pull")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,7 +143,8 @@ func run(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return daemon.Run(daemon.Options{Dir: dir, Slot: s, Nodes: *nodes, Bin: binAbs, ExitWithPid: *exitWith, VolumeRefresh: *volumeRefresh, Log: log})
+	return daemon.Run(daemon.Options{Dir: dir, Slot: s, Nodes: *nodes, Bin: binAbs, ExitWithPid: *exitWith, VolumeRefresh: *volumeRefresh,
+		Registry: *withRegistry, Log: log})
 }
 
 func parseSlot(s string) (int, error) {
@@ -239,6 +245,9 @@ func printStatus(w io.Writer, s *fault.Status) {
 	_, _ = fmt.Fprintf(w, "slot %d, state %s, API server %s, pods %s on bridge %s, services %s (kube-proxy in the node namespace)\n",
 		s.Slot, s.Dir, s.APIServer, s.PodCIDR, s.Bridge, s.ServiceCIDR)
 	_, _ = fmt.Fprintf(w, "Secret and ConfigMap volumes refreshed every %s\n", time.Duration(s.VolumeRefreshSeconds*float64(time.Second)))
+	if s.Registry != "" {
+		_, _ = fmt.Fprintf(w, "OCI registry %s (its images run from their layers)\n", s.Registry)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "NODE\tZONE\tKUBELET")
 	for _, n := range s.Nodes {

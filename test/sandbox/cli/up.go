@@ -41,6 +41,11 @@ type upOptions struct {
 	exitWithPid          int
 	volumeRefresh        time.Duration
 	timeout              time.Duration
+	// registry runs the sandbox's OCI registry; push is an image layout to push to it
+	// before applying; operatorFromRegistry is the operator's repository:tag there.
+	registry             bool
+	push                 string
+	operatorFromRegistry string
 }
 
 type multiFlag []string
@@ -64,9 +69,13 @@ func up(args []string) error {
 	fs.IntVar(&o.exitWithPid, "exit-with-pid", 0, "stop the sandbox when this process is gone")
 	fs.DurationVar(&o.volumeRefresh, "volume-refresh", kubelet.DefaultVolumeRefresh, "how often pods' Secret and ConfigMap volumes are re-rendered (a kubelet's sync period: a minute)")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the sandbox and the sample")
+	fs.BoolVar(&o.registry, "registry", false, "run an OCI registry on loopback (address in instance.json and `sandbox status`); the nodes pull its images and run their layers")
+	fs.StringVar(&o.push, "push", "", "OCI image layout (make release's dist/image) to push to the registry before applying; implies --registry")
+	fs.StringVar(&o.operatorFromRegistry, "operator-from-registry", "", "run the operator from this repository:tag on the sandbox's registry (redis-operator:0.2.0) instead of --operator-image; implies --registry")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	o.registry = o.registry || o.push != "" || o.operatorFromRegistry != ""
 	var err error
 	if o.dir, err = filepath.Abs(c.dir); err != nil {
 		return err
@@ -101,9 +110,24 @@ func up(args []string) error {
 		return err
 	}
 	var notes []string
+	if o.registry && inst.Registry == "" {
+		return fmt.Errorf("the sandbox in %s runs without a registry: `sandbox down` it first", o.dir)
+	}
+	if o.push != "" {
+		refs, err := pushLayout(inst, o.push, "redis-operator")
+		if err != nil {
+			return err
+		}
+		notes = append(notes, "Pushed "+strings.Join(refs, ", "))
+	}
+	if o.operatorFromRegistry != "" {
+		o.operatorImage = inst.Registry + "/" + o.operatorFromRegistry
+	}
 	if !o.noApply {
 		applyCtx, cancel := context.WithTimeout(context.Background(), o.timeout)
-		notes, err = applyAll(applyCtx, inst, o)
+		var applied []string
+		applied, err = applyAll(applyCtx, inst, o)
+		notes = append(notes, applied...)
 		cancel()
 		if err != nil {
 			return err
@@ -149,6 +173,9 @@ func startDaemon(ctx context.Context, cl *fault.Client, o upOptions) error {
 		"--volume-refresh", o.volumeRefresh.String()}
 	if o.exitWithPid > 0 {
 		args = append(args, "--exit-with-pid", strconv.Itoa(o.exitWithPid))
+	}
+	if o.registry {
+		args = append(args, "--registry")
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -220,13 +247,19 @@ func applyAll(ctx context.Context, inst instance.Instance, o upOptions) ([]strin
 	opBin := images.Table{BinDir: o.bin}.OperatorBinary()
 	opConfig := filepath.Join(o.repo, "config", "default")
 	_, binErr := os.Stat(opBin)
-	deployOperator := binErr == nil && manifests.HasKustomization(opConfig)
+	// An image of the sandbox's registry runs its own binary, not bin/redis-operator.
+	pulled := images.Table{Registry: inst.Registry}.Pulls(o.operatorImage)
+	deployOperator := (binErr == nil || pulled) && manifests.HasKustomization(opConfig)
 	if deployOperator {
 		objs, err := manifests.Kustomize(kubectl, opConfig)
 		if err != nil {
 			return nil, err
 		}
-		setOperatorImage(objs, o.operatorImage, binaryStamp(opBin))
+		stamp := binaryStamp(opBin)
+		if pulled {
+			stamp = ""
+		}
+		setOperatorImage(objs, o.operatorImage, stamp)
 		if err := applyEach(ctx, ap, objs); err != nil {
 			notes = append(notes, "WARNING: some operator objects were not applied: "+err.Error())
 		}
@@ -489,6 +522,9 @@ func summary(ctx context.Context, w io.Writer, inst instance.Instance, st *fault
 	fmt.Fprintf(&b, "\nKubeconfig: %s\nkubectl:    %s --kubeconfig %s get nodes,pods -A\n", kubeconfig, kubectl, kubeconfig)
 	fmt.Fprintf(&b, "API server: %s (pods reach it at %s)\nPod IPs:    %s on bridge %s; ClusterIPs %s and NodePorts on the node addresses (kube-proxy), all reachable from this machine\n\n",
 		st.APIServer, st.Gateway, st.PodCIDR, st.Bridge, st.ServiceCIDR)
+	if st.Registry != "" {
+		fmt.Fprintf(&b, "Registry:   %s (sandbox push dist/image; the nodes pull %s/redis-operator:VERSION from it)\n\n", st.Registry, st.Registry)
+	}
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err

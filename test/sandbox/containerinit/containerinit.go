@@ -241,6 +241,15 @@ func buildRoot(s *Spec) (string, error) {
 	// Paths in the container resolve symlinks inside the new root: /var/run -> /run must
 	// not lead to the host's /run before the chroot.
 	in := func(p string) string { return resolveInRoot(root, p) }
+	if s.RootFS != "" {
+		// An image's root may lack the mount points (a pulled image of one binary has no
+		// /proc): they are made in the writable layer, as container runtimes make them.
+		for _, d := range []string{"/proc", "/dev", "/sys", "/tmp", "/run"} {
+			if err := os.MkdirAll(in(d), 0o755); err != nil {
+				return "", fmt.Errorf("mount point %s: %w", d, err)
+			}
+		}
+	}
 	steps := []struct {
 		what string
 		do   func() error

@@ -32,6 +32,7 @@ import (
 	"github.com/rediskube/redis-operator/test/sandbox/network"
 	"github.com/rediskube/redis-operator/test/sandbox/proc"
 	"github.com/rediskube/redis-operator/test/sandbox/proxy"
+	"github.com/rediskube/redis-operator/test/sandbox/registry"
 	"github.com/rediskube/redis-operator/test/sandbox/storage"
 )
 
@@ -50,7 +51,10 @@ type Options struct {
 	// VolumeRefresh is the kubelets' period of re-rendering Secret and ConfigMap volumes
 	// (zero: a kubelet's default, a minute).
 	VolumeRefresh time.Duration
-	Log           *slog.Logger
+	// Registry runs an OCI registry (instance.RegistryAddr) whose images the nodes pull and
+	// run from their layers.
+	Registry bool
+	Log      *slog.Logger
 }
 
 // AutoSlot asks for any free slot.
@@ -65,6 +69,7 @@ type daemon struct {
 	proxies []*proxy.Proxy
 	net     *network.Manager
 	cluster *kubelet.Cluster
+	reg     *registry.Registry
 	started time.Time
 
 	mu       sync.Mutex
@@ -83,6 +88,9 @@ func Run(opts Options) error {
 		return err
 	}
 	defer lock.Release()
+	if opts.Registry {
+		d.inst.Registry = d.inst.RegistryAddr()
+	}
 	inst := d.inst
 	d.log = d.log.With("slot", inst.Slot)
 	if err := inst.Save(); err != nil {
@@ -239,10 +247,13 @@ func (d *daemon) start(ctx context.Context) error {
 	} else if err := dns.PublishService(ctx, d.client, clusterDNS, inst.Gateway()); err != nil {
 		return err
 	}
+	if err := d.startRegistry(ctx); err != nil {
+		return err
+	}
 	d.cluster, err = kubelet.Start(ctx, kubelet.Config{
 		DNS:    clusterDNS,
 		Inst:   inst,
-		Images: images.Table{BinDir: opts.Bin},
+		Images: images.Table{BinDir: opts.Bin, Registry: inst.Registry, Pulled: inst.PulledDir()},
 		Self:   self,
 		Net:    d.net,
 		Client: d.client,
@@ -262,6 +273,26 @@ func (d *daemon) start(ctx context.Context) error {
 		return fmt.Errorf("service routing: %w", err)
 	}
 	return d.waitDefaultServiceAccount(ctx)
+}
+
+// startRegistry starts the sandbox's registry when it has one, its images kept in the state
+// directory and its log beside the control plane's.
+func (d *daemon) startRegistry(ctx context.Context) error {
+	if d.inst.Registry == "" {
+		return nil
+	}
+	logFile, err := os.OpenFile(filepath.Join(d.inst.LogDir(), "registry.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("registry log: %w", err)
+	}
+	// The file stays open for the registry's life: the daemon's exit closes it.
+	d.reg, err = registry.Start(ctx, registry.Options{Addr: d.inst.Registry, Dir: d.inst.RegistryDir(), Log: logFile})
+	if err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("registry: %w", err)
+	}
+	d.log.Info("registry ready", "addr", d.reg.Addr)
+	return nil
 }
 
 // waitDefaultServiceAccount waits until pods can be created in "default": the service
@@ -296,6 +327,13 @@ func (d *daemon) shutdown() {
 	}
 	if d.cp != nil {
 		d.cp.Stop()
+	}
+	if d.reg != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := d.reg.Stop(stopCtx); err != nil {
+			d.log.Warn("stop the registry", "err", err)
+		}
+		cancel()
 	}
 	if err := network.Teardown(d.inst); err != nil {
 		d.log.Warn("network teardown", "err", err)
@@ -341,6 +379,7 @@ func (d *daemon) status() fault.Status {
 		Bridge:       inst.Bridge(),
 		Pid:          os.Getpid(),
 		StartSeconds: startSec,
+		Registry:     inst.Registry,
 
 		VolumeRefreshSeconds: kubelet.Config{VolumeRefresh: d.opts.VolumeRefresh}.EffectiveVolumeRefresh().Seconds(),
 	}

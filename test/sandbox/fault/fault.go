@@ -64,6 +64,8 @@ type Status struct {
 	Pid          int            `json:"pid"`
 	Processes    map[string]int `json:"processes,omitempty"`
 	StartSeconds float64        `json:"startSeconds"`
+	// Registry is the host:port of the sandbox's OCI registry; empty when it runs none.
+	Registry string `json:"registry,omitempty"`
 	// VolumeRefreshSeconds is how often pods' Secret and ConfigMap volumes are re-rendered.
 	VolumeRefreshSeconds float64 `json:"volumeRefreshSeconds"`
 	Nodes                []Node  `json:"nodes"`

@@ -21,6 +21,11 @@
 // "manifest unknown"; a release the sandbox has no server for (older than Redis 6, Valkey 9)
 // is refused with that reason. Other owners' redis images (a mirror's custom tags) run the
 // host's Redis as before.
+//
+// References on the sandbox's own registry (Table.Registry, e.g. 127.0.0.1:5000/redis-operator:1.2.3)
+// are real images: pulled for this machine's platform, their layers unpacked as the
+// container's root file system, run with their config's entrypoint, command, user and
+// environment (pull.go). That is how a test runs the image a release ships.
 package images
 
 import (
@@ -134,6 +139,12 @@ type Table struct {
 	// Roots holds the root file systems hack/build-server-roots.sh builds (one folder per
 	// Debian release); empty means BinDir/roots.
 	Roots string
+	// Registry is the host:port of the sandbox's own registry (test/sandbox/registry);
+	// references on it are pulled from it and run from their layers, not from this table.
+	Registry string
+	// Pulled holds the unpacked file systems of pulled images, one folder per image digest;
+	// empty means BinDir/pulled.
+	Pulled string
 }
 
 func (t Table) roots() string {
@@ -197,6 +208,9 @@ var hostServerBinaries = []string{"redis-*", "valkey-*", "prometheus-redis-expor
 
 // Resolve maps ref to an image or a *NotFoundError.
 func (t Table) Resolve(ref string) (Image, error) {
+	if t.Pulls(ref) {
+		return t.pull(ref)
+	}
 	path := Path(ref)
 	repo := Repository(ref)
 	owner := ""

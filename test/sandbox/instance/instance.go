@@ -30,6 +30,9 @@ type Instance struct {
 	Dir string `json:"dir"`
 	// Nodes is the number of virtual nodes.
 	Nodes int `json:"nodes"`
+	// Registry is the host:port of the sandbox's OCI registry (RegistryAddr), empty when
+	// the sandbox runs none: tests and tools read it here to push to it.
+	Registry string `json:"registry,omitempty"`
 }
 
 // New validates slot, dir and nodes.
@@ -120,6 +123,16 @@ func (i Instance) ControllerManagerPort() int { return i.basePort() + 3 }
 // SchedulerPort is kube-scheduler's secure port.
 func (i Instance) SchedulerPort() int { return i.basePort() + 4 }
 
+// RegistryAddr is where the sandbox's registry listens when it runs one: a fixed port per
+// slot, so that image references stay the same across restarts of a sandbox.
+func (i Instance) RegistryAddr() string { return fmt.Sprintf("127.0.0.1:%d", i.basePort()+5) }
+
+// RegistryDir holds the registry's blobs and manifests.
+func (i Instance) RegistryDir() string { return i.Path("registry") }
+
+// PulledDir holds the unpacked file systems of the images pulled from the registry.
+func (i Instance) PulledDir() string { return i.Path("images") }
+
 // KubeletPort is the kubelet API port of node n (0-based).
 func (i Instance) KubeletPort(n int) int { return i.basePort() + 10 + n }
 
@@ -128,6 +141,9 @@ func (i Instance) Ports() []int {
 	p := []int{i.EtcdClientPort(), i.EtcdPeerPort(), i.APIServerPort(), i.ControllerManagerPort(), i.SchedulerPort()}
 	for n := 0; n < i.Nodes; n++ {
 		p = append(p, i.KubeletPort(n))
+	}
+	if i.Registry != "" {
+		p = append(p, i.basePort()+5)
 	}
 	return p
 }
@@ -215,7 +231,9 @@ func Load(dir string) (Instance, error) {
 	if err := json.Unmarshal(b, &i); err != nil {
 		return Instance{}, fmt.Errorf("parse %s: %w", filepath.Join(abs, fileName), err)
 	}
-	return New(i.Slot, abs, i.Nodes)
+	inst, err := New(i.Slot, abs, i.Nodes)
+	inst.Registry = i.Registry
+	return inst, err
 }
 
 // SanitizeName turns s into something usable in a file or namespace name.

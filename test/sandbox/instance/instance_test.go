@@ -14,6 +14,7 @@ func TestSlotsDoNotCollide(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		inst.Registry = inst.RegistryAddr()
 		for o := 0; o < s; o++ {
 			other, _ := New(o, "/tmp/y", MaxNodes)
 			if inst.PodCIDR().Overlaps(other.PodCIDR()) || inst.ServiceCIDR().Overlaps(other.ServiceCIDR()) ||
@@ -109,5 +110,21 @@ func TestLock(t *testing.T) {
 	lock.Release()
 	if _, held := inst.LockHolder(); held {
 		t.Error("released slot reported held")
+	}
+}
+
+// The registry's address is part of the record tools read from the state directory.
+func TestSaveLoadKeepsRegistry(t *testing.T) {
+	inst, err := New(3, t.TempDir(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.Registry = inst.RegistryAddr()
+	if err := inst.Save(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(inst.Dir)
+	if err != nil || got != inst {
+		t.Fatalf("Load = %+v %v, want %+v", got, err, inst)
 	}
 }

@@ -31,8 +31,8 @@ func (c *container) command(ctx context.Context, argv []string) (*exec.Cmd, erro
 	if len(argv) == 0 {
 		return nil, errors.New("no command given")
 	}
-	args := append([]string{"--target", strconv.Itoa(p.pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd", "--"},
-		setpriv(user, argv)...)
+	args := append([]string{"--target", strconv.Itoa(p.pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd"},
+		runAs(user, argv)...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = env
 	// Stop waiting for stdin once the command exited: an interactive client may never

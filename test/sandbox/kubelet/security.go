@@ -76,21 +76,22 @@ func identity(pod *corev1.Pod, c *corev1.Container, img images.Image) (*containe
 	return u, nil
 }
 
-// setpriv prefixes argv so that it runs as u (for exec and exec probes, which nsenter
-// starts as root).
-func setpriv(u *containerinit.User, argv []string) []string {
+// runAs ends nsenter's arguments so that argv runs as u (for exec and exec probes, which
+// nsenter starts as root). nsenter sets a uid and gid itself (and clears the supplementary
+// groups), so an image without setpriv (a pulled image of one binary) can be exec'd into as
+// its user; supplementary groups need the image's setpriv.
+func runAs(u *containerinit.User, argv []string) []string {
 	if u == nil {
-		return argv
+		return append([]string{"--"}, argv...)
 	}
-	groups := []string{"--clear-groups"}
-	if len(u.Groups) > 0 {
-		var gs []string
-		for _, g := range u.Groups {
-			gs = append(gs, strconv.Itoa(g))
-		}
-		groups = []string{"--groups", strings.Join(gs, ",")}
+	if len(u.Groups) == 0 {
+		return append([]string{"--setuid", strconv.Itoa(u.UID), "--setgid", strconv.Itoa(u.GID), "--"}, argv...)
 	}
-	out := append([]string{"setpriv", "--reuid", strconv.Itoa(u.UID), "--regid", strconv.Itoa(u.GID)}, groups...)
+	var gs []string
+	for _, g := range u.Groups {
+		gs = append(gs, strconv.Itoa(g))
+	}
+	out := []string{"--", "setpriv", "--reuid", strconv.Itoa(u.UID), "--regid", strconv.Itoa(u.GID), "--groups", strings.Join(gs, ",")}
 	return append(append(out, "--"), argv...)
 }
 

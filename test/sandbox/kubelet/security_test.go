@@ -62,19 +62,20 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
-func TestSetpriv(t *testing.T) {
-	if got := setpriv(nil, []string{"id"}); !reflect.DeepEqual(got, []string{"id"}) {
+func TestRunAs(t *testing.T) {
+	if got := runAs(nil, []string{"id"}); !reflect.DeepEqual(got, []string{"--", "id"}) {
 		t.Errorf("root: %q", got)
 	}
-	got := setpriv(&containerinit.User{UID: 1000, GID: 1, Groups: []int{2000, 3000}}, []string{"id", "-u"})
-	want := []string{"setpriv", "--reuid", "1000", "--regid", "1", "--groups", "2000,3000", "--", "id", "-u"}
+	got := runAs(&containerinit.User{UID: 1000, GID: 1, Groups: []int{2000, 3000}}, []string{"id", "-u"})
+	want := []string{"--", "setpriv", "--reuid", "1000", "--regid", "1", "--groups", "2000,3000", "--", "id", "-u"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("setpriv = %q, want %q", got, want)
+		t.Errorf("runAs = %q, want %q", got, want)
 	}
-	got = setpriv(&containerinit.User{UID: 5}, []string{"sh"})
-	want = []string{"setpriv", "--reuid", "5", "--regid", "0", "--clear-groups", "--", "sh"}
+	// No supplementary groups: nsenter sets the identity, nothing of the image's is needed.
+	got = runAs(&containerinit.User{UID: 5}, []string{"sh"})
+	want = []string{"--setuid", "5", "--setgid", "0", "--", "sh"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("setpriv = %q, want %q", got, want)
+		t.Errorf("runAs = %q, want %q", got, want)
 	}
 }
 
