@@ -134,5 +134,5 @@ spec:
 			}
 		}
 	}
-	c.writeAndReadEveryShard(c.ctx, cc, "named", 300)
+	c.writeAndReadEveryShard(c.ctx, cc, "named")
 }

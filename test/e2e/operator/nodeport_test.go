@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"slices"
@@ -17,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
 const nodePortCluster = `apiVersion: redis.redis.opstreelabs.in/v1beta2
@@ -135,10 +139,14 @@ func (c *cluster) assertSlotMapExternal(cc *goredis.ClusterClient) {
 	})
 }
 
-// writeAndReadEveryShard writes n keys through the client, checks that every master holds
+// externalKeys is how many keys the NodePort tests write through an outside client.
+const externalKeys = 300
+
+// writeAndReadEveryShard writes externalKeys keys through the client, checks that every master holds
 // some, and reads them back.
-func (c *cluster) writeAndReadEveryShard(ctx context.Context, cc *goredis.ClusterClient, prefix string, n int) {
+func (c *cluster) writeAndReadEveryShard(ctx context.Context, cc *goredis.ClusterClient, prefix string) {
 	c.t.Helper()
+	const n = externalKeys
 	for i := range n {
 		if err := cc.Set(ctx, fmt.Sprintf("%s-%d", prefix, i), i, 0).Err(); err != nil {
 			c.t.Fatalf("SET %s-%d: %v", prefix, i, err)
@@ -154,11 +162,12 @@ func (c *cluster) writeAndReadEveryShard(ctx context.Context, cc *goredis.Cluste
 		}
 		_ = c.redis(&p).Do(ctx, "WAIT", 1, 5000).Err()
 	}
-	c.readThrough(ctx, cc, prefix, n)
+	c.readThrough(ctx, cc, prefix)
 }
 
-func (c *cluster) readThrough(ctx context.Context, cc *goredis.ClusterClient, prefix string, n int) {
+func (c *cluster) readThrough(ctx context.Context, cc *goredis.ClusterClient, prefix string) {
 	c.t.Helper()
+	const n = externalKeys
 	for i := range n {
 		got, err := cc.Get(ctx, fmt.Sprintf("%s-%d", prefix, i)).Int()
 		if err != nil || got != i {
@@ -245,7 +254,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 	entry := c.pod(c.name + "-leader-0")
 	cc := externalClient(t, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
 	c.assertSlotMapExternal(cc)
-	c.writeAndReadEveryShard(c.ctx, cc, "np", 300)
+	c.writeAndReadEveryShard(c.ctx, cc, "np")
 	outer := t // clients the subtests share are closed when the test ends, not a subtest
 
 	t.Run("leader pod deleted", func(t *testing.T) {
@@ -257,8 +266,8 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		c.waitReady(fault)
 		c.assertShape()
 		c.assertSlotMapExternal(cc)
-		c.readThrough(c.ctx, cc, "np", 300)
-		c.writeAndReadEveryShard(c.ctx, cc, "after-failover", 300)
+		c.readThrough(c.ctx, cc, "np")
+		c.writeAndReadEveryShard(c.ctx, cc, "after-failover")
 	})
 
 	t.Run("Service recreated with other node ports", func(t *testing.T) {
@@ -296,8 +305,8 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		// new one.
 		cc = externalClient(outer, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
 		c.assertSlotMapExternal(cc)
-		c.readThrough(c.ctx, cc, "np", 300)
-		c.readThrough(c.ctx, cc, "after-failover", 300)
+		c.readThrough(c.ctx, cc, "np")
+		c.readThrough(c.ctx, cc, "after-failover")
 	})
 
 	t.Run("scale-out and scale-in", func(t *testing.T) {
@@ -316,7 +325,7 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 			}
 		}
 		c.assertSlotMapExternal(cc)
-		c.readThrough(c.ctx, cc, "np", 300)
+		c.readThrough(c.ctx, cc, "np")
 
 		since = faultTime()
 		c.resize(3)
@@ -340,7 +349,70 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		// only the three shards.
 		cc = externalClient(t, net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0]))))
 		c.assertSlotMapExternal(cc)
-		c.readThrough(c.ctx, cc, "np", 300)
-		c.readThrough(c.ctx, cc, "after-failover", 300)
+		c.readThrough(c.ctx, cc, "np")
+		c.readThrough(c.ctx, cc, "after-failover")
 	})
+}
+
+// A NodePort cluster that serves TLS only is used from the host as from outside Kubernetes,
+// with a certificate that names the Kubernetes nodes' IPs: a cluster client that knows one
+// node IP and node port, and verifies every server's certificate against the IP it dials, is
+// sent to node IPs and TLS node ports only (never to pod names, which it could neither
+// resolve nor verify), and writes and reads every shard, also after a leader pod is deleted.
+func TestNodePortTLSClusterServesVerifyingClientsOutsideTheCluster(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	c := newCluster(t, `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata:
+  name: external-tls
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+    service:
+      serviceType: NodePort
+  TLS:
+    secret:
+      secretName: redis-tls
+`)
+	ca := redistest.NewCA(t, "redis-ca")
+	var nodeIPs []string
+	for _, ip := range nodeAddresses(t) {
+		nodeIPs = append(nodeIPs, ip)
+	}
+	c.tls = tlsSecret(t, c.ns, ca.CertPEM, ca.Issue(t, nodeIPs...))
+	c.waitReady(start)
+	c.assertShape()
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM)
+	verifying := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(nodeIPs, host) {
+			return nil, fmt.Errorf("sent to %s, which is no node's IP", addr)
+		}
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second},
+			Config: &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}}
+		return d.DialContext(ctx, network, addr)
+	}
+	ports := c.podNodePorts()
+	entry := c.pod(c.name + "-leader-0")
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{
+		Addrs: []string{net.JoinHostPort(entry.Status.HostIP, strconv.Itoa(int(ports[entry.Name][0])))}, Dialer: verifying,
+		MaxRedirects: 8, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = cc.Close() })
+	c.assertSlotMapExternal(cc)
+	c.writeAndReadEveryShard(c.ctx, cc, "np-tls")
+
+	fault := faultTime()
+	if err := sb.Client.Delete(c.ctx, c.pod(c.name+"-leader-1")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReady(fault)
+	c.assertSlotMapExternal(cc)
+	c.readThrough(c.ctx, cc, "np-tls")
 }

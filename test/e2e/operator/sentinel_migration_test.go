@@ -154,28 +154,7 @@ func sentinelAt(t *testing.T, ip string) *goredis.SentinelClient {
 // skipReconcile sets or removes the replication's skip-reconcile annotation.
 func skipReconcile(t *testing.T, ns string, key client.ObjectKey, skip bool) {
 	t.Helper()
-	cr := &v1beta2.RedisReplication{}
-	if err := sb.Client.Get(context.Background(), key, cr); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cr.DeepCopy())
-	if skip {
-		metav1.SetMetaDataAnnotation(&cr.ObjectMeta, "redisreplication.opstreelabs.in/skip-reconcile", "true")
-	} else {
-		delete(cr.Annotations, "redisreplication.opstreelabs.in/skip-reconcile")
-	}
-	if err := sb.Client.Patch(context.Background(), cr, patch); err != nil {
-		t.Fatal(err)
-	}
-	if skip {
-		sb.WaitFor(t, ns, "the operator to skip the replication", 30*time.Second, func(ctx context.Context) (bool, string, error) {
-			if err := sb.Client.Get(ctx, key, cr); err != nil {
-				return false, "", err
-			}
-			p := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionProgressing)
-			return p != nil && p.Reason == "SkipReconcile", fmt.Sprintf("%+v", p), nil
-		})
-	}
+	skipResource(t, ns, "RedisReplication", key.Name, skip)
 }
 
 // recreateAsLegacySentinels replaces the embedded sentinels of replication name (<name>-s,

@@ -75,7 +75,7 @@ spec:
 		t.Fatalf("WAIT 2: %d replicas, %v", n, err)
 	}
 
-	skipReconcile(t, ns, key, true)
+	skipResource(t, ns, "RedisReplication", name, true)
 	var sts appsv1.StatefulSet
 	if err := sb.Client.Get(ctx, key, &sts); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ spec:
 
 	writes := startAcknowledgedWriter(t, ns, name+"-master", "")
 	upgraded := time.Now()
-	skipReconcile(t, ns, key, false)
+	skipResource(t, ns, "RedisReplication", name, false)
 	sb.WaitFor(t, ns, "every pod on the current template", 6*time.Minute, func(ctx context.Context) (bool, string, error) {
 		current := 0
 		for _, p := range replicationPods(t, ns, name) {
@@ -158,6 +158,106 @@ spec:
 	t.Logf("upgraded in %s: %d writes acknowledged, %d failed, master %s", time.Since(upgraded).Round(time.Second), len(acknowledged), failures, master.Name)
 }
 
+// A standalone Redis left by an earlier, args-only release is upgraded by this one under a
+// writer: its StatefulSet (rolled by the StatefulSet controller) restarts the pod on the
+// current template, and every write Redis answered OK before the restart is read back from
+// the volume's append-only file (a graceful stop writes it out).
+func TestStandaloneOfAnArgsOnlyReleaseUpgradesUnderWrites(t *testing.T) {
+	t.Parallel()
+	ns := sb.Namespace(t, "upgrade-args")
+	ctx := context.Background()
+	const name = "old-redis"
+	sb.Apply(t, ns, `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: Redis
+metadata:
+  name: old-redis
+spec:
+  kubernetesConfig:
+    image: redis:7.0.15
+  storage:
+    volumeClaimTemplate:
+      spec:
+        accessModes: [ReadWriteOnce]
+        resources: {requests: {storage: 1Gi}}
+`)
+	waitStandaloneReady(t, ns, name, 1)
+	skipResource(t, ns, "Redis", name, true)
+	var sts appsv1.StatefulSet
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	asEarlierRelease(t, &sts)
+	applyAsOperator(t, &sts)
+	var pod *corev1.Pod
+	sb.WaitFor(t, ns, "the pod started from the args-only template", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		pods := replicationPods(t, ns, name)
+		if len(pods) != 1 || !argsOnly(&pods[0]) || pods[0].Status.PodIP == "" {
+			return false, fmt.Sprintf("%d pods", len(pods)), nil
+		}
+		pod = &pods[0]
+		return sb.Redis(t, pod).Ping(ctx).Err() == nil, "", nil
+	})
+	before := sb.Redis(t, pod)
+	for i := range 200 {
+		if err := before.Set(ctx, "before-"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The writer writes to whichever pod runs, by the client Service.
+	var svc corev1.Service
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	writer := sb.RedisAt(t, svc.Spec.ClusterIP, 6379)
+	stop, done := make(chan struct{}), make(chan []string)
+	go func() {
+		var acked []string
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- acked
+				return
+			default:
+			}
+			k := "w-" + strconv.Itoa(i)
+			if writer.Set(ctx, k, i, 0).Err() == nil {
+				acked = append(acked, k)
+			} else {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+	skipResource(t, ns, "Redis", name, false)
+	sb.WaitFor(t, ns, "the pod on the current template", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		pods := replicationPods(t, ns, name)
+		return len(pods) == 1 && !argsOnly(&pods[0]) && pods[0].Status.PodIP != "", fmt.Sprintf("%d pods", len(pods)), nil
+	})
+	waitStandaloneReady(t, ns, name, 1)
+	time.Sleep(time.Second)
+	close(stop)
+	acked := <-done
+	reader := sb.Redis(t, &replicationPods(t, ns, name)[0])
+	var missing []string
+	for _, k := range acked {
+		if err := reader.Get(ctx, k).Err(); err != nil {
+			missing = append(missing, k)
+		}
+	}
+	for i := range 200 {
+		if err := reader.Get(ctx, "before-"+strconv.Itoa(i)).Err(); err != nil {
+			missing = append(missing, "before-"+strconv.Itoa(i))
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d acknowledged keys missing after the upgrade, first %v", len(missing), len(acked)+200, missing[:min(5, len(missing))])
+	}
+	if len(acked) < 20 {
+		t.Errorf("only %d writes acknowledged", len(acked))
+	}
+}
+
 // A 3×(1+1) cluster left by an earlier release (args only: `redis-server ...` without the
 // command, the shell that adds Redis 7's settings) is upgraded by this one under per-shard
 // writers: every pod is replaced by the role-aware rolling update, no acknowledged write is
@@ -186,7 +286,7 @@ spec:
 	c.waitReady(start)
 	c.writeKeys("before", 300)
 
-	skipCluster(t, c, true)
+	skipResource(t, c.ns, "RedisCluster", c.name, true)
 	for _, role := range []string{"leader", "follower"} {
 		var sts appsv1.StatefulSet
 		if err := sb.Client.Get(c.ctx, client.ObjectKey{Namespace: c.ns, Name: c.name + "-" + role}, &sts); err != nil {
@@ -219,7 +319,7 @@ spec:
 
 	checker := c.startWriting("upgrade")
 	upgraded := faultTime()
-	skipCluster(t, c, false)
+	skipResource(t, c.ns, "RedisCluster", c.name, false)
 	c.waitRolledOut(6)
 	c.waitReady(upgraded)
 	for _, p := range c.pods(c.ctx) {
@@ -231,27 +331,48 @@ spec:
 	c.readKeys("before", 300)
 }
 
-// skipCluster sets or removes the cluster's skip-reconcile annotation and, when setting it,
-// waits until the operator says it skips the cluster.
-func skipCluster(t *testing.T, c *cluster, skip bool) {
+// skipResource sets or removes the skip-reconcile annotation of the resource of kind (a
+// v1beta2 kind) named name, <kind in lower case>.opstreelabs.in/skip-reconcile, and, when
+// setting it, waits until the operator says it skips the resource.
+func skipResource(t *testing.T, ns, kind, name string, skip bool) {
 	t.Helper()
-	cr := c.get()
-	patch := client.MergeFrom(cr.DeepCopy())
-	if skip {
-		metav1.SetMetaDataAnnotation(&cr.ObjectMeta, "rediscluster.opstreelabs.in/skip-reconcile", "true")
-	} else {
-		delete(cr.Annotations, "rediscluster.opstreelabs.in/skip-reconcile")
-	}
-	if err := sb.Client.Patch(c.ctx, cr, patch); err != nil {
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1beta2.GroupVersion.WithKind(kind))
+	if err := sb.Client.Get(ctx, key, u); err != nil {
 		t.Fatal(err)
 	}
-	if skip {
-		sb.WaitFor(t, c.ns, "the operator to skip the cluster", 30*time.Second, func(ctx context.Context) (bool, string, error) {
-			cr := c.get()
-			p := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionProgressing)
-			return p != nil && p.Reason == "SkipReconcile", fmt.Sprintf("%+v", p), nil
-		})
+	patch := client.MergeFrom(u.DeepCopy())
+	annotations := u.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
+	annotation := strings.ToLower(kind) + ".opstreelabs.in/skip-reconcile"
+	if skip {
+		annotations[annotation] = "true"
+	} else {
+		delete(annotations, annotation)
+	}
+	u.SetAnnotations(annotations)
+	if err := sb.Client.Patch(ctx, u, patch); err != nil {
+		t.Fatal(err)
+	}
+	if !skip {
+		return
+	}
+	sb.WaitFor(t, ns, "the operator to skip "+kind+" "+name, 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, key, u); err != nil {
+			return false, "", err
+		}
+		conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == v1beta2.ConditionProgressing {
+				return m["reason"] == "SkipReconcile", fmt.Sprintf("%v", m), nil
+			}
+		}
+		return false, "no Progressing condition", nil
+	})
 }
 
 func boolInt(b bool) int {
@@ -315,7 +436,8 @@ func argsOnly(p *corev1.Pod) bool {
 	})
 }
 
-// replicationPods lists the pods of StatefulSet name that are not being deleted.
+// replicationPods lists the pods labelled app: name (a StatefulSet's) that are not being
+// deleted.
 func replicationPods(t *testing.T, ns, name string) []corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
