@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
@@ -41,38 +40,25 @@ func TestObservedGenerationMovesOnlyOnSuccess(t *testing.T) {
 	}
 }
 
-// TestEveryKindHasTheStatusTheShellWrites: the reconcile shell finds each kind's status and
-// its common part by field name; a kind without them would panic on its first reconcile.
-func TestEveryKindHasTheStatusTheShellWrites(t *testing.T) {
-	for _, obj := range []client.Object{&v1beta2.Redis{}, &v1beta2.RedisCluster{}, &v1beta2.RedisReplication{}, &v1beta2.RedisSentinel{}} {
-		common := commonStatusOf(obj)
-		common.ObservedGeneration = 7
-		if got := statusOf(obj).FieldByName("CommonStatus").FieldByName("ObservedGeneration").Int(); got != 7 {
-			t.Errorf("%T: the common status is not the resource's own (%d)", obj, got)
-		}
-	}
-}
-
 // TestStateNeverSaysReadyWithoutTheReadyCondition: a state left at Ready by a reconcile that
 // found a problem follows the conditions.
 func TestStateNeverSaysReadyWithoutTheReadyCondition(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		obj       client.Object
-		status    func(client.Object) (*string, *string)
+		obj       statusHolder
 		set       func(conditionSet)
 		wantState string
 	}{
-		{"ready stays", &v1beta2.Redis{}, redisState, func(c conditionSet) { c.ready("answers") }, "Ready"},
-		{"degraded", &v1beta2.Redis{}, redisState, func(c conditionSet) { c.degraded(ReasonApplyFailed, "quota") }, "Failed"},
-		{"progressing", &v1beta2.Redis{}, redisState, func(c conditionSet) { c.progressing(ReasonConverging, "moving") }, "Initializing"},
-		{"cluster progressing", &v1beta2.RedisCluster{}, clusterState, func(c conditionSet) { c.progressing(ReasonConverging, "moving") }, ClusterStateBootstrap},
-		{"cluster degraded", &v1beta2.RedisCluster{}, clusterState, func(c conditionSet) { c.degraded(ReasonTopologyProblem, "slots") }, "Failed"},
+		{"ready stays", &v1beta2.Redis{}, func(c conditionSet) { c.ready("answers") }, "Ready"},
+		{"degraded", &v1beta2.Redis{}, func(c conditionSet) { c.degraded(ReasonApplyFailed, "quota") }, "Failed"},
+		{"progressing", &v1beta2.Redis{}, func(c conditionSet) { c.progressing(ReasonConverging, "moving") }, "Initializing"},
+		{"cluster progressing", &v1beta2.RedisCluster{}, func(c conditionSet) { c.progressing(ReasonConverging, "moving") }, ClusterStateBootstrap},
+		{"cluster degraded", &v1beta2.RedisCluster{}, func(c conditionSet) { c.degraded(ReasonTopologyProblem, "slots") }, "Failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			state, reason := tc.status(tc.obj)
+			state, reason := tc.obj.CompatibleState()
 			*state, *reason = "Ready", "was ready"
-			tc.set(conditionSet{conditions: &commonStatusOf(tc.obj).Conditions, generation: 1})
+			tc.set(conditionSet{conditions: &tc.obj.GetCommonStatus().Conditions, generation: 1})
 			settleCompatibleState(tc.obj, "")
 			if *state != tc.wantState {
 				t.Errorf("state %q, want %q", *state, tc.wantState)
@@ -82,14 +68,4 @@ func TestStateNeverSaysReadyWithoutTheReadyCondition(t *testing.T) {
 			}
 		})
 	}
-}
-
-func redisState(obj client.Object) (*string, *string) {
-	s := &obj.(*v1beta2.Redis).Status
-	return &s.State, &s.Reason
-}
-
-func clusterState(obj client.Object) (*string, *string) {
-	s := &obj.(*v1beta2.RedisCluster).Status
-	return &s.State, &s.Reason
 }

@@ -81,10 +81,11 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.Redis, *redisScope]{
-		newScope: func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
-		phases:   r.phases(),
-		liveness: r.Liveness,
-		memory:   r.Memory,
+		newObject: func() *v1beta2.Redis { return &v1beta2.Redis{} },
+		newScope:  func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
+		phases:    r.phases(),
+		liveness:  r.Liveness,
+		memory:    r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 

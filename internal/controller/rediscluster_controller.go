@@ -130,10 +130,11 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 // it changed.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
-		newScope: func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
-		phases:   r.phases(),
-		liveness: r.Liveness,
-		memory:   r.Memory,
+		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
+		newScope:  func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
+		phases:    r.phases(),
+		liveness:  r.Liveness,
+		memory:    r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 

@@ -166,6 +166,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisReplication, *replicationScope]{
+		newObject: func() *v1beta2.RedisReplication { return &v1beta2.RedisReplication{} },
 		newScope: func(cr *v1beta2.RedisReplication, b scopeBase) *replicationScope {
 			return &replicationScope{scopeBase: b, cr: cr}
 		},

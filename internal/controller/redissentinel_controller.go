@@ -109,6 +109,7 @@ func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisSentinel, *sentinelScope]{
+		newObject: func() *v1beta2.RedisSentinel { return &v1beta2.RedisSentinel{} },
 		newScope: func(cr *v1beta2.RedisSentinel, b scopeBase) *sentinelScope {
 			return &sentinelScope{scopeBase: b, cr: cr}
 		},

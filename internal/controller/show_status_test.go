@@ -39,7 +39,8 @@ func TestShowStatusWritesTheStatusBeforeTheReconcileEnds(t *testing.T) {
 
 	var seenDuringThePhase v1beta2.RedisCluster
 	shell := kindShell[*v1beta2.RedisCluster, *showStatusScope]{
-		newScope: func(_ *v1beta2.RedisCluster, b scopeBase) *showStatusScope { return &showStatusScope{b} },
+		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
+		newScope:  func(_ *v1beta2.RedisCluster, b scopeBase) *showStatusScope { return &showStatusScope{b} },
 		phases: []phase[*showStatusScope]{{name: "long", run: func(ctx context.Context, s *showStatusScope) (bool, error) {
 			s.conditions.progressing(ReasonResharding, "moving 5461 slots")
 			if err := s.showStatus(ctx); err != nil {
