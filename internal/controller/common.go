@@ -24,6 +24,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // The phases every kind shares: finalizer, deletion, owned objects, status.
@@ -152,7 +153,7 @@ func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 		if err != nil {
 			var notOwned *NotOwnedError
 			if errors.As(err, &notOwned) {
-				rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
+				rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
 			}
 			return pending, err
 		}
@@ -202,11 +203,11 @@ func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.
 // scopeBase is what every kind's scope carries: the conditions being written and the result
 // the reconcile returns once a phase stops it.
 type scopeBase struct {
-	conditions conditionSet
+	conditions status.Conditions
 	// memory is the reconciler's Memory.
 	memory *Memory
 	result ctrl.Result
-	// clusterStage is which pods a RedisCluster on its way waits for (see stateFacts).
+	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
 	clusterStage string
 	// acl is what the acl phase found in spec.acl.secret.
 	acl aclState
@@ -287,12 +288,12 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 	}
 	before := obj.DeepCopyObject().(T)
 	common := obj.GetCommonStatus()
-	s := k.newScope(obj, scopeBase{memory: k.memory, conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(),
-		uid: obj.GetUID(), warned: k.memory.warned}})
+	s := k.newScope(obj, scopeBase{memory: k.memory, conditions: status.NewConditions(&common.Conditions, obj.GetGeneration()).
+		RememberingReady(obj.GetUID(), readyMemory{k.memory.warned})})
 	// writeStatus settles the derived fields of target's status and patches them, when they
 	// changed, from what the API server was last given (before), which it then becomes.
 	writeStatus := func(ctx context.Context, target T, succeeded bool) error {
-		settleObservedGeneration(target.GetCommonStatus(), target.GetGeneration(), succeeded)
+		status.SettleObservedGeneration(target.GetCommonStatus(), target.GetGeneration(), succeeded)
 		settleCompatibleState(target, s.base().clusterStage)
 		// base is target with the status last written: the two differ in the status alone.
 		base := target.DeepCopyObject().(T)
@@ -323,25 +324,9 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 }
 
 // settleCompatibleState derives the compatible status.state and status.reason from the
-// conditions the reconcile wrote (compatibleState), so that they always agree.
+// conditions the reconcile wrote (status.CompatibleState), so that they always agree.
 func settleCompatibleState(obj statusHolder, clusterStage string) {
 	state, reason := obj.CompatibleState()
-	*state, *reason = compatibleState(stateFacts{kind: kindName(obj), conditions: obj.GetCommonStatus().Conditions,
-		clusterStage: clusterStage, state: *state, reason: *reason})
-}
-
-// settleObservedGeneration moves status.observedGeneration, and the conditions', to the
-// resource's generation only when a reconcile of that generation ran every phase without
-// error, so that tools waiting on it never see a spec claimed as acted on that was not. The
-// conditions written by a failed reconcile keep the generation last reconciled.
-func settleObservedGeneration(common *v1beta2.CommonStatus, generation int64, succeeded bool) {
-	if succeeded {
-		common.ObservedGeneration = generation
-		return
-	}
-	for i := range common.Conditions {
-		if common.Conditions[i].ObservedGeneration > common.ObservedGeneration {
-			common.Conditions[i].ObservedGeneration = common.ObservedGeneration
-		}
-	}
+	*state, *reason = status.CompatibleState(status.StateFacts{Kind: kindName(obj), Conditions: obj.GetCommonStatus().Conditions,
+		ClusterStage: clusterStage, State: *state, Reason: *reason})
 }

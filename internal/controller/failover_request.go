@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ConditionFailover tells the outcome of the last failover asked with the annotation
@@ -125,8 +126,8 @@ func removal(keys ...string) map[string]any {
 	return m
 }
 
-func (f failoverRequest) setCondition(status metav1.ConditionStatus, reason, message string) {
-	conditionSet{conditions: f.conditions, generation: f.obj.GetGeneration()}.set(ConditionFailover, status, reason, message)
+func (f failoverRequest) setCondition(conditionStatus metav1.ConditionStatus, reason, message string) {
+	status.NewConditions(f.conditions, f.obj.GetGeneration()).Set(ConditionFailover, conditionStatus, reason, message)
 }
 
 // annotate merge-patches annotations of a copy of the resource (nil removes one), leaving the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Memory is what the reconcilers remember between reconciles and write nowhere: the clocks of
@@ -13,7 +15,7 @@ import (
 // which share it as one process would; each operator a test starts makes its own, so that
 // neither tests nor reconcilers share what they remember by accident.
 type Memory struct {
-	waits   *clocks        // since when each wait has lasted (bounded_wait.go)
+	waits   *status.Clocks // since when each wait has lasted (bounded_wait.go)
 	warned  *troubleMemory // which lasting trouble each resource was warned of (warnings.go)
 	told    *actionMemory  // when each action's event was last told (warnings.go)
 	tls     *tlsCache      // one client configuration per TLS Secret and content (tls.go)
@@ -25,7 +27,7 @@ type Memory struct {
 // NewMemory returns a Memory that remembers nothing yet.
 func NewMemory() *Memory {
 	return &Memory{
-		waits:     &clocks{since: map[types.UID]map[string]time.Time{}},
+		waits:     status.NewClocks(),
 		warned:    &troubleMemory{warned: map[types.UID]map[string]string{}},
 		told:      &actionMemory{told: map[types.UID]map[string]time.Time{}},
 		tls:       &tlsCache{entries: map[string]*tlsSettings{}},
@@ -38,7 +40,7 @@ func NewMemory() *Memory {
 func (m *Memory) forget(uid types.UID) {
 	m.warned.forget(uid)
 	m.told.forget(uid)
-	m.waits.forget(uid)
+	m.waits.Forget(uid)
 	m.sightings.forget(uid)
 }
 

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // troubleMemory remembers which lasting trouble each resource was warned of (Memory.warned).
@@ -48,6 +50,22 @@ func (m *troubleMemory) cleared(uid types.UID, topic string) {
 	delete(m.warned[uid], topic)
 	if len(m.warned[uid]) == 0 {
 		delete(m.warned, uid)
+	}
+}
+
+// readyMemory is the status.ReadyMemory of a troubleMemory: a Ready told is remembered as a
+// trouble of its own topic, so that it is told again only once the resource was not Ready.
+type readyMemory struct{ warned *troubleMemory }
+
+var _ status.ReadyMemory = readyMemory{}
+
+func (m readyMemory) FirstReady(uid types.UID) bool {
+	return m.warned == nil || m.warned.firstWarning(uid, "ready", "ready")
+}
+
+func (m readyMemory) NotReady(uid types.UID) {
+	if m.warned != nil {
+		m.warned.cleared(uid, "ready")
 	}
 }
 
