@@ -41,7 +41,7 @@ func boundedWait(rec recorder.EventRecorder, mem *Memory, obj client.Object, con
 		return
 	}
 	stuck := fmt.Sprintf("%s; unchanged since %s", message, since.UTC().Format(time.RFC3339))
-	if mem.warned.firstWarning(obj.GetUID(), "stuck", key) {
+	if mem.warned.FirstWarning(obj.GetUID(), "stuck", key) {
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonStuck, "Wait", "waited %s: %s", bound, stuck)
 	}
 	conditions.Degraded(ReasonStuck, stuck)
@@ -51,5 +51,5 @@ func boundedWait(rec recorder.EventRecorder, mem *Memory, obj client.Object, con
 // as specified, so that a later wait starts its bound afresh and is warned of again.
 func (m *Memory) waitsOver(uid types.UID) {
 	m.waits.Forget(uid)
-	m.warned.cleared(uid, "stuck")
+	m.warned.Cleared(uid, "stuck")
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -40,7 +41,7 @@ type failoverRequest struct {
 	// conditions of the resource's status.
 	conditions *[]metav1.Condition
 	// warned keeps a refusal to one Warning event.
-	warned *troubleMemory
+	warned *events.Warned
 }
 
 // asked returns the pod the request names and the replica the operator chose in an earlier
@@ -84,7 +85,7 @@ func (f failoverRequest) close(ctx context.Context, master string, remove ...str
 	message := fmt.Sprintf("%s is the master, as asked with %s", master, builder.AnnotationFailover)
 	if !f.recorded(metav1.ConditionTrue, ReasonFailoverDone, message) {
 		f.setCondition(metav1.ConditionTrue, ReasonFailoverDone, message)
-		f.warned.cleared(f.obj.GetUID(), ConditionFailover)
+		f.warned.Cleared(f.obj.GetUID(), ConditionFailover)
 		f.recorder.Eventf(f.obj, nil, corev1.EventTypeNormal, ReasonFailoverDone, "Failover", "%s", message)
 		log.FromContext(ctx).Info("requested failover done", "master", master)
 		return true, nil
@@ -106,7 +107,7 @@ func (f failoverRequest) refuse(ctx context.Context, message string, invalid boo
 		return false, f.annotate(ctx, removal(builder.AnnotationFailover, builder.AnnotationFailoverTarget))
 	}
 	f.setCondition(metav1.ConditionFalse, reason, message)
-	if f.warned.firstWarning(f.obj.GetUID(), ConditionFailover, message) {
+	if f.warned.FirstWarning(f.obj.GetUID(), ConditionFailover, message) {
 		f.recorder.Eventf(f.obj, nil, corev1.EventTypeWarning, reason, "Failover", "%s", message)
 	}
 	return invalid, nil

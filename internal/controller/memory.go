@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -16,8 +17,8 @@ import (
 // neither tests nor reconcilers share what they remember by accident.
 type Memory struct {
 	waits   *status.Clocks // since when each wait has lasted (bounded_wait.go)
-	warned  *troubleMemory // which lasting trouble each resource was warned of (warnings.go)
-	told    *actionMemory  // when each action's event was last told (warnings.go)
+	warned  *events.Warned // which lasting trouble each resource was warned of
+	told    *events.Told   // when each action's event was last told
 	tls     *tlsCache      // one client configuration per TLS Secret and content (tls.go)
 	counted *onceMemory    // what the replaced operator's counters counted once (metrics.go)
 	// sightings are each cluster's last sighting of its shards' masters (rediscluster_handmade.go).
@@ -28,8 +29,8 @@ type Memory struct {
 func NewMemory() *Memory {
 	return &Memory{
 		waits:     status.NewClocks(),
-		warned:    &troubleMemory{warned: map[types.UID]map[string]string{}},
-		told:      &actionMemory{told: map[types.UID]map[string]time.Time{}},
+		warned:    events.NewWarned(),
+		told:      events.NewTold(),
 		tls:       &tlsCache{entries: map[string]*tlsSettings{}},
 		counted:   &onceMemory{seen: map[string]bool{}},
 		sightings: &sightingMemory{last: map[types.UID]lastSighting{}, since: time.Now()},
@@ -38,8 +39,8 @@ func NewMemory() *Memory {
 
 // forget drops the warnings, told actions and wait clocks of a resource that is gone.
 func (m *Memory) forget(uid types.UID) {
-	m.warned.forget(uid)
-	m.told.forget(uid)
+	m.warned.Forget(uid)
+	m.told.Forget(uid)
 	m.waits.Forget(uid)
 	m.sightings.forget(uid)
 }
@@ -51,4 +52,20 @@ func requireMemory(m *Memory, reconciler string) error {
 		return fmt.Errorf("%s has no Memory: give it the one NewMemory made for the operator", reconciler)
 	}
 	return nil
+}
+
+// readyMemory is the status.ReadyMemory of the warnings told: a Ready told is remembered as a
+// trouble of its own topic, so that it is told again only once the resource was not Ready.
+type readyMemory struct{ warned *events.Warned }
+
+var _ status.ReadyMemory = readyMemory{}
+
+func (m readyMemory) FirstReady(uid types.UID) bool {
+	return m.warned == nil || m.warned.FirstWarning(uid, "ready", "ready")
+}
+
+func (m readyMemory) NotReady(uid types.UID) {
+	if m.warned != nil {
+		m.warned.Cleared(uid, "ready")
+	}
 }

@@ -46,11 +46,11 @@ func TestSeparateMemoriesShareNoWaitOrWarning(t *testing.T) {
 		t.Errorf("event %q", e)
 	}
 
-	if !first.warned.firstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") || !second.warned.firstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") {
+	if !first.warned.FirstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") || !second.warned.FirstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") {
 		t.Error("a trouble one memory warned of counts as warned in the other")
 	}
 	now := time.Now()
-	if !first.told.firstTelling(cr.UID, "meet", now) || !second.told.firstTelling(cr.UID, "meet", now) {
+	if !first.told.FirstTelling(cr.UID, "meet", now) || !second.told.FirstTelling(cr.UID, "meet", now) {
 		t.Error("an action one memory told counts as told in the other")
 	}
 }
@@ -61,15 +61,15 @@ func TestMemoryForgetsAResourceWhole(t *testing.T) {
 	uid := types.UID("gone")
 	m := NewMemory()
 	now := time.Now()
-	m.warned.firstWarning(uid, "pod", "trouble")
-	m.told.firstTelling(uid, "meet", now)
+	m.warned.FirstWarning(uid, "pod", "trouble")
+	m.told.FirstTelling(uid, "meet", now)
 	m.waits.Started(uid, "sentinels", now.Add(-time.Hour))
 
 	m.forget(uid)
-	if !m.warned.firstWarning(uid, "pod", "trouble") {
+	if !m.warned.FirstWarning(uid, "pod", "trouble") {
 		t.Error("the warning outlived the resource")
 	}
-	if !m.told.firstTelling(uid, "meet", now) {
+	if !m.told.FirstTelling(uid, "meet", now) {
 		t.Error("the told action outlived the resource")
 	}
 	if since := m.waits.Started(uid, "sentinels", now); !since.Equal(now) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -63,7 +64,7 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 // A change a StatefulSet cannot take in place, without the recreate annotation, does not stop
 // it: the resource goes on as it runs, Ready if it is, and the UpdatePending condition (with
 // one Warning event) says what waits and how to apply it.
-func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, warned *troubleMemory, owner client.Object,
+func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, warned *events.Warned, owner client.Object,
 	objects *builder.Objects, buildErr error, conditions status.Conditions) (bool, error) {
 	if buildErr != nil {
 		conditions.Degraded(status.ReasonInvalidSpec, buildErr.Error())
@@ -97,10 +98,10 @@ const ConditionUpdatePending = "UpdatePending"
 
 // reportPendingUpdates keeps the UpdatePending condition, with a Warning event when what waits
 // is first seen or changes.
-func reportPendingUpdates(rec recorder.EventRecorder, warned *troubleMemory, owner client.Object, pending []*ImmutableError, conditions status.Conditions) {
+func reportPendingUpdates(rec recorder.EventRecorder, warned *events.Warned, owner client.Object, pending []*ImmutableError, conditions status.Conditions) {
 	if len(pending) == 0 {
 		conditions.Remove(ConditionUpdatePending)
-		warned.cleared(owner.GetUID(), "update-pending")
+		warned.Cleared(owner.GetUID(), "update-pending")
 		return
 	}
 	var parts []string
@@ -109,7 +110,7 @@ func reportPendingUpdates(rec recorder.EventRecorder, warned *troubleMemory, own
 	}
 	message := strings.Join(parts, "; ")
 	previous := meta.FindStatusCondition(conditions.List(), ConditionUpdatePending)
-	if warned.firstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
+	if warned.FirstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonImmutable, "Update", "%s", message)
 	}
 	conditions.Set(ConditionUpdatePending, metav1.ConditionTrue, status.ReasonImmutable, message)

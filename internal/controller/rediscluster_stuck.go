@@ -41,7 +41,7 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 		}
 	}
 	if len(busy) == 0 {
-		s.memory.warned.cleared(s.cr.UID, "stuck-master")
+		s.memory.warned.Cleared(s.cr.UID, "stuck-master")
 		return nil
 	}
 	plan := clusterplan.PlanStuckMasters(clusterplan.Stuck{Busy: busy, Elections: r.failovers.windows(s.members), Now: now,
@@ -55,7 +55,7 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 	}
 	if len(plan.Problems) > 0 {
 		problems := strings.Join(plan.Problems, "; ")
-		if s.memory.warned.firstWarning(s.cr.UID, "stuck-master", problems) {
+		if s.memory.warned.FirstWarning(s.cr.UID, "stuck-master", problems) {
 			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", problems)
 		}
 		if s.conditions.HasServed() {

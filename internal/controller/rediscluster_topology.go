@@ -353,7 +353,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if step.Kind == clusterplan.StepMeet {
 		action = fmt.Sprintf("%s -> %s", step.Kind, net.JoinHostPort(step.IP, strconv.Itoa(step.Port)))
 	}
-	if s.memory.told.firstTelling(s.cr.UID, action, time.Now()) {
+	if s.memory.told.FirstTelling(s.cr.UID, action, time.Now()) {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
 	}
 	return nil

@@ -205,7 +205,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		s.requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
 		return true, nil
 	}
-	s.memory.warned.cleared(s.cr.UID, status.ReasonOutage)
+	s.memory.warned.Cleared(s.cr.UID, status.ReasonOutage)
 	switch {
 	case len(s.plan.Steps) > 0:
 		s.conditions.Progressing(status.ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
@@ -274,7 +274,7 @@ func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replication
 // Warning event when the outage starts (its details change while it lasts; the condition
 // follows them, the events would only repeat).
 func (r *RedisReplicationReconciler) outage(s *replicationScope, message string) {
-	if s.memory.warned.firstWarning(s.cr.UID, status.ReasonOutage, status.ReasonOutage) {
+	if s.memory.warned.FirstWarning(s.cr.UID, status.ReasonOutage, status.ReasonOutage) {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", message)
 	}
 	s.conditions.Degraded(status.ReasonOutage, message)

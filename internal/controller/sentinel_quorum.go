@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -30,15 +31,15 @@ const (
 
 // reportQuorum keeps the QuorumAdjusted condition of a resource whose sentinels run with q.
 // monitored is false when the sentinels monitor no master (no quorum applies).
-func reportQuorum(rec recorder.EventRecorder, warned *troubleMemory, owner client.Object, q builder.SentinelQuorum, monitored bool, conditions status.Conditions) {
+func reportQuorum(rec recorder.EventRecorder, warned *events.Warned, owner client.Object, q builder.SentinelQuorum, monitored bool, conditions status.Conditions) {
 	if !monitored || !q.Lowered() {
 		conditions.Remove(ConditionQuorumAdjusted)
-		warned.cleared(owner.GetUID(), "quorum")
+		warned.Cleared(owner.GetUID(), "quorum")
 		return
 	}
 	message := fmt.Sprintf("quorum %d is more than the %d sentinels could ever reach: they run with quorum %d", q.Requested, q.Sentinels, q.Configured)
 	previous := meta.FindStatusCondition(conditions.List(), ConditionQuorumAdjusted)
-	if warned.firstWarning(owner.GetUID(), "quorum", message) && (previous == nil || previous.Message != message) {
+	if warned.FirstWarning(owner.GetUID(), "quorum", message) && (previous == nil || previous.Message != message) {
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonQuorumAboveSize, "Configure", "%s", message)
 	}
 	conditions.Set(ConditionQuorumAdjusted, metav1.ConditionTrue, ReasonQuorumAboveSize, message)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -50,7 +51,7 @@ type storageGrowth struct {
 	c   client.Client
 	rec recorder.EventRecorder
 	// warned keeps a storage trouble to one Warning event.
-	warned *troubleMemory
+	warned *events.Warned
 }
 
 // storageOutcome is what the storage phase leaves for the storage-wait phase: claims still
@@ -178,12 +179,12 @@ func (g storageGrowth) notExpandable(ctx context.Context, claim *corev1.Persiste
 func (g storageGrowth) reportShrinks(owner client.Object, shrinks []string, conditions status.Conditions) {
 	if len(shrinks) == 0 {
 		conditions.Remove(ConditionStorageShrinkIgnored)
-		g.warned.cleared(owner.GetUID(), "storage-shrink")
+		g.warned.Cleared(owner.GetUID(), "storage-shrink")
 		return
 	}
 	message := "volumes never shrink; the smaller storage request is ignored: " + strings.Join(shrinks, "; ")
 	previous := meta.FindStatusCondition(conditions.List(), ConditionStorageShrinkIgnored)
-	if g.warned.firstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
+	if g.warned.FirstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
 		g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageShrinkIgnored, "Resize", "%s", message)
 	}
 	conditions.Set(ConditionStorageShrinkIgnored, metav1.ConditionTrue, ReasonStorageShrinkIgnored, message)
@@ -196,14 +197,14 @@ func (g storageGrowth) wait(owner client.Object, out storageOutcome, conditions 
 		message := "storage cannot grow in place: " + strings.Join(out.refused, "; ")
 		previous := meta.FindStatusCondition(conditions.List(), v1beta2.ConditionDegraded)
 		alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == status.ReasonStorageNotExpandable && previous.Message == message
-		if g.warned.firstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
+		if g.warned.FirstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
 			g.rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonStorageNotExpandable, "Resize", "%s", message)
 		}
 		conditions.Degraded(status.ReasonStorageNotExpandable, message)
 		requeue(whileBroken, "a StorageClass may come to allow expansion") // StorageClasses are not watched
 		return true
 	}
-	g.warned.cleared(owner.GetUID(), "storage")
+	g.warned.Cleared(owner.GetUID(), "storage")
 	if len(out.resizing) > 0 {
 		conditions.Progressing(ReasonStorageResizing, "waiting for PVCs to report their new capacity: "+strings.Join(out.resizing, ", "))
 		requeue(whileResizing, "PVCs are resizing") // PVCs are not watched
