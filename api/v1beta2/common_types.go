@@ -163,3 +163,8 @@ type CommonStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// Every kind's type has three accessors of its status, so that the reconcilers' shell reads and
+// writes it typed, without reflection: GetCommonStatus and CompatibleState point at the status's
+// CommonStatus and its state and reason, to be written in place; SetStatusFrom gives a resource
+// the whole status of another, as an assignment does (slices shared), for the status patch.

@@ -62,6 +62,11 @@ type Redis struct {
 	Status RedisStatus `json:"status,omitempty"`
 }
 
+// The status accessors of the reconcilers' shell (see CommonStatus).
+func (r *Redis) GetCommonStatus() *CommonStatus           { return &r.Status.CommonStatus }
+func (r *Redis) CompatibleState() (state, reason *string) { return &r.Status.State, &r.Status.Reason }
+func (r *Redis) SetStatusFrom(other *Redis)               { r.Status = other.Status }
+
 // RedisList is a list of Redis.
 //
 // +kubebuilder:object:root=true

@@ -118,6 +118,13 @@ type RedisCluster struct {
 	Status RedisClusterStatus `json:"status,omitempty"`
 }
 
+// The status accessors of the reconcilers' shell (see CommonStatus).
+func (r *RedisCluster) GetCommonStatus() *CommonStatus { return &r.Status.CommonStatus }
+func (r *RedisCluster) CompatibleState() (state, reason *string) {
+	return &r.Status.State, &r.Status.Reason
+}
+func (r *RedisCluster) SetStatusFrom(other *RedisCluster) { r.Status = other.Status }
+
 // RedisClusterList is a list of RedisCluster.
 //
 // +kubebuilder:object:root=true

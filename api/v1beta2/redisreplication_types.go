@@ -134,6 +134,13 @@ type RedisReplication struct {
 	Status RedisReplicationStatus `json:"status,omitempty"`
 }
 
+// The status accessors of the reconcilers' shell (see CommonStatus).
+func (r *RedisReplication) GetCommonStatus() *CommonStatus { return &r.Status.CommonStatus }
+func (r *RedisReplication) CompatibleState() (state, reason *string) {
+	return &r.Status.State, &r.Status.Reason
+}
+func (r *RedisReplication) SetStatusFrom(other *RedisReplication) { r.Status = other.Status }
+
 // RedisReplicationList is a list of RedisReplication.
 //
 // +kubebuilder:object:root=true

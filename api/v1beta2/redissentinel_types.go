@@ -81,6 +81,13 @@ type RedisSentinel struct {
 	Status RedisSentinelStatus `json:"status,omitempty"`
 }
 
+// The status accessors of the reconcilers' shell (see CommonStatus).
+func (r *RedisSentinel) GetCommonStatus() *CommonStatus { return &r.Status.CommonStatus }
+func (r *RedisSentinel) CompatibleState() (state, reason *string) {
+	return &r.Status.State, &r.Status.Reason
+}
+func (r *RedisSentinel) SetStatusFrom(other *RedisSentinel) { r.Status = other.Status }
+
 // RedisSentinelList is a list of RedisSentinel.
 //
 // +kubebuilder:object:root=true

@@ -37,6 +37,7 @@ import (
 	redisv1beta1 "github.com/rediskube/redis-operator/api/v1beta1"
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/controller"
+	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/metricsauth"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -285,7 +286,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("create the events client: %w", err)
 	}
-	events, stopEvents := controller.NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
+	recorder, stopEvents := events.NewRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
 	defer stopEvents()
 	// One memory for the four reconcilers: a TLS Secret two kinds read (a replication's
 	// reconciler asks its sentinels) keeps one client configuration, hence one pool client a pod.
@@ -294,13 +295,13 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
+		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			Memory: memory}},
-		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
+		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			Memory: memory, DNSDomain: opts.dnsDomain}},
-		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
+		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			Memory: memory, DNSDomain: opts.dnsDomain}},
-		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: events, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
+		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			Memory: memory, DNSDomain: opts.dnsDomain}},
 	}
 	for _, c := range controllers {

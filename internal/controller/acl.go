@@ -21,6 +21,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Reasons about the ACL users of spec.acl.secret.
@@ -71,7 +72,7 @@ func (a aclState) auth(password string) redis.Auth {
 // A file that turns the default user off needs a password (the operator's own user logs in
 // with it) and no sentinels (they log in as the default user).
 func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object,
-	acl *v1beta2.ACLConfig, password string, sentinels bool, conditions conditionSet) (state aclState, stop bool, err error) {
+	acl *v1beta2.ACLConfig, password string, sentinels bool, conditions status.Conditions) (state aclState, stop bool, err error) {
 	if acl == nil || acl.Secret == nil {
 		return aclState{}, false, nil
 	}
@@ -118,7 +119,7 @@ func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecord
 		return aclState{content: string(file), operatorUser: off}, false, nil
 	}
 	message := problem.Error() + "; the pods keep their last good users"
-	if previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded); previous == nil ||
+	if previous := meta.FindStatusCondition(conditions.List(), v1beta2.ConditionDegraded); previous == nil ||
 		previous.Status != metav1.ConditionTrue || previous.Reason != ReasonInvalidACL || previous.Message != message {
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonInvalidACL, "CheckACL", "%s", message)
 	}
@@ -134,7 +135,7 @@ func resolveACLOf(ctx context.Context, c client.Client, rec recorder.EventRecord
 		return state, false, fmt.Errorf("read the ACL Secret the pods use: %w", err)
 	}
 	// Nothing good to keep: the pods are not made until the file is fixed.
-	conditions.degraded(ReasonInvalidACL, message)
+	conditions.Degraded(ReasonInvalidACL, message)
 	return state, true, nil
 }
 
@@ -158,9 +159,9 @@ func (a aclState) keepIn(objects *builder.Objects, crName string) {
 
 // report ends a reconcile that kept the last good users Degraded/InvalidACL, unless something
 // else already made it Degraded.
-func (a aclState) report(conditions conditionSet) {
-	if a.refused != "" && !meta.IsStatusConditionTrue(*conditions.conditions, v1beta2.ConditionDegraded) {
-		conditions.degraded(ReasonInvalidACL, a.refused)
+func (a aclState) report(conditions status.Conditions) {
+	if a.refused != "" && !meta.IsStatusConditionTrue(conditions.List(), v1beta2.ConditionDegraded) {
+		conditions.Degraded(ReasonInvalidACL, a.refused)
 	}
 }
 

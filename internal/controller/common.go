@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // The phases every kind shares: finalizer, deletion, owned objects, status.
@@ -153,7 +153,7 @@ func applyAll(ctx context.Context, c client.Client, rec recorder.EventRecorder, 
 		if err != nil {
 			var notOwned *NotOwnedError
 			if errors.As(err, &notOwned) {
-				rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
+				rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
 			}
 			return pending, err
 		}
@@ -203,11 +203,11 @@ func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.
 // scopeBase is what every kind's scope carries: the conditions being written and the result
 // the reconcile returns once a phase stops it.
 type scopeBase struct {
-	conditions conditionSet
+	conditions status.Conditions
 	// memory is the reconciler's Memory.
 	memory *Memory
 	result ctrl.Result
-	// clusterStage is which pods a RedisCluster on its way waits for (see stateFacts).
+	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
 	clusterStage string
 	// acl is what the acl phase found in spec.acl.secret.
 	acl aclState
@@ -232,12 +232,36 @@ func (b *scopeBase) requeuer(ctx context.Context) func(time.Duration, string) {
 	return func(d time.Duration, reason string) { b.requeue(ctx, d, reason) }
 }
 
+// statusHolder is what the shell reads and writes of every kind's status, through accessors
+// of the API types (see v1beta2.CommonStatus) rather than by reflection.
+type statusHolder interface {
+	client.Object
+	GetCommonStatus() *v1beta2.CommonStatus
+	CompatibleState() (state, reason *string)
+}
+
+// kindObject is a kind's resource type T, which also takes the whole status of another T:
+// the status patch is computed from the status last written under everything else as it is.
+type kindObject[T any] interface {
+	statusHolder
+	SetStatusFrom(T)
+}
+
+// The four kinds give the shell what it writes; a kind without it does not compile.
+var (
+	_ kindObject[*v1beta2.Redis]            = (*v1beta2.Redis)(nil)
+	_ kindObject[*v1beta2.RedisCluster]     = (*v1beta2.RedisCluster)(nil)
+	_ kindObject[*v1beta2.RedisReplication] = (*v1beta2.RedisReplication)(nil)
+	_ kindObject[*v1beta2.RedisSentinel]    = (*v1beta2.RedisSentinel)(nil)
+)
+
 // kindShell is the Reconcile of every kind: load the resource, run its phases over a scope,
 // write the status once at the end, only when it changed, as a patch of the status alone.
-// Every kind's type has a Status field that embeds v1beta2.CommonStatus.
-type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
-	newScope func(T, scopeBase) S
-	phases   []phase[S]
+type kindShell[T kindObject[T], S interface{ base() *scopeBase }] struct {
+	// newObject returns an empty resource of the kind, for the one read into it.
+	newObject func() T
+	newScope  func(T, scopeBase) S
+	phases    []phase[S]
 	// liveness stops PINGing the pods of a resource that is deleted or gone.
 	liveness *liveness.Watcher
 	// finish, when set, runs after the phases, whichever stopped them, before the status is
@@ -248,7 +272,7 @@ type kindShell[T client.Object, S interface{ base() *scopeBase }] struct {
 }
 
 func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
-	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	obj := k.newObject()
 	if err := requireMemory(k.memory, kindName(obj)+" reconciler"); err != nil {
 		return ctrl.Result{}, err // SetupWithManager refuses it: only a hand-made reconciler gets here
 	}
@@ -263,21 +287,22 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 		k.liveness.Forget(livenessOwner(obj))
 	}
 	before := obj.DeepCopyObject().(T)
-	common := commonStatusOf(obj)
-	s := k.newScope(obj, scopeBase{memory: k.memory, conditions: conditionSet{conditions: &common.Conditions, generation: obj.GetGeneration(),
-		uid: obj.GetUID(), warned: k.memory.warned}})
+	common := obj.GetCommonStatus()
+	s := k.newScope(obj, scopeBase{memory: k.memory, conditions: status.NewConditions(&common.Conditions, obj.GetGeneration()).
+		RememberingReady(obj.GetUID(), readyMemory{k.memory.warned})})
 	// writeStatus settles the derived fields of target's status and patches them, when they
 	// changed, from what the API server was last given (before), which it then becomes.
 	writeStatus := func(ctx context.Context, target T, succeeded bool) error {
-		settleObservedGeneration(commonStatusOf(target), target.GetGeneration(), succeeded)
+		status.SettleObservedGeneration(target.GetCommonStatus(), target.GetGeneration(), succeeded)
 		settleCompatibleState(target, s.base().clusterStage)
-		changed := !equality.Semantic.DeepEqual(statusOf(before).Interface(), statusOf(target).Interface())
+		// base is target with the status last written: the two differ in the status alone.
 		base := target.DeepCopyObject().(T)
-		statusOf(base).Set(statusOf(before))
+		base.SetStatusFrom(before)
+		changed := !equality.Semantic.DeepEqual(base, target)
 		if err := patchStatus(ctx, c, target, base, changed); err != nil {
 			return err
 		}
-		statusOf(before).Set(statusOf(target))
+		before.SetStatusFrom(target)
 		return nil
 	}
 	s.base().showStatus = func(ctx context.Context) error {
@@ -299,38 +324,9 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 }
 
 // settleCompatibleState derives the compatible status.state and status.reason from the
-// conditions the reconcile wrote (compatibleState), so that they always agree.
-func settleCompatibleState(obj client.Object, clusterStage string) {
-	status := statusOf(obj)
-	state, reason := status.FieldByName("State"), status.FieldByName("Reason")
-	st, why := compatibleState(stateFacts{kind: kindName(obj), conditions: commonStatusOf(obj).Conditions,
-		clusterStage: clusterStage, state: state.String(), reason: reason.String()})
-	state.SetString(st)
-	reason.SetString(why)
-}
-
-// statusOf is the settable Status field of a resource.
-func statusOf(obj client.Object) reflect.Value {
-	return reflect.ValueOf(obj).Elem().FieldByName("Status")
-}
-
-// commonStatusOf points at the part of a resource's status that every kind shares.
-func commonStatusOf(obj client.Object) *v1beta2.CommonStatus {
-	return statusOf(obj).FieldByName("CommonStatus").Addr().Interface().(*v1beta2.CommonStatus)
-}
-
-// settleObservedGeneration moves status.observedGeneration, and the conditions', to the
-// resource's generation only when a reconcile of that generation ran every phase without
-// error, so that tools waiting on it never see a spec claimed as acted on that was not. The
-// conditions written by a failed reconcile keep the generation last reconciled.
-func settleObservedGeneration(common *v1beta2.CommonStatus, generation int64, succeeded bool) {
-	if succeeded {
-		common.ObservedGeneration = generation
-		return
-	}
-	for i := range common.Conditions {
-		if common.Conditions[i].ObservedGeneration > common.ObservedGeneration {
-			common.Conditions[i].ObservedGeneration = common.ObservedGeneration
-		}
-	}
+// conditions the reconcile wrote (status.CompatibleState), so that they always agree.
+func settleCompatibleState(obj statusHolder, clusterStage string) {
+	state, reason := obj.CompatibleState()
+	*state, *reason = status.CompatibleState(status.StateFacts{Kind: kindName(obj), Conditions: obj.GetCommonStatus().Conditions,
+		ClusterStage: clusterStage, State: *state, Reason: *reason})
 }

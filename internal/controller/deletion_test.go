@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // TestDeletionRemovesClaimsUnlessKept deletes two Redis resources with a volume: the PVCs of the
@@ -184,7 +185,7 @@ func TestTerminatingNamespaceIsNotRecreatedInto(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cond := range cr.Status.Conditions {
-		if cond.Reason == ReasonApplyFailed {
+		if cond.Reason == status.ReasonApplyFailed {
 			t.Errorf("condition %s reports the terminating namespace as a failure: %s", cond.Type, cond.Message)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ConditionFailover tells the outcome of the last failover asked with the annotation
@@ -39,7 +41,7 @@ type failoverRequest struct {
 	// conditions of the resource's status.
 	conditions *[]metav1.Condition
 	// warned keeps a refusal to one Warning event.
-	warned *troubleMemory
+	warned *events.Warned
 }
 
 // asked returns the pod the request names and the replica the operator chose in an earlier
@@ -83,7 +85,7 @@ func (f failoverRequest) close(ctx context.Context, master string, remove ...str
 	message := fmt.Sprintf("%s is the master, as asked with %s", master, builder.AnnotationFailover)
 	if !f.recorded(metav1.ConditionTrue, ReasonFailoverDone, message) {
 		f.setCondition(metav1.ConditionTrue, ReasonFailoverDone, message)
-		f.warned.cleared(f.obj.GetUID(), ConditionFailover)
+		f.warned.Cleared(f.obj.GetUID(), ConditionFailover)
 		f.recorder.Eventf(f.obj, nil, corev1.EventTypeNormal, ReasonFailoverDone, "Failover", "%s", message)
 		log.FromContext(ctx).Info("requested failover done", "master", master)
 		return true, nil
@@ -105,7 +107,7 @@ func (f failoverRequest) refuse(ctx context.Context, message string, invalid boo
 		return false, f.annotate(ctx, removal(builder.AnnotationFailover, builder.AnnotationFailoverTarget))
 	}
 	f.setCondition(metav1.ConditionFalse, reason, message)
-	if f.warned.firstWarning(f.obj.GetUID(), ConditionFailover, message) {
+	if f.warned.FirstWarning(f.obj.GetUID(), ConditionFailover, message) {
 		f.recorder.Eventf(f.obj, nil, corev1.EventTypeWarning, reason, "Failover", "%s", message)
 	}
 	return invalid, nil
@@ -125,8 +127,8 @@ func removal(keys ...string) map[string]any {
 	return m
 }
 
-func (f failoverRequest) setCondition(status metav1.ConditionStatus, reason, message string) {
-	conditionSet{conditions: f.conditions, generation: f.obj.GetGeneration()}.set(ConditionFailover, status, reason, message)
+func (f failoverRequest) setCondition(conditionStatus metav1.ConditionStatus, reason, message string) {
+	status.NewConditions(f.conditions, f.obj.GetGeneration()).Set(ConditionFailover, conditionStatus, reason, message)
 }
 
 // annotate merge-patches annotations of a copy of the resource (nil removes one), leaving the

@@ -26,6 +26,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	operatorevents "github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -80,7 +81,7 @@ func startLivenessOperator(t *testing.T, namespace string, watch bool) *liveness
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, stopEvents := NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
+	events, stopEvents := operatorevents.NewRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
 	t.Cleanup(stopEvents)
 	kubeClient := ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader())
 	memory := NewMemory()

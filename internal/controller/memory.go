@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/rediskube/redis-operator/internal/events"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Memory is what the reconcilers remember between reconciles and write nowhere: the clocks of
@@ -13,9 +16,9 @@ import (
 // which share it as one process would; each operator a test starts makes its own, so that
 // neither tests nor reconcilers share what they remember by accident.
 type Memory struct {
-	waits   *clocks        // since when each wait has lasted (bounded_wait.go)
-	warned  *troubleMemory // which lasting trouble each resource was warned of (warnings.go)
-	told    *actionMemory  // when each action's event was last told (warnings.go)
+	waits   *status.Clocks // since when each wait has lasted (bounded_wait.go)
+	warned  *events.Warned // which lasting trouble each resource was warned of
+	told    *events.Told   // when each action's event was last told
 	tls     *tlsCache      // one client configuration per TLS Secret and content (tls.go)
 	counted *onceMemory    // what the replaced operator's counters counted once (metrics.go)
 	// sightings are each cluster's last sighting of its shards' masters (rediscluster_handmade.go).
@@ -25,9 +28,9 @@ type Memory struct {
 // NewMemory returns a Memory that remembers nothing yet.
 func NewMemory() *Memory {
 	return &Memory{
-		waits:     &clocks{since: map[types.UID]map[string]time.Time{}},
-		warned:    &troubleMemory{warned: map[types.UID]map[string]string{}},
-		told:      &actionMemory{told: map[types.UID]map[string]time.Time{}},
+		waits:     status.NewClocks(),
+		warned:    events.NewWarned(),
+		told:      events.NewTold(),
 		tls:       &tlsCache{entries: map[string]*tlsSettings{}},
 		counted:   &onceMemory{seen: map[string]bool{}},
 		sightings: &sightingMemory{last: map[types.UID]lastSighting{}, since: time.Now()},
@@ -36,9 +39,9 @@ func NewMemory() *Memory {
 
 // forget drops the warnings, told actions and wait clocks of a resource that is gone.
 func (m *Memory) forget(uid types.UID) {
-	m.warned.forget(uid)
-	m.told.forget(uid)
-	m.waits.forget(uid)
+	m.warned.Forget(uid)
+	m.told.Forget(uid)
+	m.waits.Forget(uid)
 	m.sightings.forget(uid)
 }
 
@@ -49,4 +52,20 @@ func requireMemory(m *Memory, reconciler string) error {
 		return fmt.Errorf("%s has no Memory: give it the one NewMemory made for the operator", reconciler)
 	}
 	return nil
+}
+
+// readyMemory is the status.ReadyMemory of the warnings told: a Ready told is remembered as a
+// trouble of its own topic, so that it is told again only once the resource was not Ready.
+type readyMemory struct{ warned *events.Warned }
+
+var _ status.ReadyMemory = readyMemory{}
+
+func (m readyMemory) FirstReady(uid types.UID) bool {
+	return m.warned == nil || m.warned.FirstWarning(uid, "ready", "ready")
+}
+
+func (m readyMemory) NotReady(uid types.UID) {
+	if m.warned != nil {
+		m.warned.Cleared(uid, "ready")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Two operators in one process (two tests' reconcilers) remember apart: a wait one has
@@ -21,20 +22,20 @@ func TestSeparateMemoriesShareNoWaitOrWarning(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	report := func(string) {}
 
-	firstConds := conditionSet{conditions: &[]metav1.Condition{}}
+	firstConds := status.NewConditions(&[]metav1.Condition{}, 0)
 	boundedWait(rec, first, cr, firstConds, "sentinels", 0, "sentinels disagree", report)
-	if firstConds.degradedReason() != ReasonStuck || len(rec.Events) != 1 {
-		t.Fatalf("first memory past the bound: degraded %q, %d events", firstConds.degradedReason(), len(rec.Events))
+	if degradedReason(firstConds) != ReasonStuck || len(rec.Events) != 1 {
+		t.Fatalf("first memory past the bound: degraded %q, %d events", degradedReason(firstConds), len(rec.Events))
 	}
 	<-rec.Events
 
 	// The second memory has no clock running for the wait: within an hour's bound it is
 	// reported as it is, not as stuck since the first memory's clock started.
-	secondConds := conditionSet{conditions: &[]metav1.Condition{}}
+	secondConds := status.NewConditions(&[]metav1.Condition{}, 0)
 	reported := 0
 	boundedWait(rec, second, cr, secondConds, "sentinels", time.Hour, "sentinels disagree", func(string) { reported++ })
-	if reported != 1 || secondConds.degradedReason() != "" {
-		t.Fatalf("second memory within the bound: reported %d, degraded %q", reported, secondConds.degradedReason())
+	if reported != 1 || degradedReason(secondConds) != "" {
+		t.Fatalf("second memory within the bound: reported %d, degraded %q", reported, degradedReason(secondConds))
 	}
 	// Nor has it warned: past the bound it warns once itself.
 	boundedWait(rec, second, cr, secondConds, "sentinels", 0, "sentinels disagree", report)
@@ -45,11 +46,11 @@ func TestSeparateMemoriesShareNoWaitOrWarning(t *testing.T) {
 		t.Errorf("event %q", e)
 	}
 
-	if !first.warned.firstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") || !second.warned.firstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") {
+	if !first.warned.FirstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") || !second.warned.FirstWarning(cr.UID, "pod", "rr-0/ImagePullBackOff") {
 		t.Error("a trouble one memory warned of counts as warned in the other")
 	}
 	now := time.Now()
-	if !first.told.firstTelling(cr.UID, "meet", now) || !second.told.firstTelling(cr.UID, "meet", now) {
+	if !first.told.FirstTelling(cr.UID, "meet", now) || !second.told.FirstTelling(cr.UID, "meet", now) {
 		t.Error("an action one memory told counts as told in the other")
 	}
 }
@@ -60,18 +61,18 @@ func TestMemoryForgetsAResourceWhole(t *testing.T) {
 	uid := types.UID("gone")
 	m := NewMemory()
 	now := time.Now()
-	m.warned.firstWarning(uid, "pod", "trouble")
-	m.told.firstTelling(uid, "meet", now)
-	m.waits.started(uid, "sentinels", now.Add(-time.Hour))
+	m.warned.FirstWarning(uid, "pod", "trouble")
+	m.told.FirstTelling(uid, "meet", now)
+	m.waits.Started(uid, "sentinels", now.Add(-time.Hour))
 
 	m.forget(uid)
-	if !m.warned.firstWarning(uid, "pod", "trouble") {
+	if !m.warned.FirstWarning(uid, "pod", "trouble") {
 		t.Error("the warning outlived the resource")
 	}
-	if !m.told.firstTelling(uid, "meet", now) {
+	if !m.told.FirstTelling(uid, "meet", now) {
 		t.Error("the told action outlived the resource")
 	}
-	if since := m.waits.started(uid, "sentinels", now); !since.Equal(now) {
+	if since := m.waits.Started(uid, "sentinels", now); !since.Equal(now) {
 		t.Errorf("the wait clock outlived the resource: running since %s", since)
 	}
 }

@@ -180,9 +180,9 @@ func resourceLabelValues(obj client.Object) prometheus.Labels {
 func kindName(obj client.Object) string { return reflect.TypeOf(obj).Elem().Name() }
 
 // observeReady records the resource's Ready condition after a reconcile.
-func observeReady(obj client.Object) {
+func observeReady(obj statusHolder) {
 	ready := 0.0
-	if meta.IsStatusConditionTrue(commonStatusOf(obj).Conditions, v1beta2.ConditionReady) {
+	if meta.IsStatusConditionTrue(obj.GetCommonStatus().Conditions, v1beta2.ConditionReady) {
 		ready = 1
 	}
 	l := resourceLabelValues(obj)

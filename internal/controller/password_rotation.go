@@ -15,6 +15,7 @@ import (
 
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ReasonPasswordRotation: the pods' password is being changed to the Secret's.
@@ -40,7 +41,7 @@ type passwordRotation struct {
 // rotate returns stop when a pod is not running (it must not start, or go on, with the old
 // password unseen) and an error when a pod refuses both passwords.
 // listPods is called only when the password changes.
-func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error), port int, want string, conditions conditionSet, requeue func(string)) (bool, error) {
+func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error), port int, want string, conditions status.Conditions, requeue func(string)) (bool, error) {
 	return p.rotateWatched(ctx, owner, listPods, nil, port, want, conditions, requeue)
 }
 
@@ -68,7 +69,7 @@ type watchingSentinels struct {
 // reconcile; a pod restarted meanwhile comes back with the old password and takes step 1 again.
 // A pod found requiring the new password alone has been through every step already.
 func (p passwordRotation) rotateWatched(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error),
-	listSentinels func() ([]watchingSentinels, error), port int, want string, conditions conditionSet, requeue func(string)) (bool, error) {
+	listSentinels func() ([]watchingSentinels, error), port int, want string, conditions status.Conditions, requeue func(string)) (bool, error) {
 	current, known, err := p.inEffect(ctx, owner)
 	if err != nil || !known || current == want {
 		return false, err
@@ -85,14 +86,14 @@ func (p passwordRotation) rotateWatched(ctx context.Context, owner client.Object
 	}
 	if waitFor := notRunning(pods, sentinels); waitFor != "" {
 		message := fmt.Sprintf("the password changes once pod %s runs", waitFor)
-		conditions.progressing(ReasonPasswordRotation, message)
+		conditions.Progressing(ReasonPasswordRotation, message)
 		requeue(message)
 		return true, nil
 	}
 	if len(sentinels) > 0 {
 		if err := builder.CheckSentinelMasterPassword(want); err != nil {
 			message := "the password is not changed: " + err.Error()
-			conditions.degraded(ReasonPasswordRotation, message)
+			conditions.Degraded(ReasonPasswordRotation, message)
 			p.recorder.Eventf(owner, nil, corev1.EventTypeWarning, "PasswordRotationFailed", "Validate", "%s", message)
 			return true, nil
 		}

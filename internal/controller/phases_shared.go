@@ -17,10 +17,12 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // The bodies of phases that every kind runs the same way, so that the rules live in one place.
-// They write conditions only: the compatible state follows from them (compatibleState).
+// They write conditions only: the compatible state follows from them (status.CompatibleState).
 
 // finalizeDeleted runs when the resource is being deleted: it removes the PVCs of its
 // StatefulSets unless storage.keepAfterDelete, and lets the resource go. It reads nothing of
@@ -35,23 +37,23 @@ func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRec
 }
 
 // skipWhileAnnotated stops every later phase while the kind's skip annotation is "true".
-func skipWhileAnnotated(obj client.Object, annotation, what string, conditions conditionSet) bool {
+func skipWhileAnnotated(obj client.Object, annotation, what string, conditions status.Conditions) bool {
 	if obj.GetAnnotations()[annotation] != "true" {
 		return false
 	}
-	conditions.skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this %s", annotation, what))
+	conditions.Skipped(fmt.Sprintf("annotation %s is \"true\": the operator does not act on this %s", annotation, what))
 	return true
 }
 
 // resolvePasswordOf reads the password Secret; a missing Secret or key is the user's to fix and
 // stops the reconcile with a condition and an event (the Secret watch brings it back).
 func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventRecorder, obj client.Object,
-	ref *v1beta2.ExistingPasswordSecret, conditions conditionSet) (password string, stop bool, err error) {
+	ref *v1beta2.ExistingPasswordSecret, conditions status.Conditions) (password string, stop bool, err error) {
 	password, err = readPassword(ctx, c, obj.GetNamespace(), ref)
 	var missing *SecretKeyError
 	if errors.As(err, &missing) {
-		conditions.degraded(ReasonSecretMissing, missing.Error())
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonSecretMissing, "ReadPassword", "%s", missing.Error())
+		conditions.Degraded(status.ReasonSecretMissing, missing.Error())
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonSecretMissing, "ReadPassword", "%s", missing.Error())
 		return "", true, nil
 	}
 	return password, false, err
@@ -62,11 +64,11 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 // A change a StatefulSet cannot take in place, without the recreate annotation, does not stop
 // it: the resource goes on as it runs, Ready if it is, and the UpdatePending condition (with
 // one Warning event) says what waits and how to apply it.
-func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, warned *troubleMemory, owner client.Object,
-	objects *builder.Objects, buildErr error, conditions conditionSet) (bool, error) {
+func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, warned *events.Warned, owner client.Object,
+	objects *builder.Objects, buildErr error, conditions status.Conditions) (bool, error) {
 	if buildErr != nil {
-		conditions.degraded(ReasonInvalidSpec, buildErr.Error())
-		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Build", "%s", buildErr.Error())
+		conditions.Degraded(status.ReasonInvalidSpec, buildErr.Error())
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonInvalidSpec, "Build", "%s", buildErr.Error())
 		return true, nil
 	}
 	pending, err := applyAll(ctx, c, rec, owner, objects)
@@ -74,7 +76,7 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 	var notOwned *NotOwnedError
 	switch {
 	case errors.As(err, &notOwned):
-		conditions.degraded(ReasonNotOwned, notOwned.Error())
+		conditions.Degraded(status.ReasonNotOwned, notOwned.Error())
 		return true, nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is going, and the resource with it: nothing is to be made there.
@@ -83,8 +85,8 @@ func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder
 	case err != nil:
 		// The API server refused a write (a quota, a webhook, a name it will not take): say so
 		// on the resource; the error brings the reconcile back with backoff.
-		conditions.degraded(ReasonApplyFailed, err.Error())
-		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%s", err.Error())
+		conditions.Degraded(status.ReasonApplyFailed, err.Error())
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonApplyFailed, "Apply", "%s", err.Error())
 	}
 	return false, err
 }
@@ -96,10 +98,10 @@ const ConditionUpdatePending = "UpdatePending"
 
 // reportPendingUpdates keeps the UpdatePending condition, with a Warning event when what waits
 // is first seen or changes.
-func reportPendingUpdates(rec recorder.EventRecorder, warned *troubleMemory, owner client.Object, pending []*ImmutableError, conditions conditionSet) {
+func reportPendingUpdates(rec recorder.EventRecorder, warned *events.Warned, owner client.Object, pending []*ImmutableError, conditions status.Conditions) {
 	if len(pending) == 0 {
-		meta.RemoveStatusCondition(conditions.conditions, ConditionUpdatePending)
-		warned.cleared(owner.GetUID(), "update-pending")
+		conditions.Remove(ConditionUpdatePending)
+		warned.Cleared(owner.GetUID(), "update-pending")
 		return
 	}
 	var parts []string
@@ -107,9 +109,9 @@ func reportPendingUpdates(rec recorder.EventRecorder, warned *troubleMemory, own
 		parts = append(parts, p.Error())
 	}
 	message := strings.Join(parts, "; ")
-	previous := meta.FindStatusCondition(*conditions.conditions, ConditionUpdatePending)
-	if warned.firstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
-		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonImmutable, "Update", "%s", message)
+	previous := meta.FindStatusCondition(conditions.List(), ConditionUpdatePending)
+	if warned.FirstWarning(owner.GetUID(), "update-pending", message) && (previous == nil || previous.Message != message) {
+		rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonImmutable, "Update", "%s", message)
 	}
-	conditions.set(ConditionUpdatePending, metav1.ConditionTrue, ReasonImmutable, message)
+	conditions.Set(ConditionUpdatePending, metav1.ConditionTrue, status.ReasonImmutable, message)
 }

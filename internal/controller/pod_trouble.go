@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/events"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // unschedulableGrace is how long a pod may be unschedulable before it is reported: the
@@ -136,14 +138,14 @@ func claimsOfTrouble(ctx context.Context, c client.Reader, namespace string, pod
 // pod and its message, and for an unschedulable pod why its claims are unbound) and reports
 // whether there was one. The Warning event is sent when the trouble is new, not on every
 // reconcile while it lasts.
-func reportPodTrouble(ctx context.Context, c client.Reader, rec recorder.EventRecorder, warned *troubleMemory, obj client.Object, conditions conditionSet,
+func reportPodTrouble(ctx context.Context, c client.Reader, rec recorder.EventRecorder, warned *events.Warned, obj client.Object, conditions status.Conditions,
 	pods []corev1.Pod, requeue func(time.Duration, string)) bool {
 	trouble, recheck := troubleOf(pods, time.Now())
 	if recheck > 0 {
 		requeue(recheck, "a pod is unschedulable: trouble if it stays so")
 	}
 	if trouble == nil {
-		warned.cleared(obj.GetUID(), "pod")
+		warned.Cleared(obj.GetUID(), "pod")
 		return false
 	}
 	if trouble.reason == corev1.PodReasonUnschedulable {
@@ -161,12 +163,12 @@ func reportPodTrouble(ctx context.Context, c client.Reader, rec recorder.EventRe
 			}
 		}
 	}
-	previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded)
+	previous := meta.FindStatusCondition(conditions.List(), v1beta2.ConditionDegraded)
 	alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == trouble.reason &&
 		strings.HasPrefix(previous.Message, fmt.Sprintf("pod %s: ", trouble.pod))
-	if warned.firstWarning(obj.GetUID(), "pod", trouble.pod+"/"+trouble.reason) && !alreadyReported {
+	if warned.FirstWarning(obj.GetUID(), "pod", trouble.pod+"/"+trouble.reason) && !alreadyReported {
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, trouble.reason, "ObservePod", "%s", trouble.String())
 	}
-	conditions.degraded(trouble.reason, trouble.String())
+	conditions.Degraded(trouble.reason, trouble.String())
 	return true
 }

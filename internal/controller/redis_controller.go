@@ -14,6 +14,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Status strings of a standalone Redis.
@@ -81,10 +82,11 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.Redis, *redisScope]{
-		newScope: func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
-		phases:   r.phases(),
-		liveness: r.Liveness,
-		memory:   r.Memory,
+		newObject: func() *v1beta2.Redis { return &v1beta2.Redis{} },
+		newScope:  func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
+		phases:    r.phases(),
+		liveness:  r.Liveness,
+		memory:    r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -173,10 +175,10 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
 		switch {
 		case reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, pods, s.requeuer(ctx)):
-		case s.conditions.hasServed():
-			s.conditions.degraded(ReasonPodsNotReady, message)
+		case s.conditions.HasServed():
+			s.conditions.Degraded(status.ReasonPodsNotReady, message)
 		default:
-			s.conditions.progressing(ReasonPodsNotReady, message)
+			s.conditions.Progressing(status.ReasonPodsNotReady, message)
 		}
 		return true, nil // the pod watch brings us back
 	}
@@ -226,19 +228,19 @@ func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool,
 	}
 	if err != nil {
 		message := fmt.Sprintf("pod %s does not answer PING: %v", s.pod.Name, err)
-		if s.conditions.hasServed() {
+		if s.conditions.HasServed() {
 			// It served: an outage, as every kind says of a pod that stops answering.
-			s.conditions.degraded(ReasonRedisUnreachable, message)
+			s.conditions.Degraded(status.ReasonRedisUnreachable, message)
 		} else {
-			s.conditions.progressing(ReasonRedisUnreachable, message)
+			s.conditions.Progressing(status.ReasonRedisUnreachable, message)
 		}
 		s.requeue(ctx, whileConverging, "Redis does not answer PING")
 		return true, nil
 	}
-	if s.cr.Status.State != StandaloneStateReady && s.conditions.firstReady() {
+	if s.cr.Status.State != StandaloneStateReady && s.conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "RedisReady", "Observe", "pod %s answers", s.pod.Name)
 	}
-	s.conditions.ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
+	s.conditions.Ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
 	s.requeue(ctx, healthCheckInterval, "periodic health check")
 	return false, nil
 }

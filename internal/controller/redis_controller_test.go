@@ -18,6 +18,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 func TestStandaloneRedisServesWithItsPasswordAndDynamicConfig(t *testing.T) {
@@ -137,7 +138,7 @@ func TestStandaloneSkipReconcileCreatesNothing(t *testing.T) {
 			return err
 		}
 		p := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionProgressing)
-		if p != nil && p.Reason == ReasonSkipReconcile && p.Status == metav1.ConditionFalse {
+		if p != nil && p.Reason == status.ReasonSkipReconcile && p.Status == metav1.ConditionFalse {
 			return nil
 		}
 		return fmt.Errorf("conditions %s", describeConditions(cr.Status.Conditions))

@@ -19,19 +19,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
-)
-
-// Compatible status strings of a RedisCluster.
-const (
-	ClusterStateInitializing = "Initializing"
-	ClusterStateBootstrap    = "Bootstrap"
-	ClusterStateReady        = "Ready"
-	ClusterStateFailed       = "Failed"
-
-	ClusterReasonInitializingLeaders   = "RedisCluster is initializing leaders"
-	ClusterReasonInitializingFollowers = "RedisCluster is initializing followers"
-	ClusterReasonBootstrapping         = "RedisCluster is bootstrapping"
-	ClusterReasonReady                 = "RedisCluster is ready"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // SkipReconcileClusterAnnotation stops all action on a RedisCluster while "true".
@@ -130,10 +118,11 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 // it changed.
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
-		newScope: func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
-		phases:   r.phases(),
-		liveness: r.Liveness,
-		memory:   r.Memory,
+		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
+		newScope:  func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
+		phases:    r.phases(),
+		liveness:  r.Liveness,
+		memory:    r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -229,10 +218,10 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	runningLeaders, runningFollowers := countRunning(s.leaders), countRunning(s.followers)
 	switch {
 	case runningLeaders < wantLeaders:
-		r.podsNotRunning(ctx, s, ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
+		r.podsNotRunning(ctx, s, status.ClusterReasonInitializingLeaders, fmt.Sprintf("%d of %d leader pods are running", runningLeaders, wantLeaders))
 		return true, r.assignSlotsEarly(ctx, s) // pod events bring us back
 	case runningFollowers < wantFollowers:
-		r.podsNotRunning(ctx, s, ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
+		r.podsNotRunning(ctx, s, status.ClusterReasonInitializingFollowers, fmt.Sprintf("%d of %d follower pods are running", runningFollowers, wantFollowers))
 		return true, r.assignSlotsEarly(ctx, s)
 	}
 	s.podsReady = readyLeaders >= wantLeaders && readyFollowers >= wantFollowers
@@ -242,7 +231,7 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 // assignSlotsEarly gives the running leaders of a cluster that was never bootstrapped their
 // slots while the other pods start (see clusterplan.EarlySlots for why).
 func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *clusterScope) error {
-	if s.cr.Status.State != "" && s.cr.Status.State != ClusterStateInitializing {
+	if s.cr.Status.State != "" && s.cr.Status.State != status.ClusterStateInitializing {
 		return r.meetEarly(ctx, s)
 	}
 	var running []corev1.Pod
@@ -293,7 +282,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		RollingUpdate: s.rollingUpdate}
 	view := s.withPods(running, nil)
 	var outages []string
-	if s.conditions.hasServed() { // a cluster still being created has no outage to report
+	if s.conditions.HasServed() { // a cluster still being created has no outage to report
 		outages = clusterplan.Outages(design, r.observeMembers(ctx, view))
 		if len(running) == 0 {
 			outages = append(outages, "no pod of the cluster runs")
@@ -303,11 +292,11 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		s.clusterStage = ""
 		r.outage(s, message+"; "+clusterplan.OutageSummary(outages))
 	} else {
-		reason := ReasonPodsNotReady
-		if s.cr.Status.State != "" && s.cr.Status.State != ClusterStateInitializing {
+		reason := status.ReasonPodsNotReady
+		if s.cr.Status.State != "" && s.cr.Status.State != status.ClusterStateInitializing {
 			reason = ReasonScalingOut
 		}
-		s.conditions.progressing(reason, message)
+		s.conditions.Progressing(reason, message)
 	}
 	reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
 }
@@ -317,10 +306,10 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 // them, the events would only repeat).
 func (r *RedisClusterReconciler) outage(s *clusterScope, message string) {
 	previous := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionDegraded)
-	if previous == nil || previous.Status != metav1.ConditionTrue || previous.Reason != ReasonOutage {
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonOutage, "Observe", "%s", message)
+	if previous == nil || previous.Status != metav1.ConditionTrue || previous.Reason != status.ReasonOutage {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", message)
 	}
-	s.conditions.degraded(ReasonOutage, message)
+	s.conditions.Degraded(status.ReasonOutage, message)
 }
 
 func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope) (stop bool, err error) {

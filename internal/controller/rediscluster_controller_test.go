@@ -26,6 +26,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // clusterFixture is one RedisCluster with its fake pods, in its own namespace.
@@ -133,7 +134,7 @@ func (f *clusterFixture) waitReady(timeout time.Duration) *v1beta2.RedisCluster 
 	waitUntil(f.t, timeout, "RedisCluster Ready", func() error {
 		cr = f.get()
 		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
-		if cr.Status.State == ClusterStateReady && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == cr.Generation {
+		if cr.Status.State == status.ClusterStateReady && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == cr.Generation {
 			return nil
 		}
 		return fmt.Errorf("state %q reason %q conditions %s", cr.Status.State, cr.Status.Reason, describeConditions(cr.Status.Conditions))
@@ -518,7 +519,7 @@ func TestShardWithoutMasterStopsOnlyItsSlots(t *testing.T) {
 		cr := f.get()
 		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
 		r := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
-		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonOutage && strings.HasPrefix(d.Message, want) &&
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == status.ReasonOutage && strings.HasPrefix(d.Message, want) &&
 			r != nil && r.Status == metav1.ConditionFalse && strings.HasPrefix(r.Message, want) {
 			return nil
 		}
@@ -572,7 +573,7 @@ func TestSkipReconcileStopsAllAction(t *testing.T) {
 	f.setSkip(true)
 	waitUntil(t, 10*time.Second, "skip condition", func() error {
 		c := meta.FindStatusCondition(f.get().Status.Conditions, v1beta2.ConditionProgressing)
-		if c != nil && c.Reason == ReasonSkipReconcile {
+		if c != nil && c.Reason == status.ReasonSkipReconcile {
 			return nil
 		}
 		return fmt.Errorf("progressing is %+v", c)
@@ -618,7 +619,7 @@ func TestMissingPasswordSecretIsReported(t *testing.T) {
 			return err
 		}
 		d := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionDegraded)
-		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonSecretMissing && strings.Contains(d.Message, name) {
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == status.ReasonSecretMissing && strings.Contains(d.Message, name) {
 			return nil
 		}
 		return fmt.Errorf("conditions: %s", describeConditions(cr.Status.Conditions))
@@ -654,7 +655,7 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 		got := f.get()
 		p := meta.FindStatusCondition(got.Status.Conditions, ConditionUpdatePending)
 		ready := meta.FindStatusCondition(got.Status.Conditions, v1beta2.ConditionReady)
-		if p != nil && p.Status == metav1.ConditionTrue && p.Reason == ReasonImmutable && strings.Contains(p.Message, RecreateStatefulSetAnnotation) &&
+		if p != nil && p.Status == metav1.ConditionTrue && p.Reason == status.ReasonImmutable && strings.Contains(p.Message, RecreateStatefulSetAnnotation) &&
 			strings.Contains(p.Message, "shards-leader") && ready != nil && ready.Status == metav1.ConditionTrue && got.Status.State == "Ready" &&
 			got.Status.ObservedGeneration == got.Generation {
 			return nil
@@ -667,7 +668,7 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 			return err
 		}
 		for _, e := range events.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == ReasonImmutable && strings.Contains(e.Note, RecreateStatefulSetAnnotation) {
+			if e.Type == corev1.EventTypeWarning && e.Reason == status.ReasonImmutable && strings.Contains(e.Note, RecreateStatefulSetAnnotation) {
 				return nil
 			}
 		}

@@ -44,7 +44,7 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 		return again(req.refuse(ctx, plan.Refuse, plan.Invalid))
 	}
 	if plan.Wait != "" {
-		s.conditions.progressing(ReasonFailoverRequested, "the failover asked with "+builder.AnnotationFailover+" waits: "+plan.Wait)
+		s.conditions.Progressing(ReasonFailoverRequested, "the failover asked with "+builder.AnnotationFailover+" waits: "+plan.Wait)
 		s.requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	}
@@ -60,13 +60,13 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 		return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", plan.Failover, err)
 	}
 	if wait != "" {
-		s.conditions.progressing(ReasonFailoverRequested, progress+": "+wait)
+		s.conditions.Progressing(ReasonFailoverRequested, progress+": "+wait)
 		s.requeue(ctx, whileConverging, wait)
 		return true, nil
 	}
 	failovers.With(resourceLabelValues(s.cr)).Inc()
 	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s", progress)
-	s.conditions.progressing(ReasonFailoverRequested, progress)
+	s.conditions.Progressing(ReasonFailoverRequested, progress)
 	s.requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to swap the roles")
 	return true, nil
 }

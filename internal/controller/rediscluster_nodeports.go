@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // A RedisCluster with serviceType NodePort is reached through one NodePort Service per pod,
@@ -64,12 +65,12 @@ func (r *RedisClusterReconciler) ensureNodePortServices(ctx context.Context, s *
 		var notOwned *NotOwnedError
 		switch {
 		case errors.As(err, &notOwned):
-			s.conditions.degraded(ReasonNotOwned, notOwned.Error())
-			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
+			s.conditions.Degraded(status.ReasonNotOwned, notOwned.Error())
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
 			return true, nil
 		case err != nil:
-			s.conditions.degraded(ReasonApplyFailed, err.Error())
-			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "%s", err.Error())
+			s.conditions.Degraded(status.ReasonApplyFailed, err.Error())
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonApplyFailed, "Apply", "%s", err.Error())
 			return false, err
 		case written:
 			log.FromContext(ctx).Info("wrote object", "kind", "Service", "name", svc.Name)
@@ -93,9 +94,9 @@ func (r *RedisClusterReconciler) ensureNodePortServices(ctx context.Context, s *
 		why := "waiting for the node ports of the Services of pods " + strings.Join(missing, ", ")
 		reason := ReasonScalingOut
 		if s.newCluster() {
-			reason = ReasonPodsNotReady
+			reason = status.ReasonPodsNotReady
 		}
-		s.conditions.progressing(reason, why)
+		s.conditions.Progressing(reason, why)
 		s.requeue(ctx, afterRedisCommands, why)
 		return true, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // readRevisions notes the update revision of each StatefulSet the operator rolls itself, and
@@ -68,7 +69,7 @@ func (s *clusterScope) rollingUpdateOn(now time.Time) bool {
 			}
 		}
 	}
-	deleted, ok := s.memory.waits.startedAt(s.cr.UID, replacementKey)
+	deleted, ok := s.memory.waits.StartedAt(s.cr.UID, replacementKey)
 	return ok && now.Sub(deleted) < replacementGrace
 }
 
@@ -96,7 +97,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 	if action == (clusterplan.RollAction{}) {
 		return false, nil
 	}
-	progress := func(message string) { s.conditions.progressing(ReasonRollingUpdate, "rolling update: "+message) }
+	progress := func(message string) { s.conditions.Progressing(status.ReasonRollingUpdate, "rolling update: "+message) }
 	switch {
 	case action.Delete != "":
 		pod, _ := s.pod(func(p *corev1.Pod) bool { return p.Name == action.Delete }).(*corev1.Pod)
@@ -109,8 +110,8 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 			}
 			return false, fmt.Errorf("delete pod %s for the rolling update: %w", pod.Name, err)
 		}
-		s.memory.waits.stopped(s.cr.UID, replacementKey) // its clock runs from this deletion
-		s.memory.waits.started(s.cr.UID, replacementKey, time.Now())
+		s.memory.waits.Stopped(s.cr.UID, replacementKey) // its clock runs from this deletion
+		s.memory.waits.Started(s.cr.UID, replacementKey, time.Now())
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s with the StatefulSet's current revision", pod.Name)
 		progress("replacing " + pod.Name)
 		return true, nil // its pod events bring us back
@@ -139,6 +140,6 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 	if !degradedWith(s, action.Problem) {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "RollingUpdateRefused", "Delete", "%s", action.Problem)
 	}
-	s.conditions.degraded(ReasonRollingUpdate, action.Problem)
+	s.conditions.Degraded(status.ReasonRollingUpdate, action.Problem)
 	return true, nil // a change of the spec or a pod brings us back
 }

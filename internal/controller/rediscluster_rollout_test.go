@@ -35,14 +35,14 @@ func TestRollingUpdateLastsUntilTheReplacedPodIsBack(t *testing.T) {
 
 	// The last old pod deleted for its replacement: none is old any more.
 	s.leaders = s.leaders[:2]
-	s.memory.waits.started(s.cr.UID, replacementKey, now)
+	s.memory.waits.Started(s.cr.UID, replacementKey, now)
 	if !s.rollingUpdateOn(now.Add(30 * time.Second)) {
 		t.Error("30 s after the last pod was deleted for its replacement: still a rolling update")
 	}
 	if s.rollingUpdateOn(now.Add(replacementGrace + time.Second)) {
 		t.Error("past the grace, a replacement that is not back is what it looks like")
 	}
-	s.memory.waits.stopped(s.cr.UID, replacementKey) // Ready again
+	s.memory.waits.Stopped(s.cr.UID, replacementKey) // Ready again
 	if s.rollingUpdateOn(now.Add(time.Second)) {
 		t.Error("Ready again: the rolling update is over")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ReasonScalingIn: a scale-in keeps pods until their slots have moved to the others.
@@ -57,8 +58,8 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 		for ordinal := set.want; ordinal < set.have; ordinal++ {
 			if !hasOrdinal(set.pods, int(ordinal)) {
 				*set.keep = set.have
-				s.clusterStage = ClusterReasonInitializingLeaders
-				s.conditions.progressing(ReasonScalingIn, fmt.Sprintf("scale-in waits for pod ordinal %d to run again: what it holds is unknown", ordinal))
+				s.clusterStage = status.ClusterReasonInitializingLeaders
+				s.conditions.Progressing(ReasonScalingIn, fmt.Sprintf("scale-in waits for pod ordinal %d to run again: what it holds is unknown", ordinal))
 				return false, nil
 			}
 		}
@@ -87,9 +88,9 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 	// departing pods are gone.
 	switch {
 	case s.pods.Leaders > want.Leaders:
-		s.clusterStage = ClusterReasonInitializingLeaders
+		s.clusterStage = status.ClusterReasonInitializingLeaders
 	case s.pods.Followers > want.Followers:
-		s.clusterStage = ClusterReasonInitializingFollowers
+		s.clusterStage = status.ClusterReasonInitializingFollowers
 	}
 	if reason != "" {
 		log.FromContext(ctx).Info("scale-in holds pods", "leaders", s.pods.Leaders, "followers", s.pods.Followers, "reason", reason)

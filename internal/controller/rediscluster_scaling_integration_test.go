@@ -19,6 +19,7 @@ import (
 
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 	"github.com/rediskube/redis-operator/internal/writecheck"
 )
 
@@ -61,7 +62,7 @@ func (f *clusterFixture) waitReadyFollowingChecking(timeout time.Duration, check
 		}
 		f.followStatefulSets()
 		cr := f.get()
-		if cr.Status.State != ClusterStateReady || !conditionTrue(cr.Status.Conditions, "Ready", cr.Generation) {
+		if cr.Status.State != status.ClusterStateReady || !conditionTrue(cr.Status.Conditions, "Ready", cr.Generation) {
 			return fmt.Errorf("state %q reason %q conditions %s", cr.Status.State, cr.Status.Reason, describeConditions(cr.Status.Conditions))
 		}
 		if got, want := len(f.kubelet.podNames()), len(f.podNames()); got != want {

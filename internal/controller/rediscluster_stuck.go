@@ -12,6 +12,7 @@ import (
 
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ReasonStuckMasterFailover is the reason of the Warning event that tells a master stuck in a
@@ -34,13 +35,13 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 	busy := map[string]time.Time{}
 	for _, m := range s.members {
 		if m.Busy {
-			busy[m.Pod] = s.memory.waits.started(s.cr.UID, busyKey(m.Pod), now)
+			busy[m.Pod] = s.memory.waits.Started(s.cr.UID, busyKey(m.Pod), now)
 		} else {
-			s.memory.waits.stopped(s.cr.UID, busyKey(m.Pod)) // an answer, or none: not BUSY without a break
+			s.memory.waits.Stopped(s.cr.UID, busyKey(m.Pod)) // an answer, or none: not BUSY without a break
 		}
 	}
 	if len(busy) == 0 {
-		s.memory.warned.cleared(s.cr.UID, "stuck-master")
+		s.memory.warned.Cleared(s.cr.UID, "stuck-master")
 		return nil
 	}
 	plan := clusterplan.PlanStuckMasters(clusterplan.Stuck{Busy: busy, Elections: r.failovers.windows(s.members), Now: now,
@@ -54,10 +55,10 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 	}
 	if len(plan.Problems) > 0 {
 		problems := strings.Join(plan.Problems, "; ")
-		if s.memory.warned.firstWarning(s.cr.UID, "stuck-master", problems) {
-			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonOutage, "Observe", "%s", problems)
+		if s.memory.warned.FirstWarning(s.cr.UID, "stuck-master", problems) {
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", problems)
 		}
-		if s.conditions.hasServed() {
+		if s.conditions.HasServed() {
 			s.outages = append(s.outages, plan.Problems...)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Gossip, handshakes and replica syncs raise no Kubernetes event: while they run the cluster
@@ -74,7 +75,7 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	plan = r.withoutPendingFailovers(s, plan)
 	// What the cluster does not serve is said as an outage, whatever the plan does about it;
 	// steps and waits of a cluster that serves everything are progress.
-	if s.conditions.hasServed() { // a cluster still being created has no outage to report
+	if s.conditions.HasServed() { // a cluster still being created has no outage to report
 		s.outages = clusterplan.Outages(design, s.members)
 	}
 	// The plan waits for a stuck master to answer, which it may not do before its probe
@@ -84,12 +85,12 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	}
 	switch {
 	case len(plan.Steps) > 0:
-		reason := ReasonBootstrapping
+		reason := status.ReasonBootstrapping
 		if plan.Steps[0].Kind == clusterplan.StepMigrate {
-			reason = ReasonResharding
+			reason = status.ReasonResharding
 		}
 		s.progressUnlessOutage(r, reason, summarizeSteps(plan.Steps))
-		if reason == ReasonResharding {
+		if reason == status.ReasonResharding {
 			// Moving slots takes up to a slice (seconds): say so before, not after.
 			if err := s.showStatus(ctx); err != nil {
 				return false, err
@@ -101,15 +102,15 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 		s.requeue(ctx, afterRedisCommands, "waiting for Redis to act on "+string(plan.Steps[0].Kind))
 		return true, nil
 	case plan.Wait != "":
-		s.progressUnlessOutage(r, ReasonConverging, plan.Wait)
+		s.progressUnlessOutage(r, status.ReasonConverging, plan.Wait)
 		s.requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	case len(plan.Problems) > 0:
 		message := strings.Join(plan.Problems, "; ")
 		if !degradedWith(s, message) {
-			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonTopologyProblem, "Observe", "%s", message)
+			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonTopologyProblem, "Observe", "%s", message)
 		}
-		s.conditions.degraded(ReasonTopologyProblem, message)
+		s.conditions.Degraded(status.ReasonTopologyProblem, message)
 		s.requeue(ctx, whileBroken, "a topology problem may clear once pods come back")
 		return true, nil
 	}
@@ -145,10 +146,10 @@ func (r *RedisClusterReconciler) withoutPendingFailovers(s *clusterScope, plan c
 // operator wrote and by its conditions: never Ready nor in an outage since.
 func (s *clusterScope) newCluster() bool {
 	switch s.cr.Status.State {
-	case "", ClusterStateInitializing:
+	case "", status.ClusterStateInitializing:
 		return true
-	case ClusterStateBootstrap:
-		return !s.conditions.hasServed()
+	case status.ClusterStateBootstrap:
+		return !s.conditions.HasServed()
 	}
 	return false
 }
@@ -352,7 +353,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if step.Kind == clusterplan.StepMeet {
 		action = fmt.Sprintf("%s -> %s", step.Kind, net.JoinHostPort(step.IP, strconv.Itoa(step.Port)))
 	}
-	if s.memory.told.firstTelling(s.cr.UID, action, time.Now()) {
+	if s.memory.told.FirstTelling(s.cr.UID, action, time.Now()) {
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
 	}
 	return nil
@@ -549,13 +550,13 @@ func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScop
 	for _, m := range s.members {
 		info, err := r.clusterInfo(ctx, s, m)
 		if err != nil {
-			s.progressUnlessOutage(r, ReasonRedisUnreachable, fmt.Sprintf("pod %s: %v", m.Pod, err))
+			s.progressUnlessOutage(r, status.ReasonRedisUnreachable, fmt.Sprintf("pod %s: %v", m.Pod, err))
 			s.requeue(ctx, whileConverging, "CLUSTER INFO failed")
 			return true, nil
 		}
 		if info.State != "ok" || info.SlotsOK != redis.SlotCount {
 			wait := fmt.Sprintf("pod %s reports cluster_state:%s with %d of %d slots ok", m.Pod, info.State, info.SlotsOK, redis.SlotCount)
-			s.conditions.progressing(ReasonConverging, wait)
+			s.conditions.Progressing(status.ReasonConverging, wait)
 			s.requeue(ctx, whileConverging, wait)
 			return true, nil
 		}
@@ -563,20 +564,20 @@ func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScop
 	leaders, followers := builder.LeaderReplicas(s.cr), builder.FollowerReplicas(s.cr)
 	if !s.podsReady {
 		// Redis is fine; the status waits for the kubelet to agree (pod events bring us back).
-		s.conditions.progressing(ReasonPodsNotReady, fmt.Sprintf("cluster_state:ok; waiting for pods to pass their readiness probe (%d/%d leaders, %d/%d followers ready)",
+		s.conditions.Progressing(status.ReasonPodsNotReady, fmt.Sprintf("cluster_state:ok; waiting for pods to pass their readiness probe (%d/%d leaders, %d/%d followers ready)",
 			s.cr.Status.ReadyLeaderReplicas, leaders, s.cr.Status.ReadyFollowerReplicas, followers))
 		return true, nil
 	}
-	if s.cr.Status.State != ClusterStateReady && s.conditions.firstReady() {
+	if s.cr.Status.State != status.ClusterStateReady && s.conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
 	}
 	message := fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers)
 	if len(s.handMade) > 0 {
-		s.conditions.readyAs(ReasonHandMadeFailoverKept, message+"; "+handMadeSummary(s.handMade))
+		s.conditions.ReadyAs(ReasonHandMadeFailoverKept, message+"; "+handMadeSummary(s.handMade))
 	} else {
-		s.conditions.ready(message)
+		s.conditions.Ready(message)
 	}
-	s.memory.waits.stopped(s.cr.UID, replacementKey) // a replaced pod's replica is back
+	s.memory.waits.Stopped(s.cr.UID, replacementKey) // a replaced pod's replica is back
 	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	return false, nil
 }
@@ -588,7 +589,7 @@ func (s *clusterScope) progressUnlessOutage(r *RedisClusterReconciler, reason, m
 		r.outage(s, clusterplan.OutageSummary(s.outages))
 		return
 	}
-	s.conditions.progressing(reason, message)
+	s.conditions.Progressing(reason, message)
 }
 
 // clusterInfo is the pod's CLUSTER INFO as observed earlier in this reconcile, or asked now.

@@ -21,6 +21,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Compatible status strings of a RedisReplication.
@@ -166,6 +167,7 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisReplication, *replicationScope]{
+		newObject: func() *v1beta2.RedisReplication { return &v1beta2.RedisReplication{} },
 		newScope: func(cr *v1beta2.RedisReplication, b scopeBase) *replicationScope {
 			return &replicationScope{scopeBase: b, cr: cr}
 		},
@@ -291,10 +293,10 @@ func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicati
 // that was is degraded.
 func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, message string) {
 	if r.hasServed(s) {
-		s.conditions.degraded(reason, message)
+		s.conditions.Degraded(reason, message)
 		return
 	}
-	s.conditions.progressing(reason, message)
+	s.conditions.Progressing(reason, message)
 }
 
 // hasServed tells whether the replication served: the status says so, or this operator saw it
@@ -302,7 +304,7 @@ func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, messa
 // failover, which must not hide a pod that stopped answering).
 func (r *RedisReplicationReconciler) hasServed(s *replicationScope) bool {
 	_, served := r.served.Load(s.cr.UID)
-	return served || s.conditions.hasServed()
+	return served || s.conditions.HasServed()
 }
 
 // degradeWhileSilent runs after the phases, whichever stopped them: a replication that served
@@ -327,7 +329,7 @@ func (r *RedisReplicationReconciler) degradeWhileSilent(_ context.Context, s *re
 		ready.Status != metav1.ConditionTrue && ready.Message != "" {
 		message += "; " + ready.Message
 	}
-	s.conditions.degraded(ReasonRedisUnreachable, message)
+	s.conditions.Degraded(status.ReasonRedisUnreachable, message)
 }
 
 func (s *replicationScope) podNamed(name string) runtime.Object {
@@ -396,7 +398,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		if len(silent) > 0 {
 			message += "; " + silentPods(silent)
 		}
-		r.notReady(s, ReasonPodsNotReady, message)
+		r.notReady(s, status.ReasonPodsNotReady, message)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so
@@ -407,7 +409,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	}
 	master, ok := s.podNamed(s.plan.Master).(*corev1.Pod)
 	if !ok {
-		r.boundedWait(ctx, s, "master", "no master chosen yet", func(m string) { r.notReady(s, ReasonConverging, m) })
+		r.boundedWait(ctx, s, "master", "no master chosen yet", func(m string) { r.notReady(s, status.ReasonConverging, m) })
 		return true, nil
 	}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
@@ -425,22 +427,22 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			return false, err
 		}
 		if blind != "" {
-			r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, ReasonConverging, m) })
+			r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, status.ReasonConverging, m) })
 			s.requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
 			return true, nil
 		}
 		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
 			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
-			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, ReasonConverging, m) })
+			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
 			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
 			return true, nil
 		}
 	}
 	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, r.DNSDomain)
-	if s.cr.Status.State != ReplicationStateReady && s.conditions.firstReady() {
+	if s.cr.Status.State != ReplicationStateReady && s.conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
 	}
-	s.conditions.ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
+	s.conditions.Ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
 	s.memory.waitsOver(s.cr.UID)
 	r.served.Store(s.cr.UID, struct{}{})
 	if s.sentinels {

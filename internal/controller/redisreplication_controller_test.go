@@ -21,6 +21,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 const replicationPassword = "s3cret-replication"
@@ -455,7 +456,7 @@ func TestReplicationWithoutALinkedReplicaIsAnOutage(t *testing.T) {
 			return err
 		}
 		d := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionDegraded)
-		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == ReasonOutage && strings.Contains(d.Message, "rr-0") {
+		if d != nil && d.Status == metav1.ConditionTrue && d.Reason == status.ReasonOutage && strings.Contains(d.Message, "rr-0") {
 			return nil
 		}
 		return fmt.Errorf("state %q, conditions %s", f.cr.Status.State, describeConditions(f.cr.Status.Conditions))
@@ -470,7 +471,7 @@ func TestReplicationWithoutALinkedReplicaIsAnOutage(t *testing.T) {
 	}
 	f.waitReady("rr-0")
 	f.checkTopology("rr-0", map[string]string{"single": "copy"})
-	if n := warnings(t, f.c, f.cr.Namespace, ReasonOutage); n != 1 {
+	if n := warnings(t, f.c, f.cr.Namespace, status.ReasonOutage); n != 1 {
 		t.Errorf("%d Outage Warning events, want 1 for the one outage", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // handOverTerminating acts on a planned deletion of the master's pod (a drain, an eviction,
@@ -31,7 +32,7 @@ func (r *RedisReplicationReconciler) handOverTerminating(ctx context.Context, s 
 		plan := replicationplan.PlanHandOver(pod.Name, s.members, int(*s.cr.Spec.Size), replicationplan.Deleted)
 		switch {
 		case plan.To != "":
-			return true, r.handOver(ctx, s, pod.Name, plan.To, ReasonConverging, "before its pod stops")
+			return true, r.handOver(ctx, s, pod.Name, plan.To, status.ReasonConverging, "before its pod stops")
 		case plan.Wait != "":
 			s.requeue(ctx, whileConverging, plan.Wait)
 		}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // rollPods replaces the pods of an OnDelete StatefulSet that run an old revision, one at a
@@ -33,7 +34,7 @@ func (r *RedisReplicationReconciler) rollPods(ctx context.Context, s *replicatio
 	action := replicationplan.Roll(s.members, int(*s.cr.Spec.Size), s.plan.Master, s.sentinels)
 	switch {
 	case action.HandOverTo != "":
-		return true, r.handOver(ctx, s, s.plan.Master, action.HandOverTo, ReasonRollingUpdate, "for the rolling update to revision "+revision)
+		return true, r.handOver(ctx, s, s.plan.Master, action.HandOverTo, status.ReasonRollingUpdate, "for the rolling update to revision "+revision)
 	case action.Wait != "":
 		log.FromContext(ctx).V(1).Info("rolling update waits", "reason", action.Wait)
 		return false, nil // health reports what is missing; pod events bring us back
@@ -51,7 +52,7 @@ func (r *RedisReplicationReconciler) rollPods(ctx context.Context, s *replicatio
 		return false, fmt.Errorf("delete pod %s for the rolling update: %w", victim.Name, err)
 	}
 	r.Recorder.Eventf(s.cr, victim, corev1.EventTypeNormal, "RollingUpdate", "Delete", "replacing pod %s (%s) with revision %s", victim.Name, roleOf(victim, s.plan.Master), revision)
-	r.notReady(s, ReasonRollingUpdate, fmt.Sprintf("rolling update to revision %s: replacing %s, %d pod(s) left", revision, victim.Name, action.Left))
+	r.notReady(s, status.ReasonRollingUpdate, fmt.Sprintf("rolling update to revision %s: replacing %s, %d pod(s) left", revision, victim.Name, action.Left))
 	return true, nil // the pod's events bring us back
 }
 

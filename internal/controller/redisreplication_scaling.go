@@ -13,6 +13,7 @@ import (
 
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // handOverBeforeScaleIn moves the master role to a pod that stays before the StatefulSet
@@ -38,9 +39,9 @@ func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, 
 	plan := replicationplan.PlanHandOver(master, s.members, size, replicationplan.ScaleIn)
 	switch {
 	case plan.To != "":
-		return true, r.handOver(ctx, s, master, plan.To, ReasonConverging, fmt.Sprintf("before scaling in to %d pods", size))
+		return true, r.handOver(ctx, s, master, plan.To, status.ReasonConverging, fmt.Sprintf("before scaling in to %d pods", size))
 	case plan.Wait != "":
-		r.boundedWait(ctx, s, "hand-over", plan.Wait, func(m string) { r.notReady(s, ReasonConverging, m) })
+		r.boundedWait(ctx, s, "hand-over", plan.Wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
 		s.requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	}

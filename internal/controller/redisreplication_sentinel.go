@@ -256,7 +256,7 @@ func (r *RedisReplicationReconciler) retireLegacySentinels(ctx context.Context, 
 	size := s.cr.Spec.Sentinel.Size
 	if why := sentinelsNotYetWatching(countReady(pods), size, s.embeddedReports, masterIP); why != "" {
 		msg := fmt.Sprintf("replacing the sentinels %s of an earlier version by %s: %s", builder.LegacyEmbeddedSentinelStatefulSetName(s.cr.Name), newName, why)
-		s.conditions.progressing(ReasonSentinelMigration, msg)
+		s.conditions.Progressing(ReasonSentinelMigration, msg)
 		s.requeue(ctx, 2*time.Second, msg) // sentinel pods are not watched by this controller
 		return true, nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // A replication whose embedded sentinels an earlier version of the operator runs (StatefulSet
@@ -144,7 +145,7 @@ func (f *replicationFixture) skipReconcile() {
 		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
 			return err
 		}
-		if p := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionProgressing); p == nil || p.Reason != ReasonSkipReconcile {
+		if p := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionProgressing); p == nil || p.Reason != status.ReasonSkipReconcile {
 			return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
 		}
 		return nil

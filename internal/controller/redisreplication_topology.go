@@ -15,6 +15,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // observePods observes the pods (observeMembers) and reports when there is none yet.
@@ -30,7 +31,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	r.observeLagSeconds(ctx, s)
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
-		r.notReady(s, ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
+		r.notReady(s, status.ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		return true, nil // the pod watch brings us back
 	}
@@ -204,10 +205,10 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		s.requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
 		return true, nil
 	}
-	s.memory.warned.cleared(s.cr.UID, ReasonOutage)
+	s.memory.warned.Cleared(s.cr.UID, status.ReasonOutage)
 	switch {
 	case len(s.plan.Steps) > 0:
-		s.conditions.progressing(ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
+		s.conditions.Progressing(status.ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
 		s.requeue(ctx, afterRedisCommands, "waiting for replicas to connect")
 		return true, nil
 	case s.plan.Stuck != "":
@@ -219,7 +220,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		// silent master of a replication that served is Degraded, naming the master, as every
 		// kind says of a pod that stops answering; past the bound it is an outage (above), with
 		// its Warning event. One being created is progress; a pod that cannot start says why.
-		r.notReady(s, ReasonRedisUnreachable, s.plan.Wait)
+		r.notReady(s, status.ReasonRedisUnreachable, s.plan.Wait)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {
@@ -228,7 +229,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		s.requeue(ctx, wait, s.plan.Wait)
 		return true, nil
 	case s.plan.Wait != "":
-		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, ReasonConverging, m) })
+		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
 		// A pod that cannot start (no volume, no image) is why no Redis answers: say so.
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
 		s.requeue(ctx, whileConverging, s.plan.Wait)
@@ -245,7 +246,7 @@ func (r *RedisReplicationReconciler) clockLinks(s *replicationScope) {
 	for i := range s.members {
 		m := &s.members[i]
 		down := m.Role != nil && m.Role.Kind == redis.RoleSlave && !m.Role.LinkUp()
-		m.LinkDown = max(m.LinkDown, s.memory.waits.lasted(s.cr.UID, "link/"+m.Pod, down, now))
+		m.LinkDown = max(m.LinkDown, s.memory.waits.Lasted(s.cr.UID, "link/"+m.Pod, down, now))
 	}
 }
 
@@ -257,9 +258,9 @@ func (r *RedisReplicationReconciler) clockLinks(s *replicationScope) {
 func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replicationScope, bound time.Duration) []string {
 	health := replicationplan.Assess(s.plan, s.cr.Status.MasterNode, s.members, int(*s.cr.Spec.Size))
 	now := time.Now()
-	silent := s.memory.waits.lasted(s.cr.UID, "master-silent", health.MasterSilent != "", now)
-	unlinked := s.memory.waits.lasted(s.cr.UID, "unlinked", health.Unlinked != "", now)
-	if _, served := r.served.Load(s.cr.UID); !served && !s.conditions.hasServed() {
+	silent := s.memory.waits.Lasted(s.cr.UID, "master-silent", health.MasterSilent != "", now)
+	unlinked := s.memory.waits.Lasted(s.cr.UID, "unlinked", health.Unlinked != "", now)
+	if _, served := r.served.Load(s.cr.UID); !served && !s.conditions.HasServed() {
 		return nil
 	}
 	outages := health.Outages(silent, unlinked, bound)
@@ -273,10 +274,10 @@ func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replication
 // Warning event when the outage starts (its details change while it lasts; the condition
 // follows them, the events would only repeat).
 func (r *RedisReplicationReconciler) outage(s *replicationScope, message string) {
-	if s.memory.warned.firstWarning(s.cr.UID, ReasonOutage, ReasonOutage) {
-		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonOutage, "Observe", "%s", message)
+	if s.memory.warned.FirstWarning(s.cr.UID, status.ReasonOutage, status.ReasonOutage) {
+		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", message)
 	}
-	s.conditions.degraded(ReasonOutage, message)
+	s.conditions.Degraded(status.ReasonOutage, message)
 }
 
 func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replicationScope, step replicationplan.Step) error {

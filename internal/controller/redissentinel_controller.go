@@ -23,6 +23,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Compatible status strings of a RedisSentinel.
@@ -109,6 +110,7 @@ func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
 // Reconcile runs the phases in order and writes the status once, when it changed.
 func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisSentinel, *sentinelScope]{
+		newObject: func() *v1beta2.RedisSentinel { return &v1beta2.RedisSentinel{} },
 		newScope: func(cr *v1beta2.RedisSentinel, b scopeBase) *sentinelScope {
 			return &sentinelScope{scopeBase: b, cr: cr}
 		},
@@ -129,11 +131,11 @@ func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelSc
 // notReady reports what is missing: sentinels that were never Ready are initializing, ones
 // that were are degraded.
 func (s *sentinelScope) notReady(reason, message string) {
-	if s.conditions.hasServed() {
-		s.conditions.degraded(reason, message)
+	if s.conditions.HasServed() {
+		s.conditions.Degraded(reason, message)
 		return
 	}
-	s.conditions.progressing(reason, message)
+	s.conditions.Progressing(reason, message)
 }
 
 func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentinelScope) (stop bool, err error) {
@@ -169,7 +171,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 	var replication v1beta2.RedisReplication
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: cfg.RedisReplicationName}, &replication)
 	if apierrors.IsNotFound(err) {
-		r.boundedWait(ctx, s, "replication", ReasonMasterUnknown, fmt.Sprintf("RedisReplication %s does not exist", cfg.RedisReplicationName))
+		r.boundedWait(ctx, s, "replication", status.ReasonMasterUnknown, fmt.Sprintf("RedisReplication %s does not exist", cfg.RedisReplicationName))
 		return true, nil
 	}
 	if err != nil {
@@ -192,7 +194,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 		}
 	}
 	if s.masterHost == "" {
-		r.boundedWait(ctx, s, "master", ReasonMasterUnknown, fmt.Sprintf("waiting for RedisReplication %s to have a master with an address", cfg.RedisReplicationName))
+		r.boundedWait(ctx, s, "master", status.ReasonMasterUnknown, fmt.Sprintf("waiting for RedisReplication %s to have a master with an address", cfg.RedisReplicationName))
 		return true, nil
 	}
 	return false, nil
@@ -200,8 +202,8 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 
 // invalidSpec reports a spec the user must change, in the status and as an event.
 func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) {
-	s.conditions.degraded(ReasonInvalidSpec, message)
-	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, ReasonInvalidSpec, "Validate", "%s", message)
+	s.conditions.Degraded(status.ReasonInvalidSpec, message)
+	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonInvalidSpec, "Validate", "%s", message)
 }
 
 func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelScope) (bool, error) {
@@ -222,7 +224,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	watchLiveness(r.Liveness, s.cr, pods, func(pod *corev1.Pod) redis.Endpoint { return s.endpoint(pod) })
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
-		s.notReady(ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
+		s.notReady(status.ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, pods, s.requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
@@ -263,7 +265,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		}
 		view, err := r.sentinelView(ctx, s, c, pod, group, hosts.canonical)
 		if err != nil {
-			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", status.ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
@@ -283,7 +285,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 			if v.Pod == reseed.blind {
 				message += "; it cannot learn the master: " + reseed.held
 			}
-			r.boundedWait(ctx, s, "monitor", ReasonConverging, message)
+			r.boundedWait(ctx, s, "monitor", status.ReasonConverging, message)
 			s.requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
 			return true, nil
 		}
@@ -297,14 +299,14 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 			return false, quorumErr
 		}
 		// Sentinels find each other through the master within seconds of starting.
-		r.boundedWait(ctx, s, "quorum", ReasonConverging, fmt.Sprintf("sentinels cannot authorize a failover yet: %v", quorumErr))
+		r.boundedWait(ctx, s, "quorum", status.ReasonConverging, fmt.Sprintf("sentinels cannot authorize a failover yet: %v", quorumErr))
 		s.requeue(ctx, whileBroken, "waiting for the sentinels to discover each other")
 		return true, nil
 	}
-	if s.cr.Status.State != SentinelStateReady && s.conditions.firstReady() {
+	if s.cr.Status.State != SentinelStateReady && s.conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "SentinelsReady", "Observe", "%d sentinels monitor %s at %s with quorum", len(s.pods), group, s.masterHost)
 	}
-	s.conditions.ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
+	s.conditions.Ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
 	s.memory.waitsOver(s.cr.UID)
 	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
 	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
@@ -334,7 +336,7 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 		err = c.Ping(readCtx)
 		cancel()
 		if err != nil {
-			r.boundedWait(ctx, s, "unreachable", ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
+			r.boundedWait(ctx, s, "unreachable", status.ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
 			s.requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
@@ -345,7 +347,7 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 	if ready := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionReady); ready == nil || ready.Reason != ReasonNoMasterToMonitor {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, ReasonNoMasterToMonitor, "Observe", "%s", message)
 	}
-	s.conditions.idle(ReasonNoMasterToMonitor, message)
+	s.conditions.Idle(ReasonNoMasterToMonitor, message)
 	s.requeue(ctx, healthCheckInterval, "periodic health check of sentinels that monitor nothing")
 	return false, nil
 }

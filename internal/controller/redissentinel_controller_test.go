@@ -22,6 +22,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // createRedisSentinel creates the RedisSentinel "sn" of 3 sentinels watching the fixture's
@@ -262,13 +263,13 @@ func TestSentinelReportsWhatItWaitsFor(t *testing.T) {
 		status                  metav1.ConditionStatus
 	}{
 		{sentinel("no-replication", v1beta2.RedisSentinelConfig{RedisReplicationName: "missing"}, nil),
-			v1beta2.ConditionProgressing, ReasonMasterUnknown, "RedisReplication missing does not exist", metav1.ConditionTrue},
+			v1beta2.ConditionProgressing, status.ReasonMasterUnknown, "RedisReplication missing does not exist", metav1.ConditionTrue},
 		{sentinel("configmap-password", v1beta2.RedisSentinelConfig{RedisReplicationName: "missing",
 			RedisReplicationPassword: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "password"}}}, nil),
-			v1beta2.ConditionDegraded, ReasonInvalidSpec, "must be a secretKeyRef", metav1.ConditionTrue},
+			v1beta2.ConditionDegraded, status.ReasonInvalidSpec, "must be a secretKeyRef", metav1.ConditionTrue},
 		{sentinel("hands-off", v1beta2.RedisSentinelConfig{RedisReplicationName: "missing"}, map[string]string{SkipReconcileSentinelAnnotation: "true"}),
-			v1beta2.ConditionProgressing, ReasonSkipReconcile, SkipReconcileSentinelAnnotation, metav1.ConditionFalse},
+			v1beta2.ConditionProgressing, status.ReasonSkipReconcile, SkipReconcileSentinelAnnotation, metav1.ConditionFalse},
 	}
 	for _, tc := range cases {
 		if err := c.Create(ctx, tc.cr); err != nil {

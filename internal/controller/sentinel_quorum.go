@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // A sentinel quorum above the number of sentinels is admitted (the schema defaults it to "2"
@@ -29,16 +31,16 @@ const (
 
 // reportQuorum keeps the QuorumAdjusted condition of a resource whose sentinels run with q.
 // monitored is false when the sentinels monitor no master (no quorum applies).
-func reportQuorum(rec recorder.EventRecorder, warned *troubleMemory, owner client.Object, q builder.SentinelQuorum, monitored bool, conditions conditionSet) {
+func reportQuorum(rec recorder.EventRecorder, warned *events.Warned, owner client.Object, q builder.SentinelQuorum, monitored bool, conditions status.Conditions) {
 	if !monitored || !q.Lowered() {
-		meta.RemoveStatusCondition(conditions.conditions, ConditionQuorumAdjusted)
-		warned.cleared(owner.GetUID(), "quorum")
+		conditions.Remove(ConditionQuorumAdjusted)
+		warned.Cleared(owner.GetUID(), "quorum")
 		return
 	}
 	message := fmt.Sprintf("quorum %d is more than the %d sentinels could ever reach: they run with quorum %d", q.Requested, q.Sentinels, q.Configured)
-	previous := meta.FindStatusCondition(*conditions.conditions, ConditionQuorumAdjusted)
-	if warned.firstWarning(owner.GetUID(), "quorum", message) && (previous == nil || previous.Message != message) {
+	previous := meta.FindStatusCondition(conditions.List(), ConditionQuorumAdjusted)
+	if warned.FirstWarning(owner.GetUID(), "quorum", message) && (previous == nil || previous.Message != message) {
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonQuorumAboveSize, "Configure", "%s", message)
 	}
-	conditions.set(ConditionQuorumAdjusted, metav1.ConditionTrue, ReasonQuorumAboveSize, message)
+	conditions.Set(ConditionQuorumAdjusted, metav1.ConditionTrue, ReasonQuorumAboveSize, message)
 }

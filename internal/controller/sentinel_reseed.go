@@ -14,6 +14,7 @@ import (
 
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ReasonSentinelReseeded is the event of a sentinel pod started again from the current seed
@@ -77,7 +78,7 @@ func configClaim(pod *corev1.Pod) string {
 type sentinelReseed struct {
 	c     client.Client
 	rec   recorder.EventRecorder
-	waits *clocks
+	waits *status.Clocks
 }
 
 // reseedOutcome says what sentinelReseed.restart found and did: blind is the pod of the
@@ -99,7 +100,7 @@ func (r sentinelReseed) restart(ctx context.Context, owner client.Object, views 
 	blind := replicationplan.Reseed(views, masterHost, livePodHost(monitored))
 	for _, v := range views {
 		if v.Pod != blind {
-			r.waits.stopped(owner.GetUID(), reseedKey(v.Pod))
+			r.waits.Stopped(owner.GetUID(), reseedKey(v.Pod))
 		}
 	}
 	out := reseedOutcome{blind: blind}
@@ -107,7 +108,7 @@ func (r sentinelReseed) restart(ctx context.Context, owner client.Object, views 
 		return out, nil
 	}
 	now := time.Now()
-	if now.Sub(r.waits.started(owner.GetUID(), reseedKey(blind), now)) < sentinelReseedGrace {
+	if now.Sub(r.waits.Started(owner.GetUID(), reseedKey(blind), now)) < sentinelReseedGrace {
 		// No countdown in the words: they go into the status, written only when it changes.
 		out.held = fmt.Sprintf("its pod starts again from the seed once it has been so for %s", sentinelReseedGrace)
 		return out, nil
@@ -136,7 +137,7 @@ func (r sentinelReseed) restart(ctx context.Context, owner client.Object, views 
 	if err := r.c.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return out, fmt.Errorf("delete blind sentinel pod %s: %w", blind, err)
 	}
-	r.waits.stopped(owner.GetUID(), reseedKey(blind))
+	r.waits.Stopped(owner.GetUID(), reseedKey(blind))
 	out.restarted = true
 	log.FromContext(ctx).Info("restarting a sentinel that cannot learn the master", "pod", blind, "monitors", monitoredHost, "master", masterHost)
 	r.rec.Eventf(owner, pod, corev1.EventTypeWarning, ReasonSentinelReseeded, "Restart",

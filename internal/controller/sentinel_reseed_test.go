@@ -35,7 +35,8 @@ func TestSentinelReseedRestartsTheBlindPodOnly(t *testing.T) {
 	}
 	owner := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "rr", Namespace: "ns", UID: "rr-uid"}}
 	past := func(r sentinelReseed) { // the blind sentinel's clock started before its grace
-		r.waits.since[owner.UID] = map[string]time.Time{reseedKey("rr-s-2"): time.Now().Add(-sentinelReseedGrace - time.Second)}
+		r.waits.Forget(owner.UID)
+		r.waits.Started(owner.UID, reseedKey("rr-s-2"), time.Now().Add(-sentinelReseedGrace-time.Second))
 	}
 
 	cases := []struct {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 type showStatusScope struct{ scopeBase }
@@ -30,18 +31,19 @@ func TestShowStatusWritesTheStatusBeforeTheReconcileEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr := &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cache", Generation: 2}}
-	cr.Status.State, cr.Status.Reason = "Ready", ClusterReasonReady
+	cr.Status.State, cr.Status.Reason = "Ready", status.ClusterReasonReady
 	cr.Status.ObservedGeneration = 1
-	cr.Status.Conditions = []metav1.Condition{{Type: v1beta2.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, ObservedGeneration: 1}}
+	cr.Status.Conditions = []metav1.Condition{{Type: v1beta2.ConditionReady, Status: metav1.ConditionTrue, Reason: status.ReasonReady, ObservedGeneration: 1}}
 	counting := &statusPatchCounter{}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1beta2.RedisCluster{}).WithObjects(cr).
 		WithInterceptorFuncs(counting.funcs()).Build()
 
 	var seenDuringThePhase v1beta2.RedisCluster
 	shell := kindShell[*v1beta2.RedisCluster, *showStatusScope]{
-		newScope: func(_ *v1beta2.RedisCluster, b scopeBase) *showStatusScope { return &showStatusScope{b} },
+		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
+		newScope:  func(_ *v1beta2.RedisCluster, b scopeBase) *showStatusScope { return &showStatusScope{b} },
 		phases: []phase[*showStatusScope]{{name: "long", run: func(ctx context.Context, s *showStatusScope) (bool, error) {
-			s.conditions.progressing(ReasonResharding, "moving 5461 slots")
+			s.conditions.Progressing(status.ReasonResharding, "moving 5461 slots")
 			if err := s.showStatus(ctx); err != nil {
 				return false, err
 			}
@@ -55,13 +57,13 @@ func TestShowStatusWritesTheStatusBeforeTheReconcileEnds(t *testing.T) {
 	if _, err := shell.reconcile(ctx, c, reconcile.Request{NamespacedName: ctrl.ObjectKeyFromObject(cr)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := seenDuringThePhase.Status; got.State != ClusterStateBootstrap || got.ObservedGeneration != 1 {
+	if got := seenDuringThePhase.Status; got.State != status.ClusterStateBootstrap || got.ObservedGeneration != 1 {
 		t.Fatalf("during the phase the status said state %q observedGeneration %d, want %q and 1 (not every phase ran yet)",
-			got.State, got.ObservedGeneration, ClusterStateBootstrap)
+			got.State, got.ObservedGeneration, status.ClusterStateBootstrap)
 	}
 	progressing := meta.FindStatusCondition(seenDuringThePhase.Status.Conditions, v1beta2.ConditionProgressing)
-	if progressing == nil || progressing.Reason != ReasonResharding || progressing.ObservedGeneration != 1 {
-		t.Fatalf("during the phase Progressing was %+v, want reason %s at generation 1", progressing, ReasonResharding)
+	if progressing == nil || progressing.Reason != status.ReasonResharding || progressing.ObservedGeneration != 1 {
+		t.Fatalf("during the phase Progressing was %+v, want reason %s at generation 1", progressing, status.ReasonResharding)
 	}
 	var after v1beta2.RedisCluster
 	if err := c.Get(ctx, ctrl.ObjectKeyFromObject(cr), &after); err != nil {

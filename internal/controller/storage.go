@@ -19,16 +19,18 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/events"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // Storage growth: a larger request in a claim template grows the existing PVCs in place, then
 // the StatefulSet is recreated (its claim templates are immutable; its pods are orphaned and
 // adopted again) so that new pods get the new size. A smaller request is ignored.
 
-// Condition reasons and the condition type of storage growth.
+// Condition reasons and the condition type of storage growth (status.ReasonStorageNotExpandable
+// is with the reasons that make the compatible state Failed).
 const (
 	ReasonStorageResizing      = "StorageResizing"
-	ReasonStorageNotExpandable = "StorageNotExpandable"
 	ReasonStorageShrinkIgnored = "StorageShrinkIgnored"
 	// ConditionStorageShrinkIgnored is True while the spec asks for less storage than the
 	// volumes have: it does not stop the resource from being Ready.
@@ -49,7 +51,7 @@ type storageGrowth struct {
 	c   client.Client
 	rec recorder.EventRecorder
 	// warned keeps a storage trouble to one Warning event.
-	warned *troubleMemory
+	warned *events.Warned
 }
 
 // storageOutcome is what the storage phase leaves for the storage-wait phase: claims still
@@ -62,7 +64,7 @@ type storageOutcome struct {
 // grow runs before the objects are applied: it resizes the claims that are smaller than their
 // template, writes the kept sizes and the storageCapacity annotation into the desired
 // StatefulSets, and recreates a StatefulSet whose claims all have grown.
-func (g storageGrowth) grow(ctx context.Context, owner client.Object, objects *builder.Objects, conditions conditionSet) (storageOutcome, error) {
+func (g storageGrowth) grow(ctx context.Context, owner client.Object, objects *builder.Objects, conditions status.Conditions) (storageOutcome, error) {
 	var out storageOutcome
 	if objects == nil {
 		return out, nil
@@ -174,37 +176,37 @@ func (g storageGrowth) notExpandable(ctx context.Context, claim *corev1.Persiste
 
 // reportShrinks keeps the StorageShrinkIgnored condition, with a Warning event when a shrink
 // is first seen or changes.
-func (g storageGrowth) reportShrinks(owner client.Object, shrinks []string, conditions conditionSet) {
+func (g storageGrowth) reportShrinks(owner client.Object, shrinks []string, conditions status.Conditions) {
 	if len(shrinks) == 0 {
-		meta.RemoveStatusCondition(conditions.conditions, ConditionStorageShrinkIgnored)
-		g.warned.cleared(owner.GetUID(), "storage-shrink")
+		conditions.Remove(ConditionStorageShrinkIgnored)
+		g.warned.Cleared(owner.GetUID(), "storage-shrink")
 		return
 	}
 	message := "volumes never shrink; the smaller storage request is ignored: " + strings.Join(shrinks, "; ")
-	previous := meta.FindStatusCondition(*conditions.conditions, ConditionStorageShrinkIgnored)
-	if g.warned.firstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
+	previous := meta.FindStatusCondition(conditions.List(), ConditionStorageShrinkIgnored)
+	if g.warned.FirstWarning(owner.GetUID(), "storage-shrink", message) && (previous == nil || previous.Message != message) {
 		g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageShrinkIgnored, "Resize", "%s", message)
 	}
-	conditions.set(ConditionStorageShrinkIgnored, metav1.ConditionTrue, ReasonStorageShrinkIgnored, message)
+	conditions.Set(ConditionStorageShrinkIgnored, metav1.ConditionTrue, ReasonStorageShrinkIgnored, message)
 }
 
 // wait runs after the objects are applied: while claims resize it stops with Progressing, and a
 // resize Kubernetes refuses stops with Degraded (and a Warning event, when it is new).
-func (g storageGrowth) wait(owner client.Object, out storageOutcome, conditions conditionSet, requeue func(time.Duration, string)) (stop bool) {
+func (g storageGrowth) wait(owner client.Object, out storageOutcome, conditions status.Conditions, requeue func(time.Duration, string)) (stop bool) {
 	if len(out.refused) > 0 {
 		message := "storage cannot grow in place: " + strings.Join(out.refused, "; ")
-		previous := meta.FindStatusCondition(*conditions.conditions, v1beta2.ConditionDegraded)
-		alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == ReasonStorageNotExpandable && previous.Message == message
-		if g.warned.firstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
-			g.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonStorageNotExpandable, "Resize", "%s", message)
+		previous := meta.FindStatusCondition(conditions.List(), v1beta2.ConditionDegraded)
+		alreadyReported := previous != nil && previous.Status == metav1.ConditionTrue && previous.Reason == status.ReasonStorageNotExpandable && previous.Message == message
+		if g.warned.FirstWarning(owner.GetUID(), "storage", message) && !alreadyReported {
+			g.rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonStorageNotExpandable, "Resize", "%s", message)
 		}
-		conditions.degraded(ReasonStorageNotExpandable, message)
+		conditions.Degraded(status.ReasonStorageNotExpandable, message)
 		requeue(whileBroken, "a StorageClass may come to allow expansion") // StorageClasses are not watched
 		return true
 	}
-	g.warned.cleared(owner.GetUID(), "storage")
+	g.warned.Cleared(owner.GetUID(), "storage")
 	if len(out.resizing) > 0 {
-		conditions.progressing(ReasonStorageResizing, "waiting for PVCs to report their new capacity: "+strings.Join(out.resizing, ", "))
+		conditions.Progressing(ReasonStorageResizing, "waiting for PVCs to report their new capacity: "+strings.Join(out.resizing, ", "))
 		requeue(whileResizing, "PVCs are resizing") // PVCs are not watched
 		return true
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // The storage tests run no StatefulSet controller, no volume expander and no garbage
@@ -323,7 +324,7 @@ func TestStorageGrowthRefusedByTheClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, "Degraded for a class without expansion", func() []metav1.Condition { return get().Status.Conditions },
-		v1beta2.ConditionDegraded, metav1.ConditionTrue, ReasonStorageNotExpandable)
+		v1beta2.ConditionDegraded, metav1.ConditionTrue, status.ReasonStorageNotExpandable)
 	// More reconciles (each annotation change brings one): still one Warning.
 	for i := range 3 {
 		cr = get()
@@ -333,7 +334,7 @@ func TestStorageGrowthRefusedByTheClass(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if n := eventCount(t, c, ns, "RedisReplication", "fixed", ReasonStorageNotExpandable); n != 1 {
+	if n := eventCount(t, c, ns, "RedisReplication", "fixed", status.ReasonStorageNotExpandable); n != 1 {
 		t.Errorf("%d StorageNotExpandable events, want 1", n)
 	}
 	if cond := meta.FindStatusCondition(get().Status.Conditions, v1beta2.ConditionDegraded); cond == nil || !containsAll(cond.Message, class, "allowVolumeExpansion") {

@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	operatorevents "github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -175,7 +176,7 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, stopEvents := NewEventRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
+	events, stopEvents := operatorevents.NewRecorder(kube.EventsV1(), mgr.GetScheme(), "redis-operator")
 	t.Cleanup(stopEvents)
 	secretWatch, err := NewSecretWatch(mgr, []string{namespace})
 	if err != nil {

@@ -19,11 +19,8 @@ import (
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/status"
 )
-
-// ReasonTLSSecretInvalid: the TLS Secret is missing, lacks a key or holds no usable CA,
-// certificate or key.
-const ReasonTLSSecretInvalid = "TLSSecretInvalid"
 
 // ReasonTLSReloaded is the event of pods that took a renewed certificate or CA bundle in place.
 const ReasonTLSReloaded = "TLSReloaded"
@@ -180,12 +177,12 @@ func readTLS(ctx context.Context, c client.Reader, cache *tlsCache, pool *redis.
 // resolveTLSOf reads the resource's TLS Secret; a Secret the user must fix stops the reconcile
 // with a condition and an event (the Secret watch brings it back).
 func resolveTLSOf(ctx context.Context, c client.Reader, rec recorder.EventRecorder, cache *tlsCache, pool *redis.Pool, obj client.Object,
-	spec *v1beta2.TLSConfig, conditions conditionSet) (*tlsSettings, bool, error) {
+	spec *v1beta2.TLSConfig, conditions status.Conditions) (*tlsSettings, bool, error) {
 	settings, err := readTLS(ctx, c, cache, pool, obj.GetNamespace(), spec)
 	var invalid *TLSSecretError
 	if errors.As(err, &invalid) {
-		conditions.degraded(ReasonTLSSecretInvalid, invalid.Error())
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonTLSSecretInvalid, "ReadTLS", "%s", invalid.Error())
+		conditions.Degraded(status.ReasonTLSSecretInvalid, invalid.Error())
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, status.ReasonTLSSecretInvalid, "ReadTLS", "%s", invalid.Error())
 		return nil, true, nil
 	}
 	return settings, false, err

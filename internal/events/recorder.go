@@ -1,4 +1,7 @@
-package controller
+// Package events is how the operator tells what it does and refuses: a recorder that writes
+// events.k8s.io Events as a timeline, and the memories that keep a lasting trouble to one
+// Warning and a repeated action to one event.
+package events
 
 import (
 	"context"
@@ -51,9 +54,9 @@ type timelineRecorder struct {
 
 var _ recorder.EventRecorder = (*timelineRecorder)(nil)
 
-// NewEventRecorder returns the recorder the reconcilers report with, and the function that
-// stops it once what it was given is written.
-func NewEventRecorder(events eventsclient.EventsGetter, scheme *runtime.Scheme, controller string) (recorder.EventRecorder, func()) {
+// NewRecorder returns the recorder the reconcilers report with, and the function that stops
+// it once what it was given is written.
+func NewRecorder(events eventsclient.EventsGetter, scheme *runtime.Scheme, controller string) (recorder.EventRecorder, func()) {
 	host, _ := os.Hostname()
 	r := &timelineRecorder{
 		events: events, scheme: scheme, controller: controller, instance: controller + "-" + host,

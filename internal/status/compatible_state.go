@@ -1,4 +1,4 @@
-package controller
+package status
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +11,28 @@ import (
 // not answer, slots nobody serves, a master without a replica that answers); Redis or the
 // operator are recovering it, or it waits for the pods to come back.
 const ReasonOutage = "Outage"
+
+// Reasons of features that need a human, here because they make the compatible state Failed.
+const (
+	// ReasonStorageNotExpandable: the storage class cannot grow the volumes the spec grew.
+	ReasonStorageNotExpandable = "StorageNotExpandable"
+	// ReasonTLSSecretInvalid: the TLS Secret is missing, lacks a key or holds no usable CA,
+	// certificate or key.
+	ReasonTLSSecretInvalid = "TLSSecretInvalid"
+)
+
+// Compatible status strings of a RedisCluster.
+const (
+	ClusterStateInitializing = "Initializing"
+	ClusterStateBootstrap    = "Bootstrap"
+	ClusterStateReady        = "Ready"
+	ClusterStateFailed       = "Failed"
+
+	ClusterReasonInitializingLeaders   = "RedisCluster is initializing leaders"
+	ClusterReasonInitializingFollowers = "RedisCluster is initializing followers"
+	ClusterReasonBootstrapping         = "RedisCluster is bootstrapping"
+	ClusterReasonReady                 = "RedisCluster is ready"
+)
 
 // needsAHuman lists the condition reasons of a Degraded resource that will not clear by
 // themselves: only these make the compatible state Failed. An outage, a pod restarting, a
@@ -30,47 +52,47 @@ var needsAHuman = map[string]bool{
 	"CreateContainerConfigError": true, "CreateContainerError": true, "Unschedulable": true,
 }
 
-// stateFacts is what the compatible status.state and status.reason are derived from: the
+// StateFacts is what the compatible status.state and status.reason are derived from: the
 // conditions a reconcile wrote and, for a cluster on its way, which part it is waiting for.
-type stateFacts struct {
-	kind       string
-	conditions []metav1.Condition
-	// clusterStage is the reference reason of a RedisCluster on its way to Ready:
+type StateFacts struct {
+	Kind       string
+	Conditions []metav1.Condition
+	// ClusterStage is the reference reason of a RedisCluster on its way to Ready:
 	// ClusterReasonInitializingLeaders while leader pods start, ClusterReasonInitializingFollowers
 	// while follower pods start, "" (bootstrapping) otherwise.
-	clusterStage string
-	// state and reason are what the status says now; they stay while nothing is known.
-	state, reason string
+	ClusterStage string
+	// State and Reason are what the status says now; they stay while nothing is known.
+	State, Reason string
 }
 
-// compatibleState is the one place the compatible state and reason come from, so that they
+// CompatibleState is the one place the compatible state and reason come from, so that they
 // can never disagree with the conditions: Ready exactly when the Ready condition is True;
 // Failed exactly when Degraded is True for a reason that needs a human; otherwise the
 // reference's strings for a resource on its way (a RedisCluster: Initializing while its leader
 // or follower pods start, Bootstrap while nodes join, slots move, replicas attach or an outage
 // is recovered; the other kinds: Initializing), with the condition's message as the reason.
-func compatibleState(f stateFacts) (state, reason string) {
-	ready := meta.FindStatusCondition(f.conditions, v1beta2.ConditionReady)
+func CompatibleState(f StateFacts) (state, reason string) {
+	ready := meta.FindStatusCondition(f.Conditions, v1beta2.ConditionReady)
 	if ready == nil {
-		return f.state, f.reason
+		return f.State, f.Reason
 	}
 	if ready.Status == metav1.ConditionTrue {
-		return "Ready", readyReason(f.kind)
+		return "Ready", readyReason(f.Kind)
 	}
-	degraded := meta.FindStatusCondition(f.conditions, v1beta2.ConditionDegraded)
+	degraded := meta.FindStatusCondition(f.Conditions, v1beta2.ConditionDegraded)
 	if degraded != nil && degraded.Status == metav1.ConditionTrue && needsAHuman[degraded.Reason] {
 		return "Failed", degraded.Message
 	}
 	switch {
 	case degraded != nil && degraded.Status == metav1.ConditionTrue:
-		if f.kind == "RedisCluster" {
+		if f.Kind == "RedisCluster" {
 			return ClusterStateBootstrap, degraded.Message
 		}
 		return "Initializing", degraded.Message
-	case f.kind != "RedisCluster":
+	case f.Kind != "RedisCluster":
 		return "Initializing", ready.Message
-	case f.clusterStage == ClusterReasonInitializingLeaders || f.clusterStage == ClusterReasonInitializingFollowers:
-		return ClusterStateInitializing, f.clusterStage
+	case f.ClusterStage == ClusterReasonInitializingLeaders || f.ClusterStage == ClusterReasonInitializingFollowers:
+		return ClusterStateInitializing, f.ClusterStage
 	}
 	return ClusterStateBootstrap, ClusterReasonBootstrapping
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package controller
+package events
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestEventRecorderKeepsEachMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	regarding.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	rec, stop := NewEventRecorder(kube.EventsV1(), testScheme, "redis-operator")
+	rec, stop := NewRecorder(kube.EventsV1(), testScheme, "redis-operator")
 	defer stop()
 	for _, note := range []string{"the master is now pod-1 (was pod-0)", "the master is now pod-0 (was pod-1)", "the master is now pod-0 (was pod-1)"} {
 		rec.Eventf(regarding, nil, corev1.EventTypeNormal, "MasterChanged", "Observe", "%s", note)

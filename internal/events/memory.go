@@ -1,4 +1,4 @@
-package controller
+package events
 
 import (
 	"sync"
@@ -7,19 +7,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// troubleMemory remembers which lasting trouble each resource was warned of (Memory.warned).
+// Warned remembers which lasting trouble each resource was warned of.
 // The status conditions say it too, but a reconcile may read a status from the cache that is
 // older than the last one written, and would warn a second time; this memory is what keeps a
 // trouble to one Warning event while the operator runs (after a restart the conditions still
 // do).
-type troubleMemory struct {
+type Warned struct {
 	mu     sync.Mutex
 	warned map[types.UID]map[string]string // resource → topic → what it was warned of
 }
 
-// firstWarning reports whether the resource has not been warned of this trouble on this topic
+// NewWarned returns a memory of no warning.
+func NewWarned() *Warned {
+	return &Warned{warned: map[types.UID]map[string]string{}}
+}
+
+// FirstWarning reports whether the resource has not been warned of this trouble on this topic
 // yet, and notes that it now is.
-func (m *troubleMemory) firstWarning(uid types.UID, topic, trouble string) bool {
+func (m *Warned) FirstWarning(uid types.UID, topic, trouble string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	topics := m.warned[uid]
@@ -34,15 +39,15 @@ func (m *troubleMemory) firstWarning(uid types.UID, topic, trouble string) bool 
 	return true
 }
 
-// forget drops all that is remembered of a resource that is gone.
-func (m *troubleMemory) forget(uid types.UID) {
+// Forget drops all that is remembered of a resource that is gone.
+func (m *Warned) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.warned, uid)
 }
 
-// cleared forgets the topic's trouble, so that its return is warned of again.
-func (m *troubleMemory) cleared(uid types.UID, topic string) {
+// Cleared forgets the topic's trouble, so that its return is warned of again.
+func (m *Warned) Cleared(uid types.UID, topic string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.warned[uid], topic)
@@ -56,22 +61,27 @@ func (m *troubleMemory) cleared(uid types.UID, topic string) {
 // entry of the timeline, not one per reconcile.
 const repeatWindow = time.Minute
 
-// actionMemory remembers, per resource, when each action's event was last told (Memory.told).
-type actionMemory struct {
+// Told remembers, per resource, when each action's event was last told.
+type Told struct {
 	mu   sync.Mutex
 	told map[types.UID]map[string]time.Time
 }
 
-// forget drops all that is remembered of a resource that is gone.
-func (m *actionMemory) forget(uid types.UID) {
+// NewTold returns a memory of no action told.
+func NewTold() *Told {
+	return &Told{told: map[types.UID]map[string]time.Time{}}
+}
+
+// Forget drops all that is remembered of a resource that is gone.
+func (m *Told) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.told, uid)
 }
 
-// firstTelling reports whether the action (its whole event text) was not told for the
+// FirstTelling reports whether the action (its whole event text) was not told for the
 // resource within repeatWindow, and notes that it is told now.
-func (m *actionMemory) firstTelling(uid types.UID, action string, now time.Time) bool {
+func (m *Told) FirstTelling(uid types.UID, action string, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	actions := m.told[uid]
