@@ -89,14 +89,11 @@ const (
 	StepMigrate StepKind = "Migrate"
 	// StepAnnounce sets the address the node announces (CONFIG SET cluster-announce-*).
 	StepAnnounce StepKind = "Announce"
-	// StepBumpEpoch gives the owner of slots that a view still maps to another node (a
-	// departing one, one that no longer claims them) the greatest config epoch (CLUSTER
-	// BUMPEPOCH), so that its claim wins in every node's gossip.
+	// StepBumpEpoch gives the owner of slots that a view still maps to a departing node the
+	// greatest config epoch (CLUSTER BUMPEPOCH), so that its claim wins in every node's gossip.
 	StepBumpEpoch StepKind = "BumpEpoch"
-	// StepSetSlotNode tells a master whose view maps the slots to another node who owns them
-	// (CLUSTER SETSLOT slot NODE id): NodeID and To name the owner. On the owner itself (On ==
-	// To) it claims slots its view maps to a node that no longer claims them, which ADDSLOTS
-	// refuses.
+	// StepSetSlotNode tells a master whose view still maps the slots to a departing node who
+	// owns them (CLUSTER SETSLOT slot NODE id): NodeID and To name the owner.
 	StepSetSlotNode StepKind = "SetSlotNode"
 )
 
@@ -375,18 +372,7 @@ func hasReplicaAmong(o *observed, view *redis.Topology, masterID string) bool {
 }
 
 // assignSlots gives unserved slots to the leader designed for them: all of them on a new
-// cluster, the rest after a bootstrap that was interrupted. A slot is unserved when no
-// member's own line claims it (nor the seed's view maps it to a node that is no member).
-//
-// Such a slot may still be mapped, in some member's view, to a member that no longer claims
-// it: an UPDATE message that carried a stale owner took it from its real owner, or a
-// SETSLOT NODE was lost during a scale-in. ADDSLOTS fails ("Slot is already busy") on a node
-// whose view maps the slot anywhere, and a claim made at a config epoch lower than the stale
-// owner's is taken back by the UPDATE of any node that still maps the slot to it. So for
-// those slots the leader first takes the greatest config epoch (BUMPEPOCH), then claims them
-// with SETSLOT NODE on itself, which Redis accepts whatever the slot maps to; each master that
-// maps them elsewhere is told too (gossip would, at the leader's winning epoch). No member
-// claims these slots by its own word, so none loses one it serves.
+// cluster, the rest after a bootstrap that was interrupted.
 func assignSlots(o *observed) Plan {
 	var owned []redis.SlotRange
 	for _, me := range o.self {
@@ -418,154 +404,10 @@ func assignSlots(o *observed) Plan {
 			plan.Problems = append(plan.Problems, fmt.Sprintf("slots %s are unserved and their leader %s is a replica", formatRanges(take), leader.Pod))
 			continue
 		}
-		mapped := o.mappedIn(take)
-		if len(mapped.ranges) == 0 {
-			plan.Steps = append(plan.Steps, Step{Kind: StepAddSlots, On: leader.Pod, Slots: take,
-				Reason: fmt.Sprintf("serve slots %s", formatRanges(take))})
-			continue
-		}
-		if mapped.stranger != "" {
-			// forget stops the plan before this; what that node says of itself is unknown.
-			plan.Problems = append(plan.Problems, mapped.stranger)
-			continue
-		}
-		if free := subtractRanges(take, mapped.ranges); len(free) > 0 {
-			plan.Steps = append(plan.Steps, Step{Kind: StepAddSlots, On: leader.Pod, Slots: free,
-				Reason: fmt.Sprintf("serve slots %s", formatRanges(free))})
-		}
-		if clash := o.doubleClaim(leader); clash != "" {
-			// A greater epoch would settle the clash for this leader: Redis settles it by
-			// the epochs the two have.
-			plan.Wait = appendWait(plan.Wait, clash)
-			continue
-		}
-		plan.Steps = append(plan.Steps, o.claimMapped(leader, mapped)...)
-	}
-	if len(plan.Steps) > 0 {
-		plan.Wait = ""
+		plan.Steps = append(plan.Steps, Step{Kind: StepAddSlots, On: leader.Pod, Slots: take,
+			Reason: fmt.Sprintf("serve slots %s", formatRanges(take))})
 	}
 	return plan
-}
-
-// mappedSlots are unserved slots that some member's view maps to a node.
-type mappedSlots struct {
-	ranges []redis.SlotRange
-	// stale names, for messages, one view and the node it maps the slots to.
-	stale string
-	// stranger names a view that maps some to a node that is no member, "" when none does.
-	stranger string
-}
-
-// mappedIn returns which of the unserved ranges some member's view maps to a node.
-func (o *observed) mappedIn(unserved []redis.SlotRange) mappedSlots {
-	var out mappedSlots
-	for _, m := range o.members {
-		for _, n := range m.View.Nodes {
-			for _, have := range n.Slots {
-				for _, gap := range unserved {
-					r, ok := intersect(have, gap)
-					if !ok {
-						continue
-					}
-					out.ranges = append(out.ranges, r)
-					if out.stale == "" {
-						out.stale = fmt.Sprintf("%s's view maps them to %s", m.Pod, o.podOf(n.ID))
-					}
-					if _, member := o.ids[n.ID]; !member && out.stranger == "" {
-						out.stranger = fmt.Sprintf("slots %s are unserved and %s's view maps them to node %s, which is no pod of this cluster", r, m.Pod, short(n.ID))
-					}
-				}
-			}
-		}
-	}
-	out.ranges = redis.NormalizeSlotRanges(out.ranges)
-	return out
-}
-
-// claimMapped returns the steps that make leader serve the mapped slots of its range: the
-// epoch bump first, so that no UPDATE from a node that still maps them elsewhere takes them
-// back, then SETSLOT NODE on the leader, then on each other master whose view maps them to
-// another node and knows the leader (SETSLOT NODE fails on a node unknown to it). Replicas
-// take no SETSLOT: they follow the leader's claim by gossip.
-func (o *observed) claimMapped(leader *Member, mapped mappedSlots) []Step {
-	id := o.idOf[leader.Pod]
-	steps := []Step{
-		{Kind: StepBumpEpoch, On: leader.Pod, NodeID: id,
-			Reason: fmt.Sprintf("no node serves slots %s by its own word, %s: the leader's claim must win", formatRanges(mapped.ranges), mapped.stale)},
-		{Kind: StepSetSlotNode, On: leader.Pod, NodeID: id, To: leader.Pod, Slots: mapped.ranges,
-			Reason: fmt.Sprintf("serve slots %s, which no node serves by its own word and %s (ADDSLOTS would find them busy)", formatRanges(mapped.ranges), mapped.stale)},
-	}
-	for _, m := range o.members {
-		if m.Pod == leader.Pod || !o.self[m.Pod].IsMaster() {
-			continue
-		}
-		if known, ok := m.View.NodeByID(id); !ok || known.Is(redis.FlagHandshake) {
-			continue
-		}
-		var elsewhere []redis.SlotRange
-		for _, n := range m.View.Nodes {
-			if n.ID == id {
-				continue
-			}
-			for _, have := range n.Slots {
-				for _, r := range mapped.ranges {
-					if x, ok := intersect(have, r); ok {
-						elsewhere = append(elsewhere, x)
-					}
-				}
-			}
-		}
-		if len(elsewhere) == 0 {
-			continue
-		}
-		elsewhere = redis.NormalizeSlotRanges(elsewhere)
-		steps = append(steps, Step{Kind: StepSetSlotNode, On: m.Pod, NodeID: id, To: leader.Pod, Slots: elsewhere,
-			Reason: fmt.Sprintf("its view maps slots %s, which no node serves by its own word, to another node: they are %s's", formatRanges(elsewhere), leader.Pod)})
-	}
-	return steps
-}
-
-// doubleClaim says which other member's own line claims a slot that leader's own line claims
-// too, "" when none does.
-func (o *observed) doubleClaim(leader *Member) string {
-	mine := o.self[leader.Pod].Slots
-	for _, m := range o.members {
-		if m.Pod == leader.Pod {
-			continue
-		}
-		for _, theirs := range o.self[m.Pod].Slots {
-			for _, r := range mine {
-				if x, ok := intersect(r, theirs); ok {
-					return fmt.Sprintf("%s and %s both claim slots %s: waiting for their config epochs to settle it", leader.Pod, m.Pod, x)
-				}
-			}
-		}
-	}
-	return ""
-}
-
-// subtractRanges returns the slots of ranges that none of minus covers.
-func subtractRanges(ranges, minus []redis.SlotRange) []redis.SlotRange {
-	var out []redis.SlotRange
-	for _, r := range ranges {
-		// The complement of minus, within r: the gaps MissingSlots finds once r's outside is covered.
-		cover := slices.Clone(minus)
-		if r.Start > 0 {
-			cover = append(cover, redis.SlotRange{Start: 0, End: r.Start - 1})
-		}
-		if r.End < redis.MaxSlot {
-			cover = append(cover, redis.SlotRange{Start: r.End + 1, End: redis.MaxSlot})
-		}
-		out = append(out, redis.MissingSlots(cover)...)
-	}
-	return redis.NormalizeSlotRanges(out)
-}
-
-func appendWait(wait, more string) string {
-	if wait == "" {
-		return more
-	}
-	return wait + "; " + more
 }
 
 // shard is a master that takes replicas: one that serves slots, or a leader pod designed to

@@ -407,9 +407,9 @@ func movesWith(members []Member, m *Member, id string) string {
 
 // reannounce returns the steps that bring stale views in line with the slots' owners: the
 // member whose own line claims a slot, as a master, owns it. A slot no member claims has no
-// owner to announce: the pod stays, with no step, until finishMigrations completes the move
-// that was interrupted or assignSlots has the slot's designed leader claim it. A lagging
-// replica takes no SETSLOT: the owner's bumped epoch reaches it by gossip.
+// owner to announce (a move interrupted, which finishMigrations completes first): the pod
+// stays, with no step. A lagging replica takes no SETSLOT: the owner's bumped epoch reaches it
+// by gossip.
 func reannounce(members []Member, stale []staleMapping) []Step {
 	if len(stale) == 0 {
 		return nil
