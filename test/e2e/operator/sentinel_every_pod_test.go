@@ -127,7 +127,7 @@ spec:
 				t.Fatalf("%d pods of %s, want 3", len(pods.Items), name)
 			}
 			oldIPs := map[string]string{}
-			deleted := time.Now()
+			deleted := faultTime() // a Ready of the second before the deletion must not count
 			for i := range pods.Items {
 				p := &pods.Items[i]
 				oldIPs[p.Name] = p.Status.PodIP

@@ -258,6 +258,122 @@ spec:
 	}
 }
 
+// The sentinels of a RedisSentinel left by an earlier, args-only release (redis-server
+// --sentinel as args) are upgraded by this one while a writer writes to the replication they
+// watch: every sentinel pod ends on the current template (redis-sentinel as the command), the
+// RedisSentinel is Ready with every sentinel naming the master, the sentinels still fail over
+// when the master's pod is deleted, and every write a replica acknowledged is on the new
+// master.
+func TestSentinelsOfAnArgsOnlyReleaseUpgradeAndStillFailOver(t *testing.T) {
+	t.Parallel()
+	ns := sb.Namespace(t, "upgrade-args")
+	ctx := context.Background()
+	const name, sentinels = "old-watched", "old-sn"
+	sb.Apply(t, ns, `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisReplication
+metadata:
+  name: old-watched
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+---
+apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisSentinel
+metadata:
+  name: old-sn
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+  redisSentinelConfig:
+    redisReplicationName: old-watched
+    downAfterMilliseconds: "3000"
+    failoverTimeout: "10000"
+`)
+	cr := &v1beta2.RedisReplication{}
+	waitReady := func(why string, since time.Time) {
+		t.Helper()
+		sb.WaitFor(t, ns, "replication and sentinels Ready "+why, 6*time.Minute, func(ctx context.Context) (bool, string, error) {
+			sn := &v1beta2.RedisSentinel{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+				return false, "", err
+			}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sentinels}, sn); err != nil {
+				return false, "", err
+			}
+			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+			snReady := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+			return ready != nil && ready.Status == metav1.ConditionTrue && cr.Status.ReadyReplicas == 3 &&
+					snReady != nil && snReady.Status == metav1.ConditionTrue && !snReady.LastTransitionTime.Time.Before(since.Truncate(time.Second)),
+				fmt.Sprintf("replication %v; sentinels %v", ready, snReady), nil
+		})
+	}
+	waitReady("at first", time.Time{})
+
+	skipResource(t, ns, "RedisSentinel", sentinels, true)
+	var sts appsv1.StatefulSet
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sentinels + "-sentinel"}, &sts); err != nil {
+		t.Fatal(err)
+	}
+	asEarlierRelease(t, &sts)
+	applyAsOperator(t, &sts)
+	app := sentinels + "-sentinel"
+	sb.WaitFor(t, ns, "every sentinel started from the args-only template", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
+		running := 0
+		for _, p := range replicationPods(t, ns, app) {
+			if p.Status.PodIP != "" && argsOnly(&p) && sb.RedisAt(t, p.Status.PodIP, 26379).Ping(ctx).Err() == nil {
+				running++
+			}
+		}
+		return running == 3, fmt.Sprintf("%d of 3 args-only sentinels answer", running), nil
+	})
+	master := getPod(t, ns, cr.Status.MasterNode)
+	sentinelsName(t, ns, app, "myMaster", master.Status.PodIP)
+
+	writes := startAcknowledgedWriter(t, ns, name+"-master", "")
+	upgraded := faultTime()
+	skipResource(t, ns, "RedisSentinel", sentinels, false)
+	sb.WaitFor(t, ns, "every sentinel on the current template", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
+		current := 0
+		for _, p := range replicationPods(t, ns, app) {
+			if !argsOnly(&p) && p.Status.PodIP != "" {
+				current++
+			}
+		}
+		return current == 3, fmt.Sprintf("%d of 3 sentinels on the current template", current), nil
+	})
+	waitReady("after the upgrade", upgraded)
+	sentinelsName(t, ns, app, "myMaster", master.Status.PodIP)
+
+	if err := sb.Client.Delete(ctx, master); err != nil {
+		t.Fatal(err)
+	}
+	sb.WaitFor(t, ns, "the upgraded sentinels' failover away from "+master.Name, 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
+			return false, "", err
+		}
+		return cr.Status.MasterNode != "" && cr.Status.MasterNode != master.Name, "master " + cr.Status.MasterNode, nil
+	})
+	waitReady("after the failover", upgraded)
+	acknowledged, failures := writes()
+	promoted := getPod(t, ns, cr.Status.MasterNode)
+	sentinelsName(t, ns, app, "myMaster", promoted.Status.PodIP)
+	reader := sb.Redis(t, promoted)
+	var missing []string
+	for _, k := range acknowledged {
+		if err := reader.Get(ctx, k).Err(); err != nil {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d acknowledged writes missing on the new master %s, first %v", len(missing), len(acknowledged), promoted.Name, missing[:min(5, len(missing))])
+	}
+	if len(acknowledged) < 20 {
+		t.Errorf("only %d writes acknowledged (%d failed)", len(acknowledged), failures)
+	}
+}
+
 // A 3×(1+1) cluster left by an earlier release (args only: `redis-server ...` without the
 // command, the shell that adds Redis 7's settings) is upgraded by this one under per-shard
 // writers: every pod is replaced by the role-aware rolling update, no acknowledged write is
@@ -395,6 +511,9 @@ func asEarlierRelease(t *testing.T, sts *appsv1.StatefulSet) {
 		switch {
 		case len(c.Command) > 0 && c.Command[0] == "redis-server":
 			args = slices.Concat(c.Command, c.Args)
+		case len(c.Command) > 0 && c.Command[0] == "redis-sentinel":
+			// redis-server in sentinel mode, as those releases ran it.
+			args = slices.Concat([]string{"redis-server"}, c.Command[1:], c.Args, []string{"--sentinel"})
 		case len(c.Command) > 2 && c.Command[0] == "/bin/sh" && slices.Contains(c.Command, "redis-server"):
 			// sh -c SCRIPT redis-server ARGS...: the script's $0 and $@ are the server's command.
 			args = slices.Concat(c.Command[slices.Index(c.Command, "redis-server"):], c.Args)
