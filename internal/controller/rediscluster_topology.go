@@ -328,8 +328,8 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 			}
 		}
 	}
-	if err == nil && step.Kind == clusterplan.StepMigrate && slots == 0 {
-		log.FromContext(ctx).Info("slot move waits", "pod", step.On, "reason", step.Reason)
+	if err == nil && slots == 0 && (step.Kind == clusterplan.StepMigrate || step.Kind == clusterplan.StepAdoptSlots) {
+		log.FromContext(ctx).Info("slot step left for the next plan", "step", step.Kind, "pod", step.On, "reason", step.Reason)
 		return nil
 	}
 	if err != nil {
@@ -353,8 +353,13 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if step.Kind == clusterplan.StepMeet {
 		action = fmt.Sprintf("%s -> %s", step.Kind, net.JoinHostPort(step.IP, strconv.Itoa(step.Port)))
 	}
+	// Slots no node claimed are a fault Redis does not mend: their adoption is told as one.
+	eventType := corev1.EventTypeNormal
+	if step.Kind == clusterplan.StepAdoptSlots {
+		eventType = corev1.EventTypeWarning
+	}
 	if s.memory.told.FirstTelling(s.cr.UID, action, time.Now()) {
-		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
+		r.Recorder.Eventf(s.cr, pod, eventType, "Cluster"+string(step.Kind), string(step.Kind), "%s", step.String())
 	}
 	return nil
 }
@@ -389,6 +394,12 @@ func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, 
 			err = nil // gossip removed it meanwhile
 		}
 	case clusterplan.StepAddSlots:
+		if !s.newCluster() {
+			// A cluster that served has keys: unserved slots go where their keys are, as
+			// orphans do (a Redis 7.2 or later unmaps a slot whose owner stopped claiming it).
+			slots, err = r.adoptOrphanSlots(ctx, s, step)
+			break
+		}
 		// By the version the node reports, whatever clusterVersion says: ADDSLOTSRANGE is one
 		// short command but Redis 7.0's; ADDSLOTS, slot by slot, is every version's.
 		if member.Server.Has(7, 0) {
@@ -415,6 +426,8 @@ func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, 
 		keysMoved.With(resourceLabelValues(s.cr)).Add(float64(keys))
 	case clusterplan.StepBumpEpoch:
 		_, err = c.ClusterBumpEpoch(ctx)
+	case clusterplan.StepAdoptSlots:
+		slots, err = r.adoptOrphanSlots(ctx, s, step)
 	case clusterplan.StepSetSlotNode:
 		err = errors.Join(c.ClusterSetSlotEach(ctx, slotsOf(step.Slots), redis.SlotNode, step.NodeID)...)
 	default:

@@ -207,3 +207,28 @@ func migrateArgs(host string, port int, keys []string, opts MigrateOptions) []an
 	}
 	return args
 }
+
+// ClusterCountKeysInSlots runs CLUSTER COUNTKEYSINSLOT for every slot in one round trip: the
+// keys this node holds in each, whether or not it serves the slot.
+func (c *Client) ClusterCountKeysInSlots(ctx context.Context, slots []int) ([]int64, error) {
+	const command = "CLUSTER COUNTKEYSINSLOT"
+	if len(slots) == 0 {
+		return nil, nil
+	}
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*goredis.IntCmd, len(slots))
+	for i, slot := range slots {
+		if slot < 0 || slot > MaxSlot {
+			return nil, c.wrap(command, fmt.Errorf("slot %d out of range", slot))
+		}
+		cmds[i] = pipe.ClusterCountKeysInSlot(ctx, slot)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, c.wrap(command, err)
+	}
+	out := make([]int64, len(slots))
+	for i, cmd := range cmds {
+		out[i] = cmd.Val()
+	}
+	return out, nil
+}

@@ -100,7 +100,10 @@ func FuzzCompute(f *testing.F) {
 				if !ips[s.IP] {
 					t.Fatalf("meet of an address that is no pod's: %v", s)
 				}
-			case StepAddSlots:
+			case StepAddSlots, StepAdoptSlots:
+				if !strings.HasPrefix(s.On, string(Leader)) || len(s.Slots) == 0 {
+					t.Fatalf("unserved slots go to a leader: %v", s)
+				}
 				for _, r := range s.Slots {
 					if !r.Valid() {
 						t.Fatalf("invalid slot range in %v", s)

@@ -95,6 +95,11 @@ const (
 	// StepSetSlotNode tells a master whose view still maps the slots to a departing node who
 	// owns them (CLUSTER SETSLOT slot NODE id): NodeID and To name the owner.
 	StepSetSlotNode StepKind = "SetSlotNode"
+	// StepAdoptSlots gives an owner to slots that no node claims while some view still maps
+	// them to a node (see orphans.go): on a fresh read of every node, the one master holding
+	// their keys takes them, else the pod the step is on; CLUSTER SETSLOT NODE on the taker,
+	// its CLUSTER BUMPEPOCH, then SETSLOT NODE on the other masters.
+	StepAdoptSlots StepKind = "AdoptSlots"
 )
 
 // Step is one command to run on one pod.
@@ -404,8 +409,14 @@ func assignSlots(o *observed) Plan {
 			plan.Problems = append(plan.Problems, fmt.Sprintf("slots %s are unserved and their leader %s is a replica", formatRanges(take), leader.Pod))
 			continue
 		}
-		plan.Steps = append(plan.Steps, Step{Kind: StepAddSlots, On: leader.Pod, Slots: take,
-			Reason: fmt.Sprintf("serve slots %s", formatRanges(take))})
+		free, orphans := o.orphaned(take)
+		if len(free) > 0 {
+			plan.Steps = append(plan.Steps, Step{Kind: StepAddSlots, On: leader.Pod, Slots: free,
+				Reason: fmt.Sprintf("serve slots %s", formatRanges(free))})
+		}
+		if len(orphans) > 0 {
+			plan.Steps = append(plan.Steps, adoptStep(o, leader, orphans))
+		}
 	}
 	return plan
 }
