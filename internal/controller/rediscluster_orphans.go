@@ -15,7 +15,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 )
 
-// adoptOrphanSlots runs an AdoptSlots step (see clusterplan/orphans.go): it reads every pod's
+// adoptOrphanSlots runs an AdoptSlots step (see clusterplan/stage_slots_orphans.go): it reads every pod's
 // view again, keeps the slots that are still claimed by no master and moved by none, counts
 // each master's keys in them, and has the master holding a slot's keys (else the step's pod)
 // take it with CLUSTER SETSLOT NODE and win it with CLUSTER BUMPEPOCH; the other masters are
