@@ -30,20 +30,24 @@ type shard struct {
 	// longest the longest time between two such moments, or from the last one to Stop.
 	lastAck time.Time
 	longest time.Duration
+	// longestEnd is when the longest pause ended, to be laid beside the operator's timeline.
+	longestEnd time.Time
 }
 
 // endPause notes a moment writes to the shard were acknowledged again (or the checker stopped).
 func (s *shard) endPause(at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.longest = max(s.longest, at.Sub(s.lastAck))
+	if pause := at.Sub(s.lastAck); pause > s.longest {
+		s.longest, s.longestEnd = pause, at
+	}
 	s.lastAck = at
 }
 
-func (s *shard) longestPause() time.Duration {
+func (s *shard) longestPause() (time.Duration, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.longest
+	return s.longest, s.longestEnd
 }
 
 // ShardReport is what the writes of one shard showed.
@@ -55,13 +59,16 @@ type ShardReport struct {
 	// LongestPause is the longest time no write of the shard was acknowledged, from Start to
 	// Stop.
 	LongestPause time.Duration
+	// LongestPauseEnded is when that pause ended (a write acknowledged again, or Stop).
+	LongestPauseEnded time.Time
 	// Lost counts the shard's keys that were missing, wrong or stale at Verify.
 	Lost int
 }
 
 func (s *shard) report() ShardReport {
+	longest, ended := s.longestPause()
 	return ShardReport{Name: s.name, Acknowledged: int(s.acknowledged.Load()), Failed: int(s.failed.Load()),
-		Uncertain: int(s.uncertain.Load()), LongestPause: s.longestPause()}
+		Uncertain: int(s.uncertain.Load()), LongestPause: longest, LongestPauseEnded: ended}
 }
 
 // shardTargets reads the cluster's slot map and gives each master a shard: a hash tag,

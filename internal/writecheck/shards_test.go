@@ -48,20 +48,21 @@ func TestShardPauseIsTheLongestGapIncludingTheLastOne(t *testing.T) {
 	for _, at := range []time.Duration{10, 30, 1500, 1510} {
 		s.endPause(t0.Add(at * time.Millisecond))
 	}
-	if got := s.longestPause(); got != 1470*time.Millisecond {
-		t.Errorf("longest pause %s, want 1.47s", got)
+	if got, ended := s.longestPause(); got != 1470*time.Millisecond || !ended.Equal(t0.Add(1500*time.Millisecond)) {
+		t.Errorf("longest pause %s ending at %s, want 1.47s ending 1.5s after the start", got, ended)
 	}
 	// No write acknowledged since: the time up to Stop counts.
 	s.endPause(t0.Add(4 * time.Second))
-	if got := s.longestPause(); got != 2490*time.Millisecond {
-		t.Errorf("longest pause with the last gap %s, want 2.49s", got)
+	if got, ended := s.longestPause(); got != 2490*time.Millisecond || !ended.Equal(t0.Add(4*time.Second)) {
+		t.Errorf("longest pause with the last gap %s ending at %s, want 2.49s ending at Stop", got, ended)
 	}
 }
 
 func TestReportNamesTheShardsThatPausedTooLong(t *testing.T) {
 	r := Report{Acknowledged: 10, Shards: []ShardReport{
 		{Name: "shard of a (slot 1)", Acknowledged: 5, LongestPause: 30 * time.Millisecond},
-		{Name: "shard of b (slot 9000)", Acknowledged: 5, Failed: 2, LongestPause: 3 * time.Second},
+		{Name: "shard of b (slot 9000)", Acknowledged: 5, Failed: 2, LongestPause: 3 * time.Second,
+			LongestPauseEnded: time.Date(2026, 12, 6, 9, 1, 2, 345e6, time.UTC)},
 	}}
 	if got := r.LongestPause(); got != 3*time.Second {
 		t.Errorf("LongestPause = %s", got)
@@ -70,7 +71,7 @@ func TestReportNamesTheShardsThatPausedTooLong(t *testing.T) {
 	if len(over) != 1 || over[0] != "shard of b (slot 9000): 3s" {
 		t.Errorf("PausedLongerThan = %q", over)
 	}
-	want := "10 acknowledged, 0 failed, 0 uncertain writes; 0 keys read back; no acknowledged write lost; longest pause shard of a (slot 1) 30ms, shard of b (slot 9000) 3s (5 acknowledged, 2 failed, 0 uncertain, 0 lost)"
+	want := "10 acknowledged, 0 failed, 0 uncertain writes; 0 keys read back; no acknowledged write lost; longest pause shard of a (slot 1) 30ms, shard of b (slot 9000) 3s (ended 09:01:02.345) (5 acknowledged, 2 failed, 0 uncertain, 0 lost)"
 	if got := r.String(); got != want {
 		t.Errorf("String =\n%s\nwant\n%s", got, want)
 	}

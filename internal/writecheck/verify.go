@@ -88,6 +88,9 @@ func (r Report) String() string {
 	return b.String()
 }
 
+// timedPause is the pause from which the report says when it ended.
+const timedPause = 500 * time.Millisecond
+
 // writeShards gives each shard's longest pause, and its counts when they are not all healthy.
 func writeShards(b *strings.Builder, shards []ShardReport) {
 	if len(shards) == 0 {
@@ -100,6 +103,10 @@ func writeShards(b *strings.Builder, shards []ShardReport) {
 			sep = " "
 		}
 		fmt.Fprintf(b, "%s%s %s", sep, s.Name, s.LongestPause.Round(time.Millisecond))
+		if s.LongestPause >= timedPause && !s.LongestPauseEnded.IsZero() {
+			// Long enough to look for in the operator's events and log: when it ended.
+			fmt.Fprintf(b, " (ended %s)", s.LongestPauseEnded.UTC().Format("15:04:05.000"))
+		}
 		if len(shards) > 1 && (s.Failed > 0 || s.Uncertain > 0 || s.Lost > 0) {
 			fmt.Fprintf(b, " (%d acknowledged, %d failed, %d uncertain, %d lost)", s.Acknowledged, s.Failed, s.Uncertain, s.Lost)
 		}
