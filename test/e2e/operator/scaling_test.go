@@ -229,4 +229,33 @@ func (c *cluster) requireWrites(checker *writecheck.Checker, what string, bound 
 	if over := report.PausedLongerThan(bound); bound > 0 && len(over) > 0 {
 		c.t.Errorf("writes paused longer than %s %s: %s", bound, what, strings.Join(over, "; "))
 	}
+	for _, s := range report.Shards {
+		if s.LongestPause >= time.Second {
+			c.logEventsAround(s.Name, s.LongestPauseEnded.Add(-s.LongestPause), s.LongestPauseEnded)
+		}
+	}
+}
+
+// logEventsAround logs the namespace's events from a few seconds before a shard's pause to
+// its end, so that a long pause can be laid beside what the operator did.
+func (c *cluster) logEventsAround(shard string, from, to time.Time) {
+	c.t.Helper()
+	var events eventsv1.EventList
+	if err := sb.Client.List(c.ctx, &events, client.InNamespace(c.ns)); err != nil {
+		c.t.Logf("list the events around %s's pause: %v", shard, err)
+		return
+	}
+	at := func(e eventsv1.Event) time.Time {
+		if !e.EventTime.IsZero() {
+			return e.EventTime.Time
+		}
+		return e.DeprecatedLastTimestamp.Time
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return at(events.Items[i]).Before(at(events.Items[j])) })
+	c.t.Logf("%s paused from %s to %s; the events from 5 s before:", shard, from.UTC().Format("15:04:05.000"), to.UTC().Format("15:04:05.000"))
+	for _, e := range events.Items {
+		if when := at(e); when.After(from.Add(-5*time.Second)) && !when.After(to.Add(time.Second)) {
+			c.t.Logf("  %s %s %s %s", when.UTC().Format("15:04:05.000000"), e.Reason, e.Regarding.Name, e.Note)
+		}
+	}
 }
