@@ -44,7 +44,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 	}
 	if have.Leaders <= want.Leaders && have.Followers <= want.Followers {
 		s.memory.counted.forget(s.cr.Namespace, s.cr.Name, onceFollowerRemove) // the pods let go are gone
-		return false, nil
+		return false, r.holdScaleOut(ctx, s, have)
 	}
 	if err := r.listPods(ctx, s); err != nil {
 		return false, err
@@ -96,6 +96,65 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 		log.FromContext(ctx).Info("scale-in holds pods", "leaders", s.pods.Leaders, "followers", s.pods.Followers, "reason", reason)
 	}
 	return false, nil
+}
+
+// holdScaleOut keeps each StatefulSet from growing past an ordinal whose claims are left from
+// an earlier scale-in (see condemnedClaim): the StatefulSet controller would not create that
+// pod while such a claim is being deleted, retrying ever more slowly (minutes), or would give
+// the new pod a claim that the garbage collector then deletes. Once the claims are gone it
+// grows, and the pods start on new claims.
+func (r *RedisClusterReconciler) holdScaleOut(ctx context.Context, s *clusterScope, have builder.ClusterPods) error {
+	for _, set := range []struct {
+		role  string
+		have  int32
+		keep  *int32
+		stage string
+	}{{builder.RoleLeader, have.Leaders, &s.pods.Leaders, status.ClusterReasonInitializingLeaders},
+		{builder.RoleFollower, have.Followers, &s.pods.Followers, status.ClusterReasonInitializingFollowers}} {
+		stsName := builder.ClusterStatefulSetName(s.cr.Name, set.role)
+		for ordinal := set.have; ordinal < *set.keep; ordinal++ {
+			claim, err := condemnedClaim(ctx, r.Client, s.cr.Namespace, stsName, ordinal)
+			if err != nil {
+				return err
+			}
+			if claim == "" {
+				continue
+			}
+			*set.keep = ordinal
+			s.clusterStage = set.stage
+			why := fmt.Sprintf("scale-out waits for claim %s, left by an earlier scale-in, to be deleted before pod %s-%d starts", claim, stsName, ordinal)
+			s.conditions.Progressing(ReasonScalingOut, why)
+			s.requeue(ctx, whileConverging, why)
+			break
+		}
+	}
+	return nil
+}
+
+// condemnedClaim names a claim of the StatefulSet's pod ordinal that is on its way out: being
+// deleted, or owned by a pod (the StatefulSet controller makes a scaled-in pod the owner of
+// its claims when they are not to be kept, and the garbage collector deletes them once that
+// pod is gone). "" when there is none: no claim, or one kept to be used again.
+func condemnedClaim(ctx context.Context, c client.Client, namespace, stsName string, ordinal int32) (string, error) {
+	for _, template := range builder.ClaimTemplateNamesOf(stsName) {
+		name := fmt.Sprintf("%s-%s-%d", template, stsName, ordinal)
+		var claim corev1.PersistentVolumeClaim
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &claim)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("get PVC %s: %w", name, err)
+		case claim.DeletionTimestamp != nil:
+			return name, nil
+		}
+		for _, owner := range claim.OwnerReferences {
+			if owner.Kind == "Pod" {
+				return name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // keptReplicas is the count the plan keeps, capped at the StatefulSet's current one: holding a
