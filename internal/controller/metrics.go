@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"net"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,8 +175,23 @@ func resourceLabelValues(obj client.Object) prometheus.Labels {
 	return prometheus.Labels{"kind": kindName(obj), "namespace": obj.GetNamespace(), "name": obj.GetName()}
 }
 
-// kindName is the Go type's name, which is the kind's (RedisCluster, ...).
-func kindName(obj client.Object) string { return reflect.TypeOf(obj).Elem().Name() }
+// kindName is the kind of one of the four resources the operator reconciles (RedisCluster,
+// ...), the value of their metrics' kind label and of the liveness watcher's owners. Another
+// object gives the kind its TypeMeta carries, if any.
+func kindName(obj client.Object) string {
+	switch obj.(type) {
+	case *v1beta2.Redis:
+		return "Redis"
+	case *v1beta2.RedisCluster:
+		return "RedisCluster"
+	case *v1beta2.RedisReplication:
+		return "RedisReplication"
+	case *v1beta2.RedisSentinel:
+		return "RedisSentinel"
+	default:
+		return obj.GetObjectKind().GroupVersionKind().Kind
+	}
+}
 
 // observeReady records the resource's Ready condition after a reconcile.
 func observeReady(obj statusHolder) {
