@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -191,6 +192,15 @@ func kindName(obj client.Object) string {
 	default:
 		return obj.GetObjectKind().GroupVersionKind().Kind
 	}
+}
+
+// kindOf is the kind of an object the reconcilers write, as the scheme knows its type (or as
+// its TypeMeta says, for an object of no registered type): the kind label of apiWrites.
+func kindOf(scheme *runtime.Scheme, obj client.Object) string {
+	if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
+		return gvk.Kind
+	}
+	return obj.GetObjectKind().GroupVersionKind().Kind
 }
 
 // observeReady records the resource's Ready condition after a reconcile.
@@ -442,7 +452,7 @@ func CountWrites(c client.Client) client.Client { return &countingClient{Client:
 type countingClient struct{ client.Client }
 
 func (c *countingClient) count(verb string, obj client.Object) {
-	apiWrites.WithLabelValues(verb, kindOf(obj)).Inc()
+	apiWrites.WithLabelValues(verb, kindOf(c.Scheme(), obj)).Inc()
 }
 
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,5 +135,16 @@ func TestKindName(t *testing.T) {
 		if gvk.Kind != want {
 			t.Errorf("%T is of kind %q in the scheme, labelled %q", obj, gvk.Kind, want)
 		}
+		if got := kindOf(scheme, obj); got != want {
+			t.Errorf("kindOf(%T) = %q, want %q", obj, got, want)
+		}
+	}
+	pod := &corev1.Pod{}
+	if got := kindOf(runtime.NewScheme(), pod); got != "" {
+		t.Errorf("kindOf of a type the scheme does not know = %q, want its TypeMeta's (none)", got)
+	}
+	pod.Kind = "Pod"
+	if got := kindOf(runtime.NewScheme(), pod); got != "Pod" {
+		t.Errorf("kindOf of a type the scheme does not know = %q, want its TypeMeta's", got)
 	}
 }
