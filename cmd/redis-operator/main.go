@@ -36,6 +36,7 @@ import (
 
 	redisv1beta1 "github.com/rediskube/redis-operator/api/v1beta1"
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/controller"
 	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
@@ -291,18 +292,23 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	// One memory for the four reconcilers: a TLS Secret two kinds read (a replication's
 	// reconciler asks its sentinels) keeps one client configuration, hence one pool client a pod.
 	memory := controller.NewMemory()
+	// One applier for the four reconcilers. The earlier versions that wrote objects with create
+	// and merge patches set no field manager, so the API server recorded them under the
+	// program's name: their fields are handed to the apply manager, so that a field the spec
+	// no longer asks for leaves objects made before server-side apply too.
+	applier := apply.NewApplier(filepath.Base(os.Args[0]))
 	controllers := []struct {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory}},
+			Memory: memory, Applier: applier}},
 		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, DNSDomain: opts.dnsDomain}},
+			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
 		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, DNSDomain: opts.dnsDomain}},
+			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
 		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, DNSDomain: opts.dnsDomain}},
+			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	operatorevents "github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
@@ -85,12 +88,13 @@ func startLivenessOperator(t *testing.T, namespace string, watch bool) *liveness
 	t.Cleanup(stopEvents)
 	kubeClient := ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader())
 	memory := NewMemory()
+	applier := apply.NewApplier(filepath.Base(os.Args[0]))
 	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Liveness: live, Memory: memory}).SetupWithManager(mgr); err != nil {
+		Liveness: live, Memory: memory, Applier: applier}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Liveness: live, Memory: memory}).SetupWithManager(mgr); err != nil {
+		Liveness: live, Memory: memory, Applier: applier}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

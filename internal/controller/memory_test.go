@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -96,5 +97,19 @@ func TestReconcilerWithoutMemoryFailsClearly(t *testing.T) {
 	}
 	if err := requireMemory(NewMemory(), "RedisReconciler"); err != nil {
 		t.Errorf("setup with a Memory: %v", err)
+	}
+}
+
+// SetupWithManager refuses a reconciler given no Applier as it refuses one given no Memory:
+// it could write none of its resources' objects.
+func TestSetupRequiresMemoryAndApplier(t *testing.T) {
+	if err := requireShared(NewMemory(), nil, "RedisReconciler"); err == nil || !strings.Contains(err.Error(), "RedisReconciler has no Applier") {
+		t.Errorf("setup without an Applier: %v", err)
+	}
+	if err := requireShared(nil, apply.NewApplier(), "RedisReconciler"); err == nil || !strings.Contains(err.Error(), "RedisReconciler has no Memory") {
+		t.Errorf("setup without Memory: %v", err)
+	}
+	if err := requireShared(NewMemory(), apply.NewApplier(), "RedisReconciler"); err != nil {
+		t.Errorf("setup with both: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"net"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -176,8 +176,32 @@ func resourceLabelValues(obj client.Object) prometheus.Labels {
 	return prometheus.Labels{"kind": kindName(obj), "namespace": obj.GetNamespace(), "name": obj.GetName()}
 }
 
-// kindName is the Go type's name, which is the kind's (RedisCluster, ...).
-func kindName(obj client.Object) string { return reflect.TypeOf(obj).Elem().Name() }
+// kindName is the kind of one of the four resources the operator reconciles (RedisCluster,
+// ...), the value of their metrics' kind label and of the liveness watcher's owners. Another
+// object gives the kind its TypeMeta carries, if any.
+func kindName(obj client.Object) string {
+	switch obj.(type) {
+	case *v1beta2.Redis:
+		return "Redis"
+	case *v1beta2.RedisCluster:
+		return "RedisCluster"
+	case *v1beta2.RedisReplication:
+		return "RedisReplication"
+	case *v1beta2.RedisSentinel:
+		return "RedisSentinel"
+	default:
+		return obj.GetObjectKind().GroupVersionKind().Kind
+	}
+}
+
+// kindOf is the kind of an object the reconcilers write, as the scheme knows its type (or as
+// its TypeMeta says, for an object of no registered type): the kind label of apiWrites.
+func kindOf(scheme *runtime.Scheme, obj client.Object) string {
+	if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
+		return gvk.Kind
+	}
+	return obj.GetObjectKind().GroupVersionKind().Kind
+}
 
 // observeReady records the resource's Ready condition after a reconcile.
 func observeReady(obj statusHolder) {
@@ -428,7 +452,7 @@ func CountWrites(c client.Client) client.Client { return &countingClient{Client:
 type countingClient struct{ client.Client }
 
 func (c *countingClient) count(verb string, obj client.Object) {
-	apiWrites.WithLabelValues(verb, kindOf(obj)).Inc()
+	apiWrites.WithLabelValues(verb, kindOf(c.Scheme(), obj)).Inc()
 }
 
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {

@@ -5,7 +5,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -107,5 +111,40 @@ func TestAcknowledgmentLags(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("lag of %s = %d, want %d", k, got[k], v)
 		}
+	}
+}
+
+// The kind label of the four resources' metrics is their kind as the API knows it, the names
+// dashboards and the liveness watcher's owners use.
+func TestKindName(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1beta2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for want, obj := range map[string]client.Object{
+		"Redis": &v1beta2.Redis{}, "RedisCluster": &v1beta2.RedisCluster{},
+		"RedisReplication": &v1beta2.RedisReplication{}, "RedisSentinel": &v1beta2.RedisSentinel{},
+	} {
+		if got := kindName(obj); got != want {
+			t.Errorf("kindName(%T) = %q, want %q", obj, got, want)
+		}
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gvk.Kind != want {
+			t.Errorf("%T is of kind %q in the scheme, labelled %q", obj, gvk.Kind, want)
+		}
+		if got := kindOf(scheme, obj); got != want {
+			t.Errorf("kindOf(%T) = %q, want %q", obj, got, want)
+		}
+	}
+	pod := &corev1.Pod{}
+	if got := kindOf(runtime.NewScheme(), pod); got != "" {
+		t.Errorf("kindOf of a type the scheme does not know = %q, want its TypeMeta's (none)", got)
+	}
+	pod.Kind = "Pod"
+	if got := kindOf(runtime.NewScheme(), pod); got != "Pod" {
+		t.Errorf("kindOf of a type the scheme does not know = %q, want its TypeMeta's", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -64,16 +65,16 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 // A change a StatefulSet cannot take in place, without the recreate annotation, does not stop
 // it: the resource goes on as it runs, Ready if it is, and the UpdatePending condition (with
 // one Warning event) says what waits and how to apply it.
-func applyBuilt(ctx context.Context, c client.Client, rec recorder.EventRecorder, warned *events.Warned, owner client.Object,
+func applyBuilt(ctx context.Context, c client.Client, applier *apply.Applier, rec recorder.EventRecorder, warned *events.Warned, owner client.Object,
 	objects *builder.Objects, buildErr error, conditions status.Conditions) (bool, error) {
 	if buildErr != nil {
 		conditions.Degraded(status.ReasonInvalidSpec, buildErr.Error())
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonInvalidSpec, "Build", "%s", buildErr.Error())
 		return true, nil
 	}
-	pending, err := applyAll(ctx, c, rec, owner, objects)
+	pending, err := applyAll(ctx, c, applier, rec, owner, objects)
 	reportPendingUpdates(rec, warned, owner, pending, conditions)
-	var notOwned *NotOwnedError
+	var notOwned *apply.NotOwnedError
 	switch {
 	case errors.As(err, &notOwned):
 		conditions.Degraded(status.ReasonNotOwned, notOwned.Error())
@@ -98,7 +99,7 @@ const ConditionUpdatePending = "UpdatePending"
 
 // reportPendingUpdates keeps the UpdatePending condition, with a Warning event when what waits
 // is first seen or changes.
-func reportPendingUpdates(rec recorder.EventRecorder, warned *events.Warned, owner client.Object, pending []*ImmutableError, conditions status.Conditions) {
+func reportPendingUpdates(rec recorder.EventRecorder, warned *events.Warned, owner client.Object, pending []*apply.ImmutableError, conditions status.Conditions) {
 	if len(pending) == 0 {
 		conditions.Remove(ConditionUpdatePending)
 		warned.Cleared(owner.GetUID(), "update-pending")

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -42,6 +43,9 @@ type RedisReconciler struct {
 	// Memory is what the operator remembers between reconciles, shared by its reconcilers
 	// (NewMemory); SetupWithManager refuses a reconciler without one.
 	Memory *Memory
+	// Applier writes the objects the resources own with server-side apply, shared by the
+	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
+	Applier *apply.Applier
 }
 
 type redisScope struct {
@@ -146,7 +150,7 @@ func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool,
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 // restartStaleExporters gives the exporters a password rotation marked the password the

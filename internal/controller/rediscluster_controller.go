@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -40,6 +41,9 @@ type RedisClusterReconciler struct {
 	// Memory is what the operator remembers between reconciles, shared by its reconcilers
 	// (NewMemory); SetupWithManager refuses a reconciler without one.
 	Memory *Memory
+	// Applier writes the objects the resources own with server-side apply, shared by the
+	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
+	Applier *apply.Applier
 	// DNSDomain is the cluster's DNS domain, in the names the nodes announce; "" is
 	// cluster.local.
 	DNSDomain string
@@ -188,7 +192,7 @@ func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScop
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {

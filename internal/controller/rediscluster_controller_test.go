@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -655,7 +656,7 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 		got := f.get()
 		p := meta.FindStatusCondition(got.Status.Conditions, ConditionUpdatePending)
 		ready := meta.FindStatusCondition(got.Status.Conditions, v1beta2.ConditionReady)
-		if p != nil && p.Status == metav1.ConditionTrue && p.Reason == status.ReasonImmutable && strings.Contains(p.Message, RecreateStatefulSetAnnotation) &&
+		if p != nil && p.Status == metav1.ConditionTrue && p.Reason == status.ReasonImmutable && strings.Contains(p.Message, apply.RecreateStatefulSetAnnotation) &&
 			strings.Contains(p.Message, "shards-leader") && ready != nil && ready.Status == metav1.ConditionTrue && got.Status.State == "Ready" &&
 			got.Status.ObservedGeneration == got.Generation {
 			return nil
@@ -668,7 +669,7 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 			return err
 		}
 		for _, e := range events.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == status.ReasonImmutable && strings.Contains(e.Note, RecreateStatefulSetAnnotation) {
+			if e.Type == corev1.EventTypeWarning && e.Reason == status.ReasonImmutable && strings.Contains(e.Note, apply.RecreateStatefulSetAnnotation) {
 				return nil
 			}
 		}
@@ -676,7 +677,7 @@ func TestImmutableChangeWaitsForTheRecreateAnnotation(t *testing.T) {
 	})
 
 	cr = f.get()
-	cr.Annotations = map[string]string{RecreateStatefulSetAnnotation: "true"}
+	cr.Annotations = map[string]string{apply.RecreateStatefulSetAnnotation: "true"}
 	if err := f.c.Update(f.ctx, cr); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/status"
 )
@@ -61,8 +62,8 @@ func (r *RedisClusterReconciler) ensureNodePortServices(ctx context.Context, s *
 	}
 	s.servicePods = keep
 	for _, svc := range builder.ClusterNodePortServices(s.cr, keep) {
-		written, err := applyOwned(ctx, r.Client, s.cr, svc)
-		var notOwned *NotOwnedError
+		written, err := r.Applier.Owned(ctx, r.Client, s.cr, svc)
+		var notOwned *apply.NotOwnedError
 		switch {
 		case errors.As(err, &notOwned):
 			s.conditions.Degraded(status.ReasonNotOwned, notOwned.Error())

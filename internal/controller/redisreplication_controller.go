@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -58,6 +59,9 @@ type RedisReplicationReconciler struct {
 	// Memory is what the operator remembers between reconciles, shared by its reconcilers
 	// (NewMemory); SetupWithManager refuses a reconciler without one.
 	Memory *Memory
+	// Applier writes the objects the resources own with server-side apply, shared by the
+	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
+	Applier *apply.Applier
 	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
 	MasterPromotionGrace time.Duration
 	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
@@ -229,7 +233,7 @@ func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replica
 }
 
 func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
 }
 
 func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {

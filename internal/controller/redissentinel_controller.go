@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -57,6 +58,9 @@ type RedisSentinelReconciler struct {
 	// Memory is what the operator remembers between reconciles, shared by its reconcilers
 	// (NewMemory); SetupWithManager refuses a reconciler without one.
 	Memory *Memory
+	// Applier writes the objects the resources own with server-side apply, shared by the
+	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
+	Applier *apply.Applier
 	// StuckAfter overrides DefaultStuckAfter, the bound of every wait (tests shorten it).
 	StuckAfter time.Duration
 	// DNSDomain is the cluster's DNS domain, the end of the pod names sentinels that name
@@ -212,7 +216,7 @@ func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelS
 	if err == nil {
 		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.conditions)
 	}
-	return applyBuilt(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, objects, err, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, objects, err, s.conditions)
 }
 
 func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {
@@ -355,7 +359,7 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 // SetupWithManager registers the RedisSentinel controller; a change of the monitored
 // RedisReplication (its master) reaches the sentinels that monitor it.
 func (r *RedisSentinelReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := requireMemory(r.Memory, "RedisSentinelReconciler"); err != nil {
+	if err := requireShared(r.Memory, r.Applier, "RedisSentinelReconciler"); err != nil {
 		return err
 	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redissentinel", &v1beta2.RedisSentinel{}, &v1beta2.RedisSentinelList{}, builder.SetupSentinel,

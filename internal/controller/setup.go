@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
 )
@@ -26,7 +28,7 @@ const secretsIndex = "spec.secrets"
 
 // SetupWithManager registers the RedisCluster controller.
 func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := requireMemory(r.Memory, "RedisClusterReconciler"); err != nil {
+	if err := requireShared(r.Memory, r.Applier, "RedisClusterReconciler"); err != nil {
 		return err
 	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
@@ -42,7 +44,7 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the Redis controller.
 func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := requireMemory(r.Memory, "RedisReconciler"); err != nil {
+	if err := requireShared(r.Memory, r.Applier, "RedisReconciler"); err != nil {
 		return err
 	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
@@ -58,7 +60,7 @@ func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // SetupWithManager registers the RedisReplication controller.
 func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := requireMemory(r.Memory, "RedisReplicationReconciler"); err != nil {
+	if err := requireShared(r.Memory, r.Applier, "RedisReplicationReconciler"); err != nil {
 		return err
 	}
 	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redisreplication", &v1beta2.RedisReplication{}, &v1beta2.RedisReplicationList{}, builder.SetupReplication,
@@ -152,4 +154,33 @@ func secretNames(password *v1beta2.ExistingPasswordSecret, tls *v1beta2.TLSConfi
 		out = append(out, acl.Secret.SecretName)
 	}
 	return out
+}
+
+// requireShared refuses to set up a reconciler given no Memory (requireMemory) or no Applier:
+// without one it could write none of the objects its resources own.
+func requireShared(m *Memory, a *apply.Applier, reconciler string) error {
+	if err := requireMemory(m, reconciler); err != nil {
+		return err
+	}
+	if a == nil {
+		return fmt.Errorf("%s has no Applier: give it the one apply.NewApplier made for the operator", reconciler)
+	}
+	return nil
+}
+
+// objectsOf returns the items of a list as objects.
+func objectsOf(list client.ObjectList) ([]client.Object, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("read list: %w", err)
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("list item %T is not an object", item)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
 }

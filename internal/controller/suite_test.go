@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	operatorevents "github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
@@ -186,6 +187,9 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 	// One memory for this operator's reconcilers, as in main; a later operator of the same
 	// test starts with none of it, as a restarted process would.
 	memory := NewMemory()
+	// One applier, as main builds it: the fields written under the program's name (here the
+	// test binary's, which the tests' own clients also write under) are handed to the apply manager.
+	applier := apply.NewApplier(filepath.Base(os.Args[0]))
 	var live *liveness.Watcher
 	if settings.liveness {
 		live = liveness.New(liveness.PoolPinger{Pool: op.pool}, liveness.Options{})
@@ -194,20 +198,20 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		}
 	}
 	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, Liveness: live}).SetupWithManager(mgr); err != nil {
+		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, Liveness: live}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory}).SetupWithManager(mgr); err != nil {
+		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisReplicationReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, MasterPromotionGrace: 2 * time.Second,
+		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, MasterPromotionGrace: 2 * time.Second,
 		OutageAfter: 3 * time.Second, StuckAfter: bound, Liveness: live}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisSentinelReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
+		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

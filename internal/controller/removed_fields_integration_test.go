@@ -5,7 +5,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -282,137 +280,4 @@ func containerNames(containers []corev1.Container) string {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ",")
-}
-
-// TestApplyOwnedRemovesWhatItNoLongerSets applies objects of every kind the builders make
-// straight through applyOwned: a label, an annotation and a data key the operator applied and
-// then leaves out are removed, what another manager set stays, and an unchanged desired
-// object is not written again.
-func TestApplyOwnedRemovesWhatItNoLongerSets(t *testing.T) {
-	t.Parallel()
-	ns := testNamespace(t)
-	ctx := context.Background()
-	c := newClient(t)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
-	if err := c.Create(ctx, owner); err != nil {
-		t.Fatal(err)
-	}
-	isController := true
-	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &isController}
-	meta := func(extra bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: "applied", Namespace: ns, OwnerReferences: []metav1.OwnerReference{ref},
-			Labels: map[string]string{"kept": "1"}, Annotations: map[string]string{"kept": "1"}}
-		if extra {
-			m.Labels["dropped"], m.Annotations["dropped"] = "1", "1"
-		}
-		return m
-	}
-	for _, tc := range []struct {
-		name  string
-		build func(extra bool) client.Object
-		check func(obj client.Object, extra bool) error
-	}{
-		{"ConfigMap", func(extra bool) client.Object {
-			cm := &corev1.ConfigMap{ObjectMeta: meta(extra), Data: map[string]string{"kept": "1"}}
-			if extra {
-				cm.Data["dropped"] = "1"
-			}
-			return cm
-		}, func(obj client.Object, extra bool) error {
-			if _, has := obj.(*corev1.ConfigMap).Data["dropped"]; has != extra {
-				return fmt.Errorf("data %v", obj.(*corev1.ConfigMap).Data)
-			}
-			return nil
-		}},
-		{"Secret", func(extra bool) client.Object {
-			s := &corev1.Secret{ObjectMeta: meta(extra), Data: map[string][]byte{"kept": []byte("1")}}
-			if extra {
-				s.Data["dropped"] = []byte("1")
-			}
-			return s
-		}, func(obj client.Object, extra bool) error {
-			if _, has := obj.(*corev1.Secret).Data["dropped"]; has != extra {
-				return fmt.Errorf("data keys %d", len(obj.(*corev1.Secret).Data))
-			}
-			return nil
-		}},
-		{"Service", func(extra bool) client.Object {
-			s := &corev1.Service{ObjectMeta: meta(extra), Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "x"},
-				Ports: []corev1.ServicePort{{Name: "redis", Port: 6379, TargetPort: intstr.FromInt32(6379)}}}}
-			if extra {
-				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "extra", Port: 9121, TargetPort: intstr.FromInt32(9121)})
-			}
-			return s
-		}, func(obj client.Object, extra bool) error {
-			if n := len(obj.(*corev1.Service).Spec.Ports); (n == 2) != extra {
-				return fmt.Errorf("%d ports", n)
-			}
-			return nil
-		}},
-		{"PodDisruptionBudget", func(extra bool) client.Object {
-			one := &intstr.IntOrString{Type: intstr.Int, IntVal: 1}
-			p := &policyv1.PodDisruptionBudget{ObjectMeta: meta(extra), Spec: policyv1.PodDisruptionBudgetSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
-			if extra {
-				p.Spec.MinAvailable = one
-			} else {
-				p.Spec.MaxUnavailable = one
-			}
-			return p
-		}, func(obj client.Object, extra bool) error {
-			spec := obj.(*policyv1.PodDisruptionBudget).Spec
-			if (spec.MinAvailable != nil) != extra || (spec.MaxUnavailable != nil) == extra {
-				return fmt.Errorf("minAvailable %v maxUnavailable %v", spec.MinAvailable, spec.MaxUnavailable)
-			}
-			return nil
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for i, extra := range []bool{true, false, false} {
-				desired := tc.build(extra)
-				desired.SetName("applied-" + strings.ToLower(tc.name))
-				wrote, err := applyOwned(ctx, c, owner, desired)
-				if err != nil {
-					t.Fatalf("apply %d: %v", i, err)
-				}
-				if want := i < 2; wrote != want {
-					t.Errorf("apply %d (extra %v) wrote %v, want %v", i, extra, wrote, want)
-				}
-				live := tc.build(extra)
-				if err := c.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-					t.Fatal(err)
-				}
-				if err := tc.check(live, extra); err != nil {
-					t.Errorf("after apply %d (extra %v): %v", i, extra, err)
-				}
-				if _, has := live.GetLabels()["dropped"]; has != extra {
-					t.Errorf("after apply %d: labels %v", i, live.GetLabels())
-				}
-				if _, has := live.GetAnnotations()["dropped"]; has != extra {
-					t.Errorf("after apply %d: annotations %v", i, live.GetAnnotations())
-				}
-				if i == 0 {
-					foreign := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"foreign":"1"}}}`))
-					if err := c.Patch(ctx, live, foreign, client.FieldOwner("someone-else")); err != nil {
-						t.Fatal(err)
-					}
-				} else if live.GetLabels()["foreign"] != "1" {
-					t.Errorf("after apply %d: the label someone else set is gone: %v", i, live.GetLabels())
-				}
-			}
-		})
-	}
-	// An object of that name we do not control is refused, not adopted.
-	stranger := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stranger", Namespace: ns}}
-	if err := c.Create(ctx, stranger); err != nil {
-		t.Fatal(err)
-	}
-	desired := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stranger", Namespace: ns, OwnerReferences: []metav1.OwnerReference{ref}}}
-	var notOwned *NotOwnedError
-	if _, err := applyOwned(ctx, c, owner, desired); !errors.As(err, &notOwned) {
-		t.Errorf("applying over an object we do not own: %v, want NotOwnedError", err)
-	}
 }

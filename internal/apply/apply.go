@@ -1,14 +1,13 @@
-package controller
+package apply
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 
@@ -36,27 +35,37 @@ const FieldManager = "redis-operator"
 // an idle reconcile can tell, without a request, that nothing it wants has changed.
 const AppliedHashAnnotation = "redis.opstreelabs.in/applied-hash"
 
-// legacyManagers are the names our earlier versions wrote objects under with create and merge
-// patches (no field manager was set, so the API server took the program's name): their fields
-// become this manager's, so that a field the spec no longer asks for is removed from objects
-// made before server-side apply too.
-var legacyManagers = sets.New(FieldManager, filepath.Base(os.Args[0]))
-
-// NotOwnedError is returned when an object with a name we need exists but is not controlled
-// by the custom resource: we never adopt what someone else made.
-type NotOwnedError struct {
-	Kind, Name string
+// Applier writes the objects a resource owns with server-side apply. The program builds one
+// (NewApplier) and gives it to every reconciler; it holds nothing that changes after that.
+type Applier struct {
+	// legacyManagers are the managers whose fields, written with create or update rather than
+	// apply, are handed to FieldManager before an object is applied.
+	legacyManagers sets.Set[string]
 }
 
-func (e *NotOwnedError) Error() string {
-	return fmt.Sprintf("%s %s exists and is not owned by this resource; rename or delete it", e.Kind, e.Name)
+// NewApplier returns an Applier that takes over, as FieldManager's, the fields written without
+// apply under FieldManager itself (the operator's own creates) and under each of
+// legacyManagers: the names earlier versions of the operator wrote objects under with create
+// and merge patches (they set no field manager, so the API server took the program's name, as
+// filepath.Base(os.Args[0]) gives it). A field the spec no longer asks for is then removed from
+// objects made before server-side apply too.
+func NewApplier(legacyManagers ...string) *Applier {
+	return &Applier{legacyManagers: sets.New(FieldManager).Insert(legacyManagers...)}
 }
 
-// applyOwned makes the object match desired with server-side apply and returns whether it
-// wrote. desired is the complete state the operator wants: what it applied before and leaves
-// out now is removed. It writes nothing when the live object carries the digest of desired and
-// still holds every field desired sets (nobody changed them since).
-func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desired client.Object) (bool, error) {
+// errNoApplier is what a reconciler made without an Applier gets, rather than a panic.
+var errNoApplier = errors.New("no Applier: give the reconciler the one apply.NewApplier made for the operator")
+
+// Owned makes the object match desired with server-side apply and returns whether it wrote.
+// desired is the complete state the operator wants: what it applied before and leaves out now
+// is removed. It writes nothing when the live object carries the digest of desired and still
+// holds every field desired sets (nobody changed them since). An object of that name that owner
+// does not control is never taken over: Owned returns a *NotOwnedError. A change the API server
+// refuses as invalid (a field it will not update in place) is returned as an *ImmutableError.
+func (a *Applier) Owned(ctx context.Context, c client.Client, owner metav1.Object, desired client.Object) (wrote bool, err error) {
+	if a == nil {
+		return false, errNoApplier
+	}
 	gvk, err := apiutil.GVKForObject(desired, c.Scheme())
 	if err != nil {
 		return false, fmt.Errorf("kind of %s: %w", desired.GetName(), err)
@@ -65,7 +74,7 @@ func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 	live := desired.DeepCopyObject().(client.Object)
 	err = c.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	if apierrors.IsNotFound(err) {
-		return true, create(ctx, c, kind, desired)
+		return true, a.create(ctx, c, kind, desired)
 	}
 	if err != nil {
 		return false, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
@@ -76,7 +85,7 @@ func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 	if live.GetDeletionTimestamp() != nil {
 		return false, nil // being recreated: its delete event brings the owner back to create it
 	}
-	upgraded, err := upgradeLegacyFields(ctx, c, kind, live)
+	upgraded, err := a.upgradeLegacyFields(ctx, c, kind, live)
 	if err != nil {
 		return false, err
 	}
@@ -89,8 +98,8 @@ func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 	}
 	applied := desired.DeepCopyObject().(client.Object)
 	if sts, ok := applied.(*appsv1.StatefulSet); ok {
-		// Claim templates cannot change on a live StatefulSet: a change is acted on apart
-		// (recreateIfClaimsChanged), so that it does not hold back every other field.
+		// Claim templates cannot change on a live StatefulSet: a change is acted on apart (the
+		// controllers recreate the StatefulSet), so that it does not hold back every other field.
 		sts.Spec.VolumeClaimTemplates = live.(*appsv1.StatefulSet).Spec.VolumeClaimTemplates
 	}
 	setAnnotation(applied, AppliedHashAnnotation, hash)
@@ -110,7 +119,7 @@ func applyOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 // create makes a new object. It is a create, not an apply, so that an object of that name the
 // cache does not show (made an instant ago, or outside what the cache watches) is refused
 // instead of adopted; its fields are then handed to the apply manager.
-func create(ctx context.Context, c client.Client, kind string, desired client.Object) error {
+func (a *Applier) create(ctx context.Context, c client.Client, kind string, desired client.Object) error {
 	hash, err := appliedHash(desired)
 	if err != nil {
 		return err
@@ -121,19 +130,19 @@ func create(ctx context.Context, c client.Client, kind string, desired client.Ob
 		// AlreadyExists: not in the cache yet, or not ours; the next reconcile sees which.
 		return fmt.Errorf("create %s %s: %w", kind, desired.GetName(), err)
 	}
-	_, err = upgradeLegacyFields(ctx, c, kind, obj)
+	_, err = a.upgradeLegacyFields(ctx, c, kind, obj)
 	return err
 }
 
 // upgradeLegacyFields hands the fields that this operator set with create or update (not
 // apply) to its apply manager, once per object, and reports whether it did.
-func upgradeLegacyFields(ctx context.Context, c client.Client, kind string, live client.Object) (bool, error) {
+func (a *Applier) upgradeLegacyFields(ctx context.Context, c client.Client, kind string, live client.Object) (bool, error) {
 	// Asked cheaply first: the upgrade decodes field sets, which an idle reconcile of an
 	// object already owned by apply need not pay for.
-	if !slices.ContainsFunc(live.GetManagedFields(), isLegacyEntry) {
+	if !slices.ContainsFunc(live.GetManagedFields(), a.isLegacyEntry) {
 		return false, nil
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, legacyManagers, FieldManager)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, a.legacyManagers, FieldManager)
 	if err != nil {
 		return false, fmt.Errorf("managed fields of %s %s: %w", kind, live.GetName(), err)
 	}
@@ -147,8 +156,8 @@ func upgradeLegacyFields(ctx context.Context, c client.Client, kind string, live
 }
 
 // isLegacyEntry: fields our earlier versions (or our own create) wrote without apply.
-func isLegacyEntry(entry metav1.ManagedFieldsEntry) bool {
-	return entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" && legacyManagers.Has(entry.Manager)
+func (a *Applier) isLegacyEntry(entry metav1.ManagedFieldsEntry) bool {
+	return entry.Operation == metav1.ManagedFieldsOperationUpdate && entry.Subresource == "" && a.legacyManagers.Has(entry.Manager)
 }
 
 // appliedHash is the digest of what the operator wants an object to be.
@@ -209,52 +218,6 @@ func setAnnotation(obj client.Object, key, value string) {
 	obj.SetAnnotations(annotations)
 }
 
-// ImmutableError is returned when the API server refuses a change (a StatefulSet's selector,
-// service name or pod management policy): the object has to be recreated, which the operator
-// does only when the resource carries the recreate-statefulset annotation.
-type ImmutableError struct {
-	Kind, Name string
-	Err        error
-}
-
-func (e *ImmutableError) Error() string {
-	return fmt.Sprintf("%s %s cannot be changed in place (%v); set the annotation %s: \"true\" to let the operator recreate it, keeping pods and volumes",
-		e.Kind, e.Name, e.Err, RecreateStatefulSetAnnotation)
-}
-
-func (e *ImmutableError) Unwrap() error { return e.Err }
-
-// RecreateStatefulSetAnnotation lets the operator delete a StatefulSet, leaving its pods and
-// PVCs, and create it anew when a field Kubernetes won't update in place changed.
-const RecreateStatefulSetAnnotation = "redis.opstreelabs.in/recreate-statefulset"
-
-// recreateStatefulSet deletes the live StatefulSet without its pods (orphan), so that the next
-// apply creates it with the new spec and adopts the pods.
-func recreateStatefulSet(ctx context.Context, c client.Client, namespace, name string) error {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := c.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete StatefulSet %s to recreate it: %w", name, err)
-	}
-	return nil
-}
-
-// statefulSetNeedsRecreate reports whether the claim templates of desired differ from the live
-// StatefulSet's (a new storage class, a template added or removed), which only a recreation can
-// apply. A larger size alone never gets here: the storage phase grows the claims and recreates
-// the StatefulSet itself (storage.go).
-func statefulSetNeedsRecreate(desired, live *appsv1.StatefulSet) bool {
-	if len(desired.Spec.VolumeClaimTemplates) != len(live.Spec.VolumeClaimTemplates) {
-		return true
-	}
-	for i, d := range desired.Spec.VolumeClaimTemplates {
-		l := live.Spec.VolumeClaimTemplates[i]
-		if d.Name != l.Name || !equality.Semantic.DeepDerivative(d.Spec, l.Spec) {
-			return true
-		}
-	}
-	return false
-}
-
 // isDerived reports whether live still holds every label, annotation and field desired sets:
 // false when someone changed a field the operator owns.
 func isDerived(desired, live client.Object) bool {
@@ -286,11 +249,4 @@ func subset(want, have map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func kindOf(obj client.Object) string {
-	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" {
-		return kind
-	}
-	return reflect.TypeOf(obj).Elem().Name()
 }

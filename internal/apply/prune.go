@@ -1,4 +1,4 @@
-package controller
+package apply
 
 import (
 	"context"
@@ -10,19 +10,26 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
-// pruneOwned deletes the objects of the kinds we build that the owner controls but the spec no
-// longer wants (the metrics Service once the exporter is off, the follower StatefulSet of a
-// cluster scaled to zero followers...), keeping those it lists as retained. It returns the
-// names it deleted.
-func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desired *builder.Objects) ([]string, error) {
+// Prune deletes the objects of the kinds the builders make that owner controls but desired no
+// longer holds (the metrics Service once the exporter is off, the follower StatefulSet of a
+// cluster scaled to zero followers...), keeping those desired lists as retained. It looks only
+// at objects labelled as the operator's for that owner, and returns the "Kind/name" of each
+// it deleted, also when it stops at an error.
+func Prune(ctx context.Context, c client.Client, owner metav1.Object, desired *builder.Objects) (deleted []string, err error) {
 	wanted := map[string]bool{}
 	for _, obj := range desired.All() {
-		wanted[kindOf(obj)+"/"+obj.GetName()] = true
+		gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+		if err != nil {
+			return nil, fmt.Errorf("kind of %s: %w", obj.GetName(), err)
+		}
+		wanted[gvk.Kind+"/"+obj.GetName()] = true
 	}
 	for _, kindName := range desired.Retained {
 		wanted[kindName] = true
@@ -37,7 +44,6 @@ func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 		{"Secret", &corev1.SecretList{}},
 		{"PodDisruptionBudget", &policyv1.PodDisruptionBudgetList{}},
 	}
-	var deleted []string
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, client.InNamespace(owner.GetNamespace()),
 			client.MatchingLabels{builder.LabelInstance: owner.GetName(), builder.LabelManagedBy: builder.ManagedByValue}); err != nil {
@@ -62,17 +68,17 @@ func pruneOwned(ctx context.Context, c client.Client, owner metav1.Object, desir
 
 // objectsOf returns the items of a list as objects.
 func objectsOf(list client.ObjectList) ([]client.Object, error) {
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil, fmt.Errorf("read list: %w", err)
-	}
-	out := make([]client.Object, 0, len(items))
-	for _, item := range items {
+	var out []client.Object
+	err := meta.EachListItem(list, func(item runtime.Object) error {
 		obj, ok := item.(client.Object)
 		if !ok {
-			return nil, fmt.Errorf("list item %T is not an object", item)
+			return fmt.Errorf("list item %T is not an object", item)
 		}
 		out = append(out, obj)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read list: %w", err)
 	}
 	return out, nil
 }
