@@ -19,7 +19,7 @@ func main() {
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := kubectlredis.Run(ctx, os.Args[1:], os.Stdout); err != nil {
+	if err := kubectlredis.Run(ctx, os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kubectl redis:", err)
 		return 1
 	}

@@ -168,6 +168,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 		passwordSecret:         authName,
 		handOverOnStop:         true,
 		podLabels:              map[string]string{LabelCluster: cr.Name},
+		restartedAt:            restartedAt(cr),
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, nil, err

@@ -17,6 +17,9 @@ func ownerRef(obj metav1.Object, kind string) metav1.OwnerReference {
 	return *metav1.NewControllerRef(obj, v1beta2.GroupVersion.WithKind(kind))
 }
 
+// restartedAt is the value of the resource's AnnotationRestartedAt, "" without one.
+func restartedAt(cr metav1.Object) string { return cr.GetAnnotations()[AnnotationRestartedAt] }
+
 func checkCR(obj metav1.Object, isNil bool) error {
 	if isNil {
 		return errors.New("no custom resource given")

@@ -16,10 +16,19 @@ const (
 	testSentinelPassword = "canary-SentinelPw-2b8d44"
 	testMasterHost       = "10.1.2.3"
 	testNamespace        = "redis-ns"
+	testRestartedAt      = "2026-12-06T09:00:00Z"
 )
 
 func crMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: testNamespace, UID: types.UID("uid-" + name)}
+}
+
+// fullCRMeta is crMeta with a restart request (kubectl redis restart), which every full
+// fixture carries so that the golden files show where it lands.
+func fullCRMeta(name string) metav1.ObjectMeta {
+	m := crMeta(name)
+	m.Annotations = map[string]string{AnnotationRestartedAt: testRestartedAt}
+	return m
 }
 
 func secretRef(name, key string) *v1beta2.ExistingPasswordSecret {
@@ -185,7 +194,7 @@ func minimalRedis() *v1beta2.Redis {
 
 func fullRedis() *v1beta2.Redis {
 	st := fullStorage()
-	return &v1beta2.Redis{ObjectMeta: crMeta("cache"), Spec: v1beta2.RedisSpec{
+	return &v1beta2.Redis{ObjectMeta: fullCRMeta("cache"), Spec: v1beta2.RedisSpec{
 		KubernetesConfig:              fullKubernetesConfig(),
 		HostPort:                      ptrTo(16379),
 		RedisExporter:                 fullExporter(),
@@ -235,7 +244,7 @@ func fullClusterRole(replicas int32, pdb *v1beta2.RedisPodDisruptionBudget, mem 
 
 func fullCluster() *v1beta2.RedisCluster {
 	st := fullStorage()
-	return &v1beta2.RedisCluster{ObjectMeta: crMeta("shards"), Spec: v1beta2.RedisClusterSpec{
+	return &v1beta2.RedisCluster{ObjectMeta: fullCRMeta("shards"), Spec: v1beta2.RedisClusterSpec{
 		Size:             ptrTo[int32](3),
 		KubernetesConfig: fullKubernetesConfig(),
 		HostNetwork:      true,
@@ -275,7 +284,7 @@ func minimalReplication() *v1beta2.RedisReplication {
 
 func fullReplication() *v1beta2.RedisReplication {
 	st := fullStorage()
-	return &v1beta2.RedisReplication{ObjectMeta: crMeta("repl"), Spec: v1beta2.RedisReplicationSpec{
+	return &v1beta2.RedisReplication{ObjectMeta: fullCRMeta("repl"), Spec: v1beta2.RedisReplicationSpec{
 		Size:                          ptrTo[int32](3),
 		KubernetesConfig:              fullKubernetesConfig(),
 		RedisExporter:                 fullExporter(),
@@ -355,7 +364,7 @@ func minimalSentinel() *v1beta2.RedisSentinel {
 }
 
 func fullSentinel() *v1beta2.RedisSentinel {
-	return &v1beta2.RedisSentinel{ObjectMeta: crMeta("watch"), Spec: v1beta2.RedisSentinelSpec{
+	return &v1beta2.RedisSentinel{ObjectMeta: fullCRMeta("watch"), Spec: v1beta2.RedisSentinelSpec{
 		Size:             ptrTo[int32](5),
 		KubernetesConfig: fullKubernetesConfig(),
 		RedisExporter:    fullExporter(),

@@ -195,6 +195,15 @@ const (
 // from it lets the shard's leader pod take the shard back.
 const AnnotationHandMadeMasters = "redis.opstreelabs.in/hand-made-masters"
 
+// AnnotationRestartedAt, on a resource, asks for a rolling restart of all its pods (kubectl
+// redis restart sets it to the time of the request, RFC 3339). The builders copy its value
+// into the pod template of each StatefulSet of the resource, so that a new value is a new
+// template revision: the operator then replaces the pods as for any other template change
+// (replicas first, each master only once it handed its role over), and the StatefulSet
+// controller rolls the sentinels and a standalone pod. The value is opaque to the operator;
+// only its change matters, and the operator never removes it.
+const AnnotationRestartedAt = "redis.opstreelabs.in/restarted-at"
+
 // Annotations that stop all action of the operator on a resource while "true", one per kind
 // (the names the OT-CONTAINER-KIT operator gave them). They live here so that the plugin's
 // pause and resume name the very keys the controllers read.

@@ -44,6 +44,10 @@ func (w *workload) podTemplate() corev1.PodTemplateSpec {
 		delete(annotations, k)
 	}
 	annotations[AnnotationConfigHash] = w.configHash // rolls the pods: never ignored
+	if w.restartedAt != "" {
+		// A restart request: a new value is a new template revision, which rolls the pods.
+		annotations[AnnotationRestartedAt] = w.restartedAt
+	}
 	labels := w.labels()
 	maps.Copy(labels, w.podLabels)
 	return corev1.PodTemplateSpec{

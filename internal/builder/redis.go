@@ -64,6 +64,7 @@ func newRedisServer(cr metav1.Object, kind, setupType, role string, s *v1beta2.R
 		terminationGrace:       s.TerminationGracePeriodSeconds,
 		tls:                    s.TLS,
 		acl:                    s.ACL,
+		restartedAt:            restartedAt(cr),
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, err

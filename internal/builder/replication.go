@@ -182,6 +182,7 @@ func embeddedSentinel(cr *v1beta2.RedisReplication, redis *workload, out *Object
 		serviceAccountName:     deref(sn.ServiceAccountName),
 		terminationGrace:       sn.TerminationGracePeriodSeconds,
 		tls:                    cr.Spec.TLS,
+		restartedAt:            restartedAt(cr),
 	}
 	w.readinessProbe, w.livenessProbe = probes(nil, nil)
 	settings, err := resolveSentinelSettings(sn.SentinelConfig, EmbeddedMasterGroupName, i32(DefaultRedisPort), EmbeddedSentinelQuorum(cr))

@@ -69,6 +69,7 @@ func BuildRedisSentinel(in RedisSentinelInput) (*Objects, error) {
 		terminationGrace:       s.TerminationGracePeriodSeconds,
 		tls:                    s.TLS,
 		pdb:                    s.PodDisruptionBudget,
+		restartedAt:            restartedAt(cr),
 	}
 	if err := w.applyKubernetesConfig(&s.KubernetesConfig); err != nil {
 		return nil, err

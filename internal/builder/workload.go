@@ -135,6 +135,8 @@ type workload struct {
 	// ignoreAnnotations are keys the operator never sets on the objects of this workload, so
 	// that whoever else manages them keeps them.
 	ignoreAnnotations []string
+	// restartedAt is the resource's AnnotationRestartedAt, copied into the pod template.
+	restartedAt string
 	// podLabels are labels of the pods alone (not of the StatefulSet's selector, nor of its
 	// claim templates, both immutable).
 	podLabels map[string]string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -33,6 +34,9 @@ var options = []option{
 	{names: []string{"-o", "--output"}, key: "output", value: "FORMAT", help: "table (default), json or yaml"},
 	{names: []string{"-A", "--all-namespaces"}, key: "all-namespaces", boolean: true, help: "every namespace"},
 	{names: []string{"--client"}, key: "client", boolean: true, help: "the plugin's version only, without asking the cluster"},
+	{names: []string{"--operator-namespace"}, key: "operator-namespace", value: "NAMESPACE", help: "namespace of the operator's pods, whose log lines are bundled (default: " + defaultOperatorNamespace + ")"},
+	{names: []string{"--tail"}, key: "tail", value: "N", help: "how many of the operator's last log lines to search for the resource's name (default: " + strconv.Itoa(defaultLogTail) + ")"},
+	{names: []string{"--master"}, key: "master", boolean: true, help: "the master: of POD's shard or replication, else (RedisCluster) the master serving slot 0"},
 	{names: []string{"--kubeconfig"}, key: "kubeconfig", value: "FILE", help: "kubeconfig file (default: KUBECONFIG, then ~/.kube/config)"},
 	{names: []string{"--context"}, key: "context", value: "NAME", help: "kubeconfig context"},
 }
@@ -68,11 +72,19 @@ type command struct {
 	min     int
 	max     int
 	flags   []string // option keys beyond connectionKeys
+	// flagDocs overrides, for this command, the value name and help of an option it reads
+	// otherwise (report's -o is a directory, not a format).
+	flagDocs map[string]flagDoc
+	// command: the command takes the words after "--" (a Redis command to send).
+	command bool
 	// check validates flag values, before any API call.
 	check func(inv invocation) error
 	// run does the work; connect is called by run only when it needs the cluster.
 	run func(ctx context.Context, inv invocation, connect func() (Plugin, error), out io.Writer) error
 }
+
+// flagDoc is how a command documents an option.
+type flagDoc struct{ value, help string }
 
 // invocation is a parsed command line.
 type invocation struct {
@@ -80,6 +92,10 @@ type invocation struct {
 	args    []string
 	values  map[string]string
 	help    bool
+	// words are the arguments after "--", nil without "--".
+	words []string
+	// in is the plugin's standard input (cli reads commands from it).
+	in io.Reader
 }
 
 func (inv invocation) value(key string) string { return inv.values[key] }
@@ -172,6 +188,73 @@ so. Its pods keep running as they are.`,
 			},
 		},
 		{
+			name: "restart", args: "NAME [POD]", min: 1, max: 2, flags: []string{"namespace", "kind"},
+			summary: "a rolling restart of every pod, by the operator (or of POD alone)",
+			help: `Without POD, annotate the resource with ` + RestartAnnotation + `=<now, RFC 3339>:
+the operator copies the value into the pod template of each of its StatefulSets, and rolls
+the new template as it rolls any other: replicas first, then each master once a replica in
+sync has taken its role over (a RedisCluster's shard, a RedisReplication's master); the
+sentinels and a standalone Redis are replaced one pod at a time by their StatefulSet. Only
+the annotation is written, never the spec.
+
+With POD, delete that pod (it must be one of the resource's): a master of a RedisCluster or
+of a RedisReplication without sentinels hands its role to a replica in sync before its
+process stops, sentinels fail a watched master over, and the StatefulSet recreates the pod.`,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Restart(ctx, inv.arg(0), inv.value("kind"), inv.arg(1))
+			},
+		},
+		{
+			name: "report", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind", "output", "operator-namespace", "tail"},
+			summary:  "write a support bundle: objects, events, each pod's INFO and ROLE, operator log lines",
+			flagDocs: map[string]flagDoc{"output": {"DIR", "the bundle's directory (default: ./redis-report-NAME-TIME)"}},
+			help: `Write into a directory (-o DIR, default ./redis-report-NAME-TIME): the resource as YAML;
+the StatefulSets, Services, pods, PersistentVolumeClaims, ConfigMaps and
+PodDisruptionBudgets it owns or labels; the names (never the data) of its Secrets; the events
+of the resource and of those objects; per pod, INFO, ROLE and (RedisCluster) CLUSTER NODES,
+read through the port-forward with the resource's password, as status does; and the lines of
+the operator's log (its pods labelled ` + operatorSelector + ` in
+--operator-namespace, the last --tail lines) that name the resource. Every password the
+plugin read, and the values of requirepass, masterauth and auth-pass, are replaced by
+` + redacted + `. A part that fails is noted in errors.txt and the rest is written; the
+directory's path is printed at the end.`,
+			check: checkReport,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Report(ctx, inv.arg(0), inv.value("kind"), reportOptions(inv))
+			},
+		},
+		{
+			name: "cli", args: "NAME [POD]", min: 1, max: 2, flags: []string{"namespace", "kind", "master"}, command: true,
+			summary: "a redis-cli-like session on a pod of the resource (-- COMMAND runs one command)",
+			help: `Send Redis commands to a pod of the resource through the API server (port-forward), with the
+resource's password and TLS settings: to POD, to the master with --master (of POD's shard or
+replication; without POD, a RedisCluster's master serving slot 0), else to its first pod.
+Commands are read from standard input, one a line; arguments are split at spaces, and a
+"double-quoted" argument may hold spaces and the escapes \" \\ \n \r \t \xHH ('single
+quotes' take none but \'). Replies print as redis-cli prints them: strings quoted,
+(integer) N, (nil), numbered arrays, (error) MESSAGE; INFO, CLUSTER NODES and the like
+print as text. quit, exit or the end of input ends the session. With -- COMMAND [ARG...]
+that one command is sent, its reply printed, and the plugin exits non-zero when Redis
+replied with an error. Commands go as typed: the plugin refuses none, FLUSHALL included.`,
+			check: checkCli,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Cli(ctx, inv.arg(0), inv.value("kind"), CliOptions{Pod: inv.arg(1), Master: inv.set("master"),
+					Command: inv.words, In: inv.in})
+			},
+		},
+		{
 			name: "version", min: 0, max: 0, flags: []string{"client"},
 			summary: "the plugin's and the operator's versions, with a warning when they differ",
 			help: `The plugin's version and commit, then the version of each operator Deployment found
@@ -227,6 +310,13 @@ func splitArgs(args []string) (invocation, []string, error) {
 	for len(args) > 0 {
 		a := args[0]
 		args = args[1:]
+		if a == "--" {
+			inv.words = slices.Clone(args) // a command to send: its words are not the plugin's flags
+			if inv.words == nil {
+				inv.words = []string{}
+			}
+			break
+		}
 		if a == "-h" || a == "--help" {
 			inv.help = true
 			continue
@@ -265,6 +355,12 @@ func validate(inv invocation, cmd command) error {
 		}
 	}
 	switch {
+	case inv.words != nil && !cmd.command:
+		return fmt.Errorf("%s takes no command after --", cmd.name)
+	case inv.words != nil && len(inv.words) == 0:
+		return fmt.Errorf("%s: no command after --", cmd.name)
+	}
+	switch {
 	case len(inv.args) < cmd.min:
 		return fmt.Errorf("%s needs %s", cmd.name, cmd.args)
 	case len(inv.args) > cmd.max:
@@ -291,14 +387,26 @@ func usageLine(cmd command) string {
 		line += " " + cmd.args
 	}
 	for _, key := range cmd.flags {
-		o := optionByKey(key)
+		o := cmd.option(key)
 		flag := o.names[0]
 		if !o.boolean {
 			flag += " " + o.value
 		}
 		line += " [" + flag + "]"
 	}
+	if cmd.command {
+		line += " [-- COMMAND [ARG...]]"
+	}
 	return line
+}
+
+// option is the option of key as the command documents it.
+func (c command) option(key string) option {
+	o := optionByKey(key)
+	if d, ok := c.flagDocs[key]; ok {
+		o.value, o.help = d.value, d.help
+	}
+	return o
 }
 
 func commandNames() []string {
@@ -319,7 +427,7 @@ func writeUsage(out io.Writer) error {
 	}
 	_ = tw.Flush()
 	b.WriteString("\nkubectl redis COMMAND --help tells a command's arguments and flags.\n\nFlags of every command:\n")
-	writeFlags(&b, connectionKeys)
+	writeFlags(&b, command{}, connectionKeys)
 	_, err := io.WriteString(out, b.String())
 	return err
 }
@@ -328,15 +436,15 @@ func writeUsage(out io.Writer) error {
 func writeCommandHelp(out io.Writer, cmd command) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: %s\n\n%s\n\nFlags:\n", usageLine(cmd), cmd.help)
-	writeFlags(&b, append(slices.Clone(cmd.flags), connectionKeys...))
+	writeFlags(&b, cmd, append(slices.Clone(cmd.flags), connectionKeys...))
 	_, err := io.WriteString(out, b.String())
 	return err
 }
 
-func writeFlags(b *strings.Builder, keys []string) {
+func writeFlags(b *strings.Builder, cmd command, keys []string) {
 	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 	for _, key := range keys {
-		o := optionByKey(key)
+		o := cmd.option(key)
 		names := strings.Join(o.names, ", ")
 		if !o.boolean {
 			names += " " + o.value
@@ -349,17 +457,23 @@ func writeFlags(b *strings.Builder, keys []string) {
 // Connector makes the clients of one invocation; tests give fake ones.
 type Connector func(inv invocation, out io.Writer) (Plugin, error)
 
-// Run runs the plugin with the arguments after "kubectl redis".
-func Run(ctx context.Context, args []string, out io.Writer) error {
-	return RunWith(ctx, args, out, connect)
+// Run runs the plugin with the arguments after "kubectl redis"; in is its standard input.
+func Run(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
+	return RunWithInput(ctx, args, in, out, connect)
 }
 
-// RunWith is Run with the clients made by connector.
+// RunWith is Run with the clients made by connector and an empty standard input.
 func RunWith(ctx context.Context, args []string, out io.Writer, connector Connector) error {
+	return RunWithInput(ctx, args, strings.NewReader(""), out, connector)
+}
+
+// RunWithInput is Run with the clients made by connector.
+func RunWithInput(ctx context.Context, args []string, in io.Reader, out io.Writer, connector Connector) error {
 	inv, cmd, err := parseArgs(args)
 	if err != nil {
 		return err
 	}
+	inv.in = in
 	if inv.help {
 		if cmd.name == "" {
 			return writeUsage(out)

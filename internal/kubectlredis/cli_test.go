@@ -28,7 +28,7 @@ func noCluster(t *testing.T) Connector {
 // even with a kubeconfig that does not exist.
 func TestVersionNeedsNoCluster(t *testing.T) {
 	var out strings.Builder
-	if err := Run(t.Context(), []string{"version", "--client", "--kubeconfig", "/nonexistent"}, &out); err != nil {
+	if err := Run(t.Context(), []string{"version", "--client", "--kubeconfig", "/nonexistent"}, strings.NewReader(""), &out); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), version.String("kubectl-redis")+"\n"; got != want {
@@ -53,6 +53,20 @@ func TestArgumentErrorsBeforeAnyAPICall(t *testing.T) {
 		{[]string{"version", "--client=yes"}, "flag --client takes no value"},
 		{[]string{"version", "extra"}, "at most 0 argument"},
 		{[]string{"frobnicate", "a"}, `unknown command "frobnicate"`},
+		{[]string{"restart"}, "restart needs NAME [POD]"},
+		{[]string{"restart", "a", "b", "c"}, "at most 2 argument"},
+		{[]string{"restart", "a", "-o", "json"}, "restart takes no --output flag"},
+		{[]string{"report"}, "report needs NAME"},
+		{[]string{"report", "a", "b"}, "at most 1 argument"},
+		{[]string{"report", "a", "--tail", "0"}, `--tail "0"`},
+		{[]string{"report", "a", "--tail=many"}, `--tail "many"`},
+		{[]string{"report", "a", "--master"}, "report takes no --master flag"},
+		{[]string{"cli"}, "cli needs NAME [POD]"},
+		{[]string{"cli", "a", "b", "c"}, "at most 2 argument"},
+		{[]string{"cli", "a", "--"}, "cli: no command after --"},
+		{[]string{"cli", "a", "--master", "--kind", "redissentinel"}, "a RedisSentinel has no master"},
+		{[]string{"cli", "a", "--tail", "3"}, "cli takes no --tail flag"},
+		{[]string{"status", "a", "--", "INFO"}, "status takes no command after --"},
 	} {
 		var out strings.Builder
 		err := RunWith(t.Context(), tc.args, &out, noCluster(t))
@@ -88,6 +102,49 @@ func TestHelp(t *testing.T) {
 			!strings.Contains(out.String(), "--kubeconfig FILE") || strings.Contains(out.String(), "--client") {
 			t.Errorf("%q:\n%s", args, out.String())
 		}
+	}
+}
+
+// TestCommandWordsAreNotFlags: after "--" every word is the Redis command's, even one that
+// looks like a flag of the plugin; before it, flags go anywhere.
+func TestCommandWordsAreNotFlags(t *testing.T) {
+	inv, _, err := parseArgs([]string{"cli", "-n", "shop", "cart", "--master", "--", "CLIENT", "KILL", "-n", "--kind"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.value("namespace") != "shop" || !inv.set("master") || inv.set("kind") || len(inv.args) != 1 ||
+		strings.Join(inv.words, " ") != "CLIENT KILL -n --kind" {
+		t.Errorf("%+v", inv)
+	}
+	if inv, _, err := parseArgs([]string{"cli", "cart"}); err != nil || inv.words != nil {
+		t.Errorf("without --: words %q, %v", inv.words, err)
+	}
+}
+
+// TestCommandHelpOverridesFlagDocs: report's -o is a directory, in its usage and its help,
+// while status keeps -o FORMAT; cli's usage tells the command after --.
+func TestCommandHelpOverridesFlagDocs(t *testing.T) {
+	help := func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := RunWith(t.Context(), args, &out, noCluster(t)); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	report := help("report", "--help")
+	if !strings.Contains(report, "[-o DIR]") || !strings.Contains(report, "-o, --output DIR") ||
+		strings.Contains(report, "FORMAT") || !strings.Contains(report, "--operator-namespace NAMESPACE") {
+		t.Errorf("report help:\n%s", report)
+	}
+	if status := help("status", "--help"); !strings.Contains(status, "-o, --output FORMAT") {
+		t.Errorf("status help:\n%s", status)
+	}
+	if cli := help("help", "cli"); !strings.HasPrefix(cli, "Usage: kubectl redis cli NAME [POD] [-n NAMESPACE] [--kind KIND] [--master] [-- COMMAND [ARG...]]") {
+		t.Errorf("cli help:\n%s", cli)
+	}
+	if restart := help("restart", "-h"); !strings.Contains(restart, RestartAnnotation) {
+		t.Errorf("restart help:\n%s", restart)
 	}
 }
 

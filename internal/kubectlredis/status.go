@@ -34,6 +34,11 @@ type Plugin struct {
 	Client    client.Client
 	Namespace string
 	Out       io.Writer
+	// Now is the clock, time.Now when nil.
+	Now func() time.Time
+	// dial reaches Redis on a pod; nil is through a port-forward (dialPod). Tests give
+	// another.
+	dial func(ctx context.Context, res *resource, pod *corev1.Pod) (redisConn, error)
 }
 
 // PodStatus is what one pod says of itself.
