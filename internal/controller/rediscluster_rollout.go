@@ -56,6 +56,45 @@ const replacementKey = "rolling-update-replacement"
 // a replacement that does not run by then is the outage it looks like.
 const replacementGrace = 2 * time.Minute
 
+// handOverSettle is how long a master the rolling update handed over keeps running, as a
+// replica, before its pod is replaced. Clients that still route its slots to it are answered
+// MOVED meanwhile, and their slot maps catch up: a client whose map names a pod already gone
+// waits out its dial timeout on every write of those slots (go-redis reloads its map on MOVED,
+// not on a failed dial; its default dial timeout is 5 s), which the e2e rolling update saw as
+// pauses of 2 and 6 s in the shards whose old master went within half a second of the
+// hand-over.
+const handOverSettle = 5 * time.Second
+
+// handOverKey is the wait clock started when the rolling update hands pod's shard over.
+func handOverKey(pod string) string { return "rolling-update-hand-over/" + pod }
+
+// handOverSettling is how much longer the pod, handed over by the rolling update, keeps
+// running before its replacement; 0 when it may go.
+func (s *clusterScope) handOverSettling(pod string, now time.Time) time.Duration {
+	since, ok := s.memory.waits.StartedAt(s.cr.UID, handOverKey(pod))
+	if !ok {
+		return 0
+	}
+	return max(0, handOverSettle-now.Sub(since))
+}
+
+// masterPodOf is the pod of the master that member replicates, "" when none is known.
+func masterPodOf(members []clusterplan.Member, member *clusterplan.Member) string {
+	if member == nil {
+		return ""
+	}
+	me, ok := myselfOf(member)
+	if !ok || !me.IsReplica() {
+		return ""
+	}
+	for i := range members {
+		if node, ok := myselfOf(&members[i]); ok && node.ID == me.MasterID {
+			return members[i].Pod
+		}
+	}
+	return ""
+}
+
 // rollingUpdateOn reports whether the operator is replacing pods for a new template: some pod
 // runs an old revision, or one was deleted for its replacement within replacementGrace and
 // the cluster has not been Ready since (Ready stops that clock). The
@@ -104,6 +143,13 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		if pod == nil {
 			return false, fmt.Errorf("rolling update names unknown pod %s", action.Delete)
 		}
+		if wait := s.handOverSettling(action.Delete, time.Now()); wait > 0 {
+			why := fmt.Sprintf("clients follow the hand-over of %s's shard before it is replaced", action.Delete)
+			progress(why)
+			s.requeue(ctx, wait, why)
+			return true, nil
+		}
+		s.memory.waits.Stopped(s.cr.UID, handOverKey(action.Delete))
 		if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
 			if apierrors.IsNotFound(err) {
 				return true, nil // a cache that lags behind an earlier delete; its events bring us back
@@ -127,6 +173,10 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 			progress(wait)
 			s.requeue(ctx, whileConverging, wait)
 			return true, nil
+		}
+		if master := masterPodOf(s.members, member); master != "" {
+			s.memory.waits.Stopped(s.cr.UID, handOverKey(master)) // its clock runs from this hand-over
+			s.memory.waits.Started(s.cr.UID, handOverKey(master), time.Now())
 		}
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s takes its master's shard over so that the master can be replaced", action.Failover)
 		progress(action.Failover + " takes its master's shard over")

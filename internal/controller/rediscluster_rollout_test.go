@@ -47,3 +47,25 @@ func TestRollingUpdateLastsUntilTheReplacedPodIsBack(t *testing.T) {
 		t.Error("Ready again: the rolling update is over")
 	}
 }
+
+// A master the rolling update handed over keeps running, as a replica answering MOVED, for
+// handOverSettle before its pod is replaced: clients whose slot maps still name it follow the
+// redirect instead of waiting out a dial to a pod that is gone.
+func TestHandedOverMasterSettlesBeforeItsReplacement(t *testing.T) {
+	now := time.Now()
+	s := &clusterScope{scopeBase: scopeBase{memory: NewMemory()},
+		cr: &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-c"}}}
+	if wait := s.handOverSettling("c-leader-1", now); wait != 0 {
+		t.Errorf("a pod never handed over waits %s, want none", wait)
+	}
+	s.memory.waits.Started(s.cr.UID, handOverKey("c-leader-1"), now)
+	if wait := s.handOverSettling("c-leader-1", now.Add(time.Second)); wait != handOverSettle-time.Second {
+		t.Errorf("a second after the hand-over it waits %s, want %s", wait, handOverSettle-time.Second)
+	}
+	if wait := s.handOverSettling("c-leader-0", now.Add(time.Second)); wait != 0 {
+		t.Errorf("another pod waits %s, want none", wait)
+	}
+	if wait := s.handOverSettling("c-leader-1", now.Add(handOverSettle)); wait != 0 {
+		t.Errorf("once settled it waits %s, want none", wait)
+	}
+}
