@@ -111,7 +111,7 @@ func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (s
 // rotatePassword changes a running pod's password in place when the Secret's changed.
 func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.Conditions,
+	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.Conditions,
 		func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
 
@@ -122,7 +122,7 @@ func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop b
 
 // reloadTLS brings a renewed TLS Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadTLS(ctx context.Context, s *redisScope) (bool, error) {
-	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
+	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
 		builder.DefaultRedisPort, s.acl.auth(s.password), s.Requeuer(ctx))
 }
 
@@ -133,7 +133,7 @@ func (r *RedisReconciler) resolveACL(ctx context.Context, s *redisScope) (stop b
 
 // reloadACL brings an edit of the ACL Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadACL(ctx context.Context, s *redisScope) (bool, error) {
-	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
+	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
 		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
 }
 
@@ -161,7 +161,7 @@ func (r *RedisReconciler) restartStaleExporters(ctx context.Context, s *redisSco
 	if err != nil {
 		return false, err
 	}
-	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {

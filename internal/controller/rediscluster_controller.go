@@ -159,7 +159,7 @@ func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *cluster
 
 // rotatePassword changes the running pods' password in place when the Secret's changed.
 func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterScope) (bool, error) {
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, r.allPods(ctx, s), int(builder.ClusterPort(s.cr)), s.password, s.Conditions,
+	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotate(ctx, s.cr, r.allPods(ctx, s), int(builder.ClusterPort(s.cr)), s.password, s.Conditions,
 		func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
 
@@ -180,7 +180,7 @@ func (r *RedisClusterReconciler) restartStaleExporters(ctx context.Context, s *c
 	if err != nil {
 		return false, err
 	}
-	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
@@ -334,13 +334,13 @@ func (r *RedisClusterReconciler) resolveACL(ctx context.Context, s *clusterScope
 
 // reloadACL brings an edit of the ACL Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadACL(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
+	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
 		int(builder.ClusterPort(s.cr)), s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadTLS(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
+	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
 		int(builder.ClusterPort(s.cr)), s.acl.auth(s.password), s.Requeuer(ctx))
 }
 

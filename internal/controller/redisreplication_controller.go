@@ -124,14 +124,14 @@ func (r *RedisReplicationReconciler) restartStaleExporters(ctx context.Context, 
 	if err != nil {
 		return false, err
 	}
-	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
 // that of every sentinel watching the replication (embedded or RedisSentinels) in step with it.
 func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotateWatched(ctx, s.cr, pods,
+	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotateWatched(ctx, s.cr, pods,
 		func() ([]watchingSentinels, error) { return r.watchingSentinels(ctx, s) },
 		builder.DefaultRedisPort, s.password, s.Conditions, func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
@@ -284,13 +284,13 @@ func (r *RedisReplicationReconciler) resolveACL(ctx context.Context, s *replicat
 
 // reloadACL brings an edit of the ACL Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadACL(ctx context.Context, s *replicationScope) (bool, error) {
-	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
+	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
 		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicationScope) (bool, error) {
-	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
+	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
 		builder.DefaultRedisPort, s.acl.auth(s.password), s.Requeuer(ctx))
 }
 

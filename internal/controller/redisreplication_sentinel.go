@@ -118,7 +118,7 @@ func (r *RedisReplicationReconciler) rollSentinelsForTLS(ctx context.Context, s 
 		return false, err
 	}
 	set := sentinelSet{statefulSet: sts, pods: pods, replicas: sn.Size, group: builder.EmbeddedMasterGroupName, auth: redis.Auth{Password: password}}
-	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
+	return sentinelTLSRoll{client: r.Client, pool: r.Redis, recorder: r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
 }
 
 // reseedEmbeddedSentinel asks each embedded sentinel what it sees of the master group and
@@ -150,7 +150,7 @@ func (r *RedisReplicationReconciler) reseedEmbeddedSentinel(ctx context.Context,
 		}
 		views = append(views, view)
 	}
-	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterHost)
+	reseed, err := sentinelReseed{c: r.Client, rec: r.Recorder, waits: s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterHost)
 	if err != nil || reseed.blind == "" {
 		return "", err
 	}

@@ -243,7 +243,7 @@ func (r *RedisSentinelReconciler) rollForTLS(ctx context.Context, s *sentinelSco
 		group = builder.MasterGroupName(s.cr)
 	}
 	set := sentinelSet{statefulSet: builder.SentinelStatefulSetName(s.cr.Name), pods: s.pods, replicas: builder.SentinelReplicas(s.cr), group: group, auth: redis.Auth{Password: s.password}}
-	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
+	return sentinelTLSRoll{client: r.Client, pool: r.Redis, recorder: r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
 }
 
 // checkHealth is Ready when every sentinel monitors the replication's current master and the
@@ -278,7 +278,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 			first = c
 		}
 	}
-	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, s.pods, monitored, s.masterHost)
+	reseed, err := sentinelReseed{c: r.Client, rec: r.Recorder, waits: s.memory.waits}.restart(ctx, s.cr, views, s.pods, monitored, s.masterHost)
 	if err != nil || reseed.restarted {
 		s.Requeue(ctx, whileConverging, "a blind sentinel's pod starts again from the seed")
 		return true, err
