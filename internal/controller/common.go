@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,35 +24,11 @@ import (
 	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // The phases every kind shares: finalizer, deletion, owned objects, status.
-
-// phase is one named step of a reconcile; stop ends the reconcile early, with a reason the
-// phase has written into the status.
-type phase[S any] struct {
-	name string
-	run  func(context.Context, S) (stop bool, err error)
-}
-
-// runPhases runs the phases in order until one stops or fails.
-func runPhases[S any](ctx context.Context, kind string, phases []phase[S], s S) error {
-	for _, p := range phases {
-		// Made before it is needed, so that the series exists at 0 and rate() sees the first error.
-		phaseErrors := reconcileErrors.WithLabelValues(kind, p.name)
-		stop, err := p.run(ctx, s)
-		if err != nil {
-			phaseErrors.Inc()
-			log.FromContext(ctx).Error(err, "reconcile phase failed", "phase", p.name)
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		if stop {
-			return nil
-		}
-	}
-	return nil
-}
 
 // finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
 // lets the resource go by removing the finalizer. It needs only the resource's kind and name,
@@ -173,18 +148,6 @@ func applyAll(ctx context.Context, c client.Client, applier *apply.Applier, rec 
 	return pending, nil
 }
 
-// patchStatus writes obj's status when it differs from base's, as a merge patch of the status
-// alone, so that it never conflicts with writers of the spec or metadata.
-func patchStatus(ctx context.Context, c client.Client, obj, base client.Object, changed bool) error {
-	if !changed || (obj.GetDeletionTimestamp() != nil && !controllerutil.ContainsFinalizer(obj, Finalizer)) {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status: %w", err)
-	}
-	return nil
-}
-
 // recreateIfClaimsChanged recreates a StatefulSet whose claim templates the spec changed, when
 // the resource allows it; otherwise it reports that the change waits for that permission.
 func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.EventRecorder, owner client.Object, desired *appsv1.StatefulSet, allowed bool) error {
@@ -202,51 +165,37 @@ func recreateIfClaimsChanged(ctx context.Context, c client.Client, rec recorder.
 	return recreateStatefulSet(ctx, c, owner.GetNamespace(), desired.Name)
 }
 
-// scopeBase is what every kind's scope carries: the conditions being written and the result
-// the reconcile returns once a phase stops it.
-type scopeBase struct {
-	conditions status.Conditions
+// workloadScope is what every kind's scope carries in the controllers: reconcile.Scope and
+// what the features the kinds share keep there.
+type workloadScope struct {
+	reconcile.Scope
 	// memory is the reconciler's Memory.
 	memory *Memory
-	result ctrl.Result
-	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
-	clusterStage string
 	// acl is what the acl phase found in spec.acl.secret.
 	acl aclState
-	// showStatus writes the status as it stands, before a phase that may take long (a slice
-	// of slot moves), so that users see what is under way while it runs.
-	showStatus func(context.Context) error
 }
 
-func (b *scopeBase) base() *scopeBase { return b }
+func (w *workloadScope) workload() *workloadScope { return w }
 
-// requeue asks to come back after d for a reason that raises no Kubernetes event (Redis
-// gossip, a replica's sync), keeping the earliest of the requeues asked for.
-func (b *scopeBase) requeue(ctx context.Context, d time.Duration, reason string) {
-	log.FromContext(ctx).V(1).Info("requeue", "after", d, "reason", reason)
-	if b.result.RequeueAfter == 0 || d < b.result.RequeueAfter {
-		b.result.RequeueAfter = d
-	}
+// workloadScoped is a kind's scope, which embeds a workloadScope.
+type workloadScoped interface {
+	reconcile.Scoped
+	workload() *workloadScope
 }
 
-// requeuer is requeue for helpers that know nothing of the scope.
-func (b *scopeBase) requeuer(ctx context.Context) func(time.Duration, string) {
-	return func(d time.Duration, reason string) { b.requeue(ctx, d, reason) }
-}
-
-// statusHolder is what the shell reads and writes of every kind's status, through accessors
-// of the API types (see v1beta2.CommonStatus) rather than by reflection.
+// statusHolder is what the controllers read and write of every kind's status, through
+// accessors of the API types (see v1beta2.CommonStatus) rather than by reflection.
 type statusHolder interface {
 	client.Object
 	GetCommonStatus() *v1beta2.CommonStatus
 	CompatibleState() (state, reason *string)
 }
 
-// kindObject is a kind's resource type T, which also takes the whole status of another T:
-// the status patch is computed from the status last written under everything else as it is.
+// kindObject is a kind's resource type T, as the reconcile.Shell takes it, with the
+// compatible state the controllers derive.
 type kindObject[T any] interface {
-	statusHolder
-	SetStatusFrom(T)
+	reconcile.Object[T]
+	CompatibleState() (state, reason *string)
 }
 
 // The four kinds give the shell what it writes; a kind without it does not compile.
@@ -257,72 +206,61 @@ var (
 	_ kindObject[*v1beta2.RedisSentinel]    = (*v1beta2.RedisSentinel)(nil)
 )
 
-// kindShell is the Reconcile of every kind: load the resource, run its phases over a scope,
-// write the status once at the end, only when it changed, as a patch of the status alone.
-type kindShell[T kindObject[T], S interface{ base() *scopeBase }] struct {
+// kindShell is the Reconcile of every kind: a reconcile.Shell with the hooks the kinds share
+// (the Memory, liveness, metrics, the ACL report and the compatible state) around what each
+// kind gives here.
+type kindShell[T kindObject[T], S workloadScoped] struct {
 	// newObject returns an empty resource of the kind, for the one read into it.
 	newObject func() T
-	newScope  func(T, scopeBase) S
-	phases    []phase[S]
+	newScope  func(T, workloadScope) S
+	phases    []reconcile.Phase[S]
 	// liveness stops PINGing the pods of a resource that is deleted or gone.
 	liveness *liveness.Watcher
 	// finish, when set, runs after the phases, whichever stopped them, before the status is
 	// written: what must hold of every reconcile's status.
 	finish func(context.Context, S)
-	// memory is the reconciler's Memory, which the phases reach through scopeBase.
+	// stage, when set, is which pods a RedisCluster on its way waits for (see status.StateFacts).
+	stage func(S) string
+	// memory is the reconciler's Memory, which the phases reach through workloadScope.
 	memory *Memory
 }
 
-func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (result ctrl.Result, err error) {
-	obj := k.newObject()
-	if err := requireMemory(k.memory, kindName(obj)+" reconciler"); err != nil {
+func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctrl.Request) (ctrl.Result, error) {
+	kind := kindName(k.newObject())
+	if err := requireMemory(k.memory, kind+" reconciler"); err != nil {
 		return ctrl.Result{}, err // SetupWithManager refuses it: only a hand-made reconciler gets here
 	}
-	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			forgetResource(k.memory.counted, kindName(obj), req.Namespace, req.Name)
-			k.liveness.Forget(liveness.Owner{Kind: kindName(obj), NamespacedName: req.NamespacedName})
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if obj.GetDeletionTimestamp() != nil {
-		k.liveness.Forget(livenessOwner(obj))
-	}
-	before := obj.DeepCopyObject().(T)
-	common := obj.GetCommonStatus()
-	s := k.newScope(obj, scopeBase{memory: k.memory, conditions: status.NewConditions(&common.Conditions, obj.GetGeneration()).
-		RememberingReady(obj.GetUID(), readyMemory{k.memory.warned})})
-	// writeStatus settles the derived fields of target's status and patches them, when they
-	// changed, from what the API server was last given (before), which it then becomes.
-	writeStatus := func(ctx context.Context, target T, succeeded bool) error {
-		status.SettleObservedGeneration(target.GetCommonStatus(), target.GetGeneration(), succeeded)
-		settleCompatibleState(target, s.base().clusterStage)
-		// base is target with the status last written: the two differ in the status alone.
-		base := target.DeepCopyObject().(T)
-		base.SetStatusFrom(before)
-		changed := !equality.Semantic.DeepEqual(base, target)
-		if err := patchStatus(ctx, c, target, base, changed); err != nil {
-			return err
-		}
-		before.SetStatusFrom(target)
-		return nil
-	}
-	s.base().showStatus = func(ctx context.Context) error {
-		// A copy: not every phase has run, so the generation is not claimed as acted on yet.
-		return writeStatus(ctx, obj.DeepCopyObject().(T), false)
-	}
-	defer func() {
-		if k.finish != nil {
-			k.finish(ctx, s)
-		}
-		s.base().acl.report(s.base().conditions)
-		err = errors.Join(err, writeStatus(ctx, obj, err == nil))
-		observeReady(obj)
-	}()
-	if err := runPhases(ctx, kindName(obj), k.phases, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return s.base().result, nil
+	return reconcile.Shell[T, S]{
+		Client:    c,
+		Kind:      kind,
+		Finalizer: Finalizer,
+		NewObject: k.newObject,
+		NewScope: func(obj T, base reconcile.Scope) S {
+			base.Conditions = base.Conditions.RememberingReady(obj.GetUID(), readyMemory{k.memory.warned})
+			return k.newScope(obj, workloadScope{Scope: base, memory: k.memory})
+		},
+		Phases:   k.phases,
+		Failures: reconcileErrors,
+		OnGone: func(_ context.Context, key types.NamespacedName) {
+			forgetResource(k.memory.counted, kind, key.Namespace, key.Name)
+			k.liveness.Forget(liveness.Owner{Kind: kind, NamespacedName: key})
+		},
+		OnDeleting: func(_ context.Context, obj T) { k.liveness.Forget(livenessOwner(obj)) },
+		Finish: func(ctx context.Context, s S) {
+			if k.finish != nil {
+				k.finish(ctx, s)
+			}
+			s.workload().acl.report(s.Base().Conditions)
+		},
+		SettleStatus: func(obj T, s S) {
+			stage := ""
+			if k.stage != nil {
+				stage = k.stage(s)
+			}
+			settleCompatibleState(obj, stage)
+		},
+		AfterWrite: func(obj T) { observeReady(obj) },
+	}.Reconcile(ctx, req)
 }
 
 // settleCompatibleState derives the compatible status.state and status.reason from the

@@ -38,7 +38,7 @@ func TestExporterRestartAlternatesPinnedAndTemplateImage(t *testing.T) {
 	pod := exporterPod("docker-pullable://quay.io/opstree/redis-exporter@" + exporterDigest)
 	c := fake.NewClientBuilder().WithObjects(pod).Build()
 	rec := events.NewFakeRecorder(10)
-	e := exporterRestart{c, rec}
+	e := exporterRestart{client: c, recorder: rec}
 
 	for round, want := range []string{"quay.io/opstree/redis-exporter@" + exporterDigest, "quay.io/opstree/redis-exporter:v1.44.0"} {
 		var live corev1.Pod
@@ -75,7 +75,7 @@ func TestExporterRestartWithoutDigestWarns(t *testing.T) {
 	pod := exporterPod("sha256:abc")
 	c := fake.NewClientBuilder().WithObjects(pod).Build()
 	rec := events.NewFakeRecorder(10)
-	ok, err := exporterRestart{c, rec}.restart(context.Background(), pod, pod.DeepCopy())
+	ok, err := exporterRestart{client: c, recorder: rec}.restart(context.Background(), pod, pod.DeepCopy())
 	if err != nil || ok {
 		t.Fatalf("restarted %v, %v", ok, err)
 	}
@@ -88,7 +88,7 @@ func TestExporterRestartWithoutDigestWarns(t *testing.T) {
 func TestExporterRestartWithoutExporter(t *testing.T) {
 	pod := exporterPod("")
 	pod.Spec.Containers = pod.Spec.Containers[:1]
-	ok, err := exporterRestart{fake.NewClientBuilder().Build(), events.NewFakeRecorder(1)}.restart(context.Background(), pod, pod)
+	ok, err := exporterRestart{client: fake.NewClientBuilder().Build(), recorder: events.NewFakeRecorder(1)}.restart(context.Background(), pod, pod)
 	if err != nil || ok {
 		t.Fatalf("restarted %v, %v", ok, err)
 	}
@@ -106,7 +106,7 @@ func TestExporterStaleMarkThenRestart(t *testing.T) {
 	unmarked.Name = "r-2"
 	c := fake.NewClientBuilder().WithObjects(pinned, noDigest, unmarked).Build()
 	rec := events.NewFakeRecorder(10)
-	e := exporterRestart{c, rec}
+	e := exporterRestart{client: c, recorder: rec}
 
 	live := func(p *corev1.Pod) corev1.Pod {
 		var got corev1.Pod

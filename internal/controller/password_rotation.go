@@ -225,7 +225,7 @@ func (p passwordRotation) switchTogether(ctx context.Context, owner client.Objec
 // Marked after, an interruption in between would leave it on the old one with nothing left
 // to tell.
 func (p passwordRotation) markExporter(ctx context.Context, pod *corev1.Pod) error {
-	return exporterRestart{p.client, p.recorder}.markStale(ctx, pod)
+	return exporterRestart{client: p.client, recorder: p.recorder}.markStale(ctx, pod)
 }
 
 func (p passwordRotation) failed(owner client.Object, pod *corev1.Pod, action string, err error) error {

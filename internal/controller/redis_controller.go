@@ -14,6 +14,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/status"
 )
@@ -49,7 +50,7 @@ type RedisReconciler struct {
 }
 
 type redisScope struct {
-	scopeBase
+	workloadScope
 	cr       *v1beta2.Redis
 	password string
 	tls      *tlsSettings
@@ -59,27 +60,27 @@ type redisScope struct {
 	pod      *corev1.Pod
 }
 
-func (r *RedisReconciler) phases() []phase[*redisScope] {
-	return []phase[*redisScope]{
-		{"deletion", r.reconcileDeletion},
-		{"skip-reconcile", r.skipReconcile},
-		{"finalizer", func(ctx context.Context, s *redisScope) (bool, error) {
+func (r *RedisReconciler) phases() []reconcile.Phase[*redisScope] {
+	return []reconcile.Phase[*redisScope]{
+		{Name: "deletion", Run: r.reconcileDeletion},
+		{Name: "skip-reconcile", Run: r.skipReconcile},
+		{Name: "finalizer", Run: func(ctx context.Context, s *redisScope) (bool, error) {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
-		{"password", r.resolvePassword},
-		{"tls", r.resolveTLS},
-		{"acl", r.resolveACL},
-		{"password-rotation", r.rotatePassword},
-		{"build", r.buildObjects},
-		{"storage", r.growStorage},
-		{"objects", r.applyObjects},
-		{"exporter-password", r.restartStaleExporters},
-		{"storage-wait", r.waitForStorage},
-		{"pod", r.observePod},
-		{"tls-reload", r.reloadTLS},
-		{"acl-reload", r.reloadACL},
-		{"dynamic-config", r.applyDynamicConfig},
-		{"health", r.checkHealth},
+		{Name: "password", Run: r.resolvePassword},
+		{Name: "tls", Run: r.resolveTLS},
+		{Name: "acl", Run: r.resolveACL},
+		{Name: "password-rotation", Run: r.rotatePassword},
+		{Name: "build", Run: r.buildObjects},
+		{Name: "storage", Run: r.growStorage},
+		{Name: "objects", Run: r.applyObjects},
+		{Name: "exporter-password", Run: r.restartStaleExporters},
+		{Name: "storage-wait", Run: r.waitForStorage},
+		{Name: "pod", Run: r.observePod},
+		{Name: "tls-reload", Run: r.reloadTLS},
+		{Name: "acl-reload", Run: r.reloadACL},
+		{Name: "dynamic-config", Run: r.applyDynamicConfig},
+		{Name: "health", Run: r.checkHealth},
 	}
 }
 
@@ -87,7 +88,7 @@ func (r *RedisReconciler) phases() []phase[*redisScope] {
 func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.Redis, *redisScope]{
 		newObject: func() *v1beta2.Redis { return &v1beta2.Redis{} },
-		newScope:  func(cr *v1beta2.Redis, b scopeBase) *redisScope { return &redisScope{scopeBase: b, cr: cr} },
+		newScope:  func(cr *v1beta2.Redis, b workloadScope) *redisScope { return &redisScope{workloadScope: b, cr: cr} },
 		phases:    r.phases(),
 		liveness:  r.Liveness,
 		memory:    r.Memory,
@@ -95,45 +96,45 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "Redis", s.cr.Spec.Storage, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "Redis", s.cr.Spec.Storage, s.Requeuer(ctx))
 }
 
 func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileAnnotation, "Redis", s.conditions), nil
+	return skipWhileAnnotated(s.cr, SkipReconcileAnnotation, "Redis", s.Conditions), nil
 }
 
 func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
 	return stop, err
 }
 
 // rotatePassword changes a running pod's password in place when the Secret's changed.
 func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.conditions,
-		func(why string) { s.requeue(ctx, whileBroken, why) })
+	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.Conditions,
+		func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
 
 func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
 // reloadTLS brings a renewed TLS Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadTLS(ctx context.Context, s *redisScope) (bool, error) {
-	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
-		builder.DefaultRedisPort, s.acl.auth(s.password), s.requeuer(ctx))
+	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
+		builder.DefaultRedisPort, s.acl.auth(s.password), s.Requeuer(ctx))
 }
 
 func (r *RedisReconciler) resolveACL(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.conditions)
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.Conditions)
 	return stop, err
 }
 
 // reloadACL brings an edit of the ACL Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadACL(ctx context.Context, s *redisScope) (bool, error) {
-	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
-		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.requeuer(ctx))
+	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
+		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
 }
 
 func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, error) {
@@ -145,12 +146,12 @@ func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, 
 // growStorage grows the volumes to a larger storage request before the objects are applied.
 func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool, error) {
 	var err error
-	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.conditions)
+	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.Conditions)
 	return false, err
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.Conditions)
 }
 
 // restartStaleExporters gives the exporters a password rotation marked the password the
@@ -160,12 +161,12 @@ func (r *RedisReconciler) restartStaleExporters(ctx context.Context, s *redisSco
 	if err != nil {
 		return false, err
 	}
-	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {
-	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.conditions,
-		s.requeuer(ctx)), nil
+	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.Conditions,
+		s.Requeuer(ctx)), nil
 }
 
 func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, error) {
@@ -178,11 +179,11 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
 		switch {
-		case reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, pods, s.requeuer(ctx)):
-		case s.conditions.HasServed():
-			s.conditions.Degraded(status.ReasonPodsNotReady, message)
+		case reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, pods, s.Requeuer(ctx)):
+		case s.Conditions.HasServed():
+			s.Conditions.Degraded(status.ReasonPodsNotReady, message)
 		default:
-			s.conditions.Progressing(status.ReasonPodsNotReady, message)
+			s.Conditions.Progressing(status.ReasonPodsNotReady, message)
 		}
 		return true, nil // the pod watch brings us back
 	}
@@ -232,19 +233,19 @@ func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool,
 	}
 	if err != nil {
 		message := fmt.Sprintf("pod %s does not answer PING: %v", s.pod.Name, err)
-		if s.conditions.HasServed() {
+		if s.Conditions.HasServed() {
 			// It served: an outage, as every kind says of a pod that stops answering.
-			s.conditions.Degraded(status.ReasonRedisUnreachable, message)
+			s.Conditions.Degraded(status.ReasonRedisUnreachable, message)
 		} else {
-			s.conditions.Progressing(status.ReasonRedisUnreachable, message)
+			s.Conditions.Progressing(status.ReasonRedisUnreachable, message)
 		}
-		s.requeue(ctx, whileConverging, "Redis does not answer PING")
+		s.Requeue(ctx, whileConverging, "Redis does not answer PING")
 		return true, nil
 	}
-	if s.cr.Status.State != StandaloneStateReady && s.conditions.FirstReady() {
+	if s.cr.Status.State != StandaloneStateReady && s.Conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "RedisReady", "Observe", "pod %s answers", s.pod.Name)
 	}
-	s.conditions.Ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
-	s.requeue(ctx, healthCheckInterval, "periodic health check")
+	s.Conditions.Ready(fmt.Sprintf("pod %s answers PING", s.pod.Name))
+	s.Requeue(ctx, healthCheckInterval, "periodic health check")
 	return false, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -56,16 +57,18 @@ type RedisClusterReconciler struct {
 
 // clusterScope is what the phases of one reconcile share.
 type clusterScope struct {
-	scopeBase
-	cr        *v1beta2.RedisCluster
-	password  string
-	tls       *tlsSettings
-	objects   *builder.Objects
-	buildErr  error
-	storage   storageOutcome
-	leaders   []corev1.Pod
-	followers []corev1.Pod
-	members   []clusterplan.Member
+	workloadScope
+	cr *v1beta2.RedisCluster
+	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
+	clusterStage string
+	password     string
+	tls          *tlsSettings
+	objects      *builder.Objects
+	buildErr     error
+	storage      storageOutcome
+	leaders      []corev1.Pod
+	followers    []corev1.Pod
+	members      []clusterplan.Member
 	// outages is what the cluster does not serve as it should (clusterplan.Outages).
 	outages []string
 	// infos are the pods' CLUSTER INFO read with their views, by pod name.
@@ -88,33 +91,33 @@ type clusterScope struct {
 	handMade []string
 }
 
-func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
-	return []phase[*clusterScope]{
-		{"deletion", r.reconcileDeletion},
-		{"skip-reconcile", r.skipReconcile},
-		{"finalizer", r.ensureFinalizer},
-		{"password", r.resolvePassword},
-		{"tls", r.resolveTLS},
-		{"acl", r.resolveACL},
-		{"node-ports", r.readNodePorts},
-		{"hand-over-terminating", r.handOverTerminating},
-		{"password-rotation", r.rotatePassword},
-		{"scale-in", r.holdScaleIn},
-		{"node-port-services", r.ensureNodePortServices},
-		{"build", r.buildObjects},
-		{"storage", r.growStorage},
-		{"objects", r.applyObjects},
-		{"exporter-password", r.restartStaleExporters},
-		{"storage-wait", r.waitForStorage},
-		{"pods", r.observePods},
-		{"tls-reload", r.reloadTLS},
-		{"acl-reload", r.reloadACL},
-		{"topology", r.reconcileTopology},
-		{"pod-roles", r.labelPodRoles},
-		{"dynamic-config", r.applyDynamicConfig},
-		{"health", r.checkHealth},
-		{"requested-failover", r.failoverOnRequest},
-		{"rolling-update", r.rollPods},
+func (r *RedisClusterReconciler) phases() []reconcile.Phase[*clusterScope] {
+	return []reconcile.Phase[*clusterScope]{
+		{Name: "deletion", Run: r.reconcileDeletion},
+		{Name: "skip-reconcile", Run: r.skipReconcile},
+		{Name: "finalizer", Run: r.ensureFinalizer},
+		{Name: "password", Run: r.resolvePassword},
+		{Name: "tls", Run: r.resolveTLS},
+		{Name: "acl", Run: r.resolveACL},
+		{Name: "node-ports", Run: r.readNodePorts},
+		{Name: "hand-over-terminating", Run: r.handOverTerminating},
+		{Name: "password-rotation", Run: r.rotatePassword},
+		{Name: "scale-in", Run: r.holdScaleIn},
+		{Name: "node-port-services", Run: r.ensureNodePortServices},
+		{Name: "build", Run: r.buildObjects},
+		{Name: "storage", Run: r.growStorage},
+		{Name: "objects", Run: r.applyObjects},
+		{Name: "exporter-password", Run: r.restartStaleExporters},
+		{Name: "storage-wait", Run: r.waitForStorage},
+		{Name: "pods", Run: r.observePods},
+		{Name: "tls-reload", Run: r.reloadTLS},
+		{Name: "acl-reload", Run: r.reloadACL},
+		{Name: "topology", Run: r.reconcileTopology},
+		{Name: "pod-roles", Run: r.labelPodRoles},
+		{Name: "dynamic-config", Run: r.applyDynamicConfig},
+		{Name: "health", Run: r.checkHealth},
+		{Name: "requested-failover", Run: r.failoverOnRequest},
+		{Name: "rolling-update", Run: r.rollPods},
 	}
 }
 
@@ -123,10 +126,13 @@ func (r *RedisClusterReconciler) phases() []phase[*clusterScope] {
 func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
 		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
-		newScope:  func(cr *v1beta2.RedisCluster, b scopeBase) *clusterScope { return &clusterScope{scopeBase: b, cr: cr} },
-		phases:    r.phases(),
-		liveness:  r.Liveness,
-		memory:    r.Memory,
+		newScope: func(cr *v1beta2.RedisCluster, b workloadScope) *clusterScope {
+			return &clusterScope{workloadScope: b, cr: cr}
+		},
+		phases:   r.phases(),
+		liveness: r.Liveness,
+		stage:    func(s *clusterScope) string { return s.clusterStage },
+		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -135,11 +141,11 @@ func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clust
 	if s.cr.Spec.Storage != nil {
 		storage = &s.cr.Spec.Storage.Storage
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisCluster", storage, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisCluster", storage, s.Requeuer(ctx))
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileClusterAnnotation, "cluster", s.conditions), nil
+	return skipWhileAnnotated(s.cr, SkipReconcileClusterAnnotation, "cluster", s.Conditions), nil
 }
 
 func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *clusterScope) (bool, error) {
@@ -147,14 +153,14 @@ func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *cluster
 }
 
 func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
 	return stop, err
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed.
 func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterScope) (bool, error) {
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotate(ctx, s.cr, r.allPods(ctx, s), int(builder.ClusterPort(s.cr)), s.password, s.conditions,
-		func(why string) { s.requeue(ctx, whileBroken, why) })
+	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotate(ctx, s.cr, r.allPods(ctx, s), int(builder.ClusterPort(s.cr)), s.password, s.Conditions,
+		func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
 
 // allPods lists the pods of both StatefulSets, leaders first.
@@ -174,7 +180,7 @@ func (r *RedisClusterReconciler) restartStaleExporters(ctx context.Context, s *c
 	if err != nil {
 		return false, err
 	}
-	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
@@ -187,17 +193,17 @@ func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope
 // growStorage grows the volumes to a larger storage request before the objects are applied.
 func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScope) (bool, error) {
 	var err error
-	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.conditions)
+	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.Conditions)
 	return false, err
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.Conditions)
 }
 
 func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {
-	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.conditions,
-		s.requeuer(ctx)), nil
+	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.Conditions,
+		s.Requeuer(ctx)), nil
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
@@ -253,7 +259,7 @@ func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *cluste
 	}
 	for _, m := range s.members {
 		if m.View == nil {
-			s.requeue(ctx, afterRedisCommands, "a new leader runs but does not answer yet")
+			s.Requeue(ctx, afterRedisCommands, "a new leader runs but does not answer yet")
 			break
 		}
 	}
@@ -286,7 +292,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		RollingUpdate: s.rollingUpdate}
 	view := s.withPods(running, nil)
 	var outages []string
-	if s.conditions.HasServed() { // a cluster still being created has no outage to report
+	if s.Conditions.HasServed() { // a cluster still being created has no outage to report
 		outages = clusterplan.Outages(design, r.observeMembers(ctx, view))
 		if len(running) == 0 {
 			outages = append(outages, "no pod of the cluster runs")
@@ -300,9 +306,9 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		if s.cr.Status.State != "" && s.cr.Status.State != status.ClusterStateInitializing {
 			reason = ReasonScalingOut
 		}
-		s.conditions.Progressing(reason, message)
+		s.Conditions.Progressing(reason, message)
 	}
-	reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, append(slices.Clone(s.leaders), s.followers...), s.requeuer(ctx))
+	reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, append(slices.Clone(s.leaders), s.followers...), s.Requeuer(ctx))
 }
 
 // outage reports that an established cluster does not serve as it should, with one Warning
@@ -313,29 +319,29 @@ func (r *RedisClusterReconciler) outage(s *clusterScope, message string) {
 	if previous == nil || previous.Status != metav1.ConditionTrue || previous.Reason != status.ReasonOutage {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", message)
 	}
-	s.conditions.Degraded(status.ReasonOutage, message)
+	s.Conditions.Degraded(status.ReasonOutage, message)
 }
 
 func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
 func (r *RedisClusterReconciler) resolveACL(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.conditions)
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.Conditions)
 	return stop, err
 }
 
 // reloadACL brings an edit of the ACL Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadACL(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
-		int(builder.ClusterPort(s.cr)), s.password, s.acl, s.tls.clientConfig(), s.requeuer(ctx))
+	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
+		int(builder.ClusterPort(s.cr)), s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadTLS(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
-		int(builder.ClusterPort(s.cr)), s.acl.auth(s.password), s.requeuer(ctx))
+	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
+		int(builder.ClusterPort(s.cr)), s.acl.auth(s.password), s.Requeuer(ctx))
 }
 
 // endpoint is how to reach the Redis at ip:port of this cluster: its password, its TLS.
@@ -351,6 +357,6 @@ func (s *clusterScope) memberEndpoint(m *clusterplan.Member) redis.Endpoint {
 
 // withPods is a scope that observes only the given pods, with what it takes to reach them.
 func (s *clusterScope) withPods(leaders, followers []corev1.Pod) *clusterScope {
-	return &clusterScope{scopeBase: s.scopeBase, cr: s.cr, password: s.password, tls: s.tls, nodePorts: s.nodePorts,
+	return &clusterScope{workloadScope: s.workloadScope, cr: s.cr, clusterStage: s.clusterStage, password: s.password, tls: s.tls, nodePorts: s.nodePorts,
 		leaders: leaders, followers: followers}
 }

@@ -22,7 +22,7 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 	req := failoverRequest{client: r.Client, recorder: r.Recorder, obj: s.cr, conditions: &s.cr.Status.Conditions, warned: s.memory.warned}
 	again := func(more bool, err error) (bool, error) {
 		if more {
-			s.requeue(ctx, afterRedisCommands, "closing the requested failover once its outcome is in the status")
+			s.Requeue(ctx, afterRedisCommands, "closing the requested failover once its outcome is in the status")
 		}
 		return false, err
 	}
@@ -44,8 +44,8 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 		return again(req.refuse(ctx, plan.Refuse, plan.Invalid))
 	}
 	if plan.Wait != "" {
-		s.conditions.Progressing(ReasonFailoverRequested, "the failover asked with "+builder.AnnotationFailover+" waits: "+plan.Wait)
-		s.requeue(ctx, whileConverging, plan.Wait)
+		s.Conditions.Progressing(ReasonFailoverRequested, "the failover asked with "+builder.AnnotationFailover+" waits: "+plan.Wait)
+		s.Requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	}
 	if err := req.choose(ctx, plan.Failover); err != nil {
@@ -60,14 +60,14 @@ func (r *RedisClusterReconciler) failoverOnRequest(ctx context.Context, s *clust
 		return false, fmt.Errorf("CLUSTER FAILOVER on %s: %w", plan.Failover, err)
 	}
 	if wait != "" {
-		s.conditions.Progressing(ReasonFailoverRequested, progress+": "+wait)
-		s.requeue(ctx, whileConverging, wait)
+		s.Conditions.Progressing(ReasonFailoverRequested, progress+": "+wait)
+		s.Requeue(ctx, whileConverging, wait)
 		return true, nil
 	}
 	failovers.With(resourceLabelValues(s.cr)).Inc()
 	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s", progress)
-	s.conditions.Progressing(ReasonFailoverRequested, progress)
-	s.requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to swap the roles")
+	s.Conditions.Progressing(ReasonFailoverRequested, progress)
+	s.Requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to swap the roles")
 	return true, nil
 }
 

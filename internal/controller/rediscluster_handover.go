@@ -60,10 +60,10 @@ func (r *RedisClusterReconciler) handOver(ctx context.Context, s, view *clusterS
 			r.Recorder.Eventf(s.cr, pod, corev1.EventTypeWarning, "HandOverRefused", "Failover",
 				"%s stops while it serves slots, and its shard cannot be handed over: %s", pod.Name, plan.Refuse)
 		}
-		s.requeue(ctx, whileConverging, "a terminating master's shard has no replica in sync to take it over yet")
+		s.Requeue(ctx, whileConverging, "a terminating master's shard has no replica in sync to take it over yet")
 		return nil
 	case plan.Wait != "":
-		s.requeue(ctx, whileConverging, "the hand-over of terminating "+pod.Name+" waits: "+plan.Wait)
+		s.Requeue(ctx, whileConverging, "the hand-over of terminating "+pod.Name+" waits: "+plan.Wait)
 		return nil
 	}
 	member := memberByPod(members, plan.Failover)
@@ -75,14 +75,14 @@ func (r *RedisClusterReconciler) handOver(ctx context.Context, s, view *clusterS
 		return fmt.Errorf("CLUSTER FAILOVER on %s for terminating %s: %w", plan.Failover, pod.Name, err)
 	}
 	if wait != "" {
-		s.requeue(ctx, whileConverging, "the hand-over of terminating "+pod.Name+" waits: "+wait)
+		s.Requeue(ctx, whileConverging, "the hand-over of terminating "+pod.Name+" waits: "+wait)
 		return nil
 	}
 	failovers.With(resourceLabelValues(s.cr)).Inc()
 	log.FromContext(ctx).Info("hand-over of a terminating master", "master", pod.Name, "replica", plan.Failover)
 	r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "HandOver", "Failover",
 		"%s takes the shard of %s over before its pod stops", plan.Failover, pod.Name)
-	s.requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to hand a terminating master's shard over")
+	s.Requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to hand a terminating master's shard over")
 	return nil
 }
 

@@ -66,11 +66,11 @@ func (r *RedisClusterReconciler) ensureNodePortServices(ctx context.Context, s *
 		var notOwned *apply.NotOwnedError
 		switch {
 		case errors.As(err, &notOwned):
-			s.conditions.Degraded(status.ReasonNotOwned, notOwned.Error())
+			s.Conditions.Degraded(status.ReasonNotOwned, notOwned.Error())
 			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonNotOwned, "Adopt", "refusing to take over: %s", notOwned.Error())
 			return true, nil
 		case err != nil:
-			s.conditions.Degraded(status.ReasonApplyFailed, err.Error())
+			s.Conditions.Degraded(status.ReasonApplyFailed, err.Error())
 			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonApplyFailed, "Apply", "%s", err.Error())
 			return false, err
 		case written:
@@ -97,8 +97,8 @@ func (r *RedisClusterReconciler) ensureNodePortServices(ctx context.Context, s *
 		if s.newCluster() {
 			reason = status.ReasonPodsNotReady
 		}
-		s.conditions.Progressing(reason, why)
-		s.requeue(ctx, afterRedisCommands, why)
+		s.Conditions.Progressing(reason, why)
+		s.Requeue(ctx, afterRedisCommands, why)
 		return true, nil
 	}
 	return false, nil

@@ -136,7 +136,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 	if action == (clusterplan.RollAction{}) {
 		return false, nil
 	}
-	progress := func(message string) { s.conditions.Progressing(status.ReasonRollingUpdate, "rolling update: "+message) }
+	progress := func(message string) { s.Conditions.Progressing(status.ReasonRollingUpdate, "rolling update: "+message) }
 	switch {
 	case action.Delete != "":
 		pod, _ := s.pod(func(p *corev1.Pod) bool { return p.Name == action.Delete }).(*corev1.Pod)
@@ -171,7 +171,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		}
 		if wait != "" {
 			progress(wait)
-			s.requeue(ctx, whileConverging, wait)
+			s.Requeue(ctx, whileConverging, wait)
 			return true, nil
 		}
 		if master := masterPodOf(s.members, member); master != "" {
@@ -180,16 +180,16 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		}
 		r.Recorder.Eventf(s.cr, pod, corev1.EventTypeNormal, "ClusterFailover", "Failover", "%s takes its master's shard over so that the master can be replaced", action.Failover)
 		progress(action.Failover + " takes its master's shard over")
-		s.requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to swap the roles")
+		s.Requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER to swap the roles")
 		return true, nil
 	case action.Wait != "":
 		progress(action.Wait)
-		s.requeue(ctx, whileConverging, action.Wait)
+		s.Requeue(ctx, whileConverging, action.Wait)
 		return true, nil
 	}
 	if !degradedWith(s, action.Problem) {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, "RollingUpdateRefused", "Delete", "%s", action.Problem)
 	}
-	s.conditions.Degraded(status.ReasonRollingUpdate, action.Problem)
+	s.Conditions.Degraded(status.ReasonRollingUpdate, action.Problem)
 	return true, nil // a change of the spec or a pod brings us back
 }

@@ -21,7 +21,7 @@ func TestRollingUpdateLastsUntilTheReplacedPodIsBack(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "c-leader"}}}}
 	}
 	now := time.Now()
-	s := &clusterScope{scopeBase: scopeBase{memory: NewMemory()},
+	s := &clusterScope{workloadScope: workloadScope{memory: NewMemory()},
 		cr:        &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-c"}},
 		revisions: map[string]string{"c-leader": "new"}}
 	s.leaders = []corev1.Pod{pod("c-leader-0", "new"), pod("c-leader-1", "new")}

@@ -59,7 +59,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 			if !hasOrdinal(set.pods, int(ordinal)) {
 				*set.keep = set.have
 				s.clusterStage = status.ClusterReasonInitializingLeaders
-				s.conditions.Progressing(ReasonScalingIn, fmt.Sprintf("scale-in waits for pod ordinal %d to run again: what it holds is unknown", ordinal))
+				s.Conditions.Progressing(ReasonScalingIn, fmt.Sprintf("scale-in waits for pod ordinal %d to run again: what it holds is unknown", ordinal))
 				return false, nil
 			}
 		}
@@ -82,7 +82,7 @@ func (r *RedisClusterReconciler) holdScaleIn(ctx context.Context, s *clusterScop
 				return false, err
 			}
 		}
-		s.requeue(ctx, afterRedisCommands, "waiting for every view to agree a departing node serves nothing")
+		s.Requeue(ctx, afterRedisCommands, "waiting for every view to agree a departing node serves nothing")
 	}
 	// The reference shows a scale-in as initializing leaders, then followers, until the
 	// departing pods are gone.
@@ -123,8 +123,8 @@ func (r *RedisClusterReconciler) holdScaleOut(ctx context.Context, s *clusterSco
 			*set.keep = ordinal
 			s.clusterStage = set.stage
 			why := fmt.Sprintf("scale-out waits for claim %s, left by an earlier scale-in, to be deleted before pod %s-%d starts", claim, stsName, ordinal)
-			s.conditions.Progressing(ReasonScalingOut, why)
-			s.requeue(ctx, whileConverging, why)
+			s.Conditions.Progressing(ReasonScalingOut, why)
+			s.Requeue(ctx, whileConverging, why)
 			break
 		}
 	}

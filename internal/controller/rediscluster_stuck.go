@@ -48,7 +48,7 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 		Grace: cmp.Or(r.StuckMasterGrace, DefaultMasterPromotionGrace)}, s.members)
 	logger := log.FromContext(ctx)
 	if plan.Recheck > 0 {
-		s.requeue(ctx, plan.Recheck, "a master stuck in a script is taken over once its grace is over")
+		s.Requeue(ctx, plan.Recheck, "a master stuck in a script is taken over once its grace is over")
 	}
 	for _, wait := range plan.Waits {
 		logger.Info("a master stuck in a script waits to be taken over", "wait", wait)
@@ -58,7 +58,7 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 		if s.memory.warned.FirstWarning(s.cr.UID, "stuck-master", problems) {
 			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", problems)
 		}
-		if s.conditions.HasServed() {
+		if s.Conditions.HasServed() {
 			s.outages = append(s.outages, plan.Problems...)
 		}
 	}
@@ -76,7 +76,7 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 	}
 	if wait != "" {
 		logger.Info("a master stuck in a script waits to be taken over", "master", f.Master, "replica", f.Replica, "wait", wait)
-		s.requeue(ctx, whileConverging, wait)
+		s.Requeue(ctx, whileConverging, wait)
 		return nil
 	}
 	failovers.With(resourceLabelValues(s.cr)).Inc()
@@ -84,6 +84,6 @@ func (r *RedisClusterReconciler) failOverStuckMasters(ctx context.Context, s *cl
 	r.Recorder.Eventf(s.cr, masterPod, corev1.EventTypeWarning, ReasonStuckMasterFailover, "Failover",
 		"master %s has answered BUSY (stuck in a script or function) for %s: %s is asked to take its shard over with CLUSTER FAILOVER FORCE",
 		f.Master, f.Busy.Round(time.Second), f.Replica)
-	s.requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER FORCE to elect the replica of a stuck master")
+	s.Requeue(ctx, afterRedisCommands, "waiting for CLUSTER FAILOVER FORCE to elect the replica of a stuck master")
 	return nil
 }

@@ -75,7 +75,7 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 	plan = r.withoutPendingFailovers(s, plan)
 	// What the cluster does not serve is said as an outage, whatever the plan does about it;
 	// steps and waits of a cluster that serves everything are progress.
-	if s.conditions.HasServed() { // a cluster still being created has no outage to report
+	if s.Conditions.HasServed() { // a cluster still being created has no outage to report
 		s.outages = clusterplan.Outages(design, s.members)
 	}
 	// The plan waits for a stuck master to answer, which it may not do before its probe
@@ -92,26 +92,26 @@ func (r *RedisClusterReconciler) reconcileTopology(ctx context.Context, s *clust
 		s.progressUnlessOutage(r, reason, summarizeSteps(plan.Steps))
 		if reason == status.ReasonResharding {
 			// Moving slots takes up to a slice (seconds): say so before, not after.
-			if err := s.showStatus(ctx); err != nil {
+			if err := s.ShowStatus(ctx); err != nil {
 				return false, err
 			}
 		}
 		if err := r.runSteps(ctx, s, plan.Steps); err != nil {
 			return false, err
 		}
-		s.requeue(ctx, afterRedisCommands, "waiting for Redis to act on "+string(plan.Steps[0].Kind))
+		s.Requeue(ctx, afterRedisCommands, "waiting for Redis to act on "+string(plan.Steps[0].Kind))
 		return true, nil
 	case plan.Wait != "":
 		s.progressUnlessOutage(r, status.ReasonConverging, plan.Wait)
-		s.requeue(ctx, whileConverging, plan.Wait)
+		s.Requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	case len(plan.Problems) > 0:
 		message := strings.Join(plan.Problems, "; ")
 		if !degradedWith(s, message) {
 			r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonTopologyProblem, "Observe", "%s", message)
 		}
-		s.conditions.Degraded(status.ReasonTopologyProblem, message)
-		s.requeue(ctx, whileBroken, "a topology problem may clear once pods come back")
+		s.Conditions.Degraded(status.ReasonTopologyProblem, message)
+		s.Requeue(ctx, whileBroken, "a topology problem may clear once pods come back")
 		return true, nil
 	}
 	return false, nil
@@ -149,7 +149,7 @@ func (s *clusterScope) newCluster() bool {
 	case "", status.ClusterStateInitializing:
 		return true
 	case status.ClusterStateBootstrap:
-		return !s.conditions.HasServed()
+		return !s.Conditions.HasServed()
 	}
 	return false
 }
@@ -557,41 +557,41 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 func (r *RedisClusterReconciler) checkHealth(ctx context.Context, s *clusterScope) (bool, error) {
 	if len(s.outages) > 0 {
 		r.outage(s, clusterplan.OutageSummary(s.outages))
-		s.requeue(ctx, whileBroken, "an outage may clear once pods answer again")
+		s.Requeue(ctx, whileBroken, "an outage may clear once pods answer again")
 		return true, nil
 	}
 	for _, m := range s.members {
 		info, err := r.clusterInfo(ctx, s, m)
 		if err != nil {
 			s.progressUnlessOutage(r, status.ReasonRedisUnreachable, fmt.Sprintf("pod %s: %v", m.Pod, err))
-			s.requeue(ctx, whileConverging, "CLUSTER INFO failed")
+			s.Requeue(ctx, whileConverging, "CLUSTER INFO failed")
 			return true, nil
 		}
 		if info.State != "ok" || info.SlotsOK != redis.SlotCount {
 			wait := fmt.Sprintf("pod %s reports cluster_state:%s with %d of %d slots ok", m.Pod, info.State, info.SlotsOK, redis.SlotCount)
-			s.conditions.Progressing(status.ReasonConverging, wait)
-			s.requeue(ctx, whileConverging, wait)
+			s.Conditions.Progressing(status.ReasonConverging, wait)
+			s.Requeue(ctx, whileConverging, wait)
 			return true, nil
 		}
 	}
 	leaders, followers := builder.LeaderReplicas(s.cr), builder.FollowerReplicas(s.cr)
 	if !s.podsReady {
 		// Redis is fine; the status waits for the kubelet to agree (pod events bring us back).
-		s.conditions.Progressing(status.ReasonPodsNotReady, fmt.Sprintf("cluster_state:ok; waiting for pods to pass their readiness probe (%d/%d leaders, %d/%d followers ready)",
+		s.Conditions.Progressing(status.ReasonPodsNotReady, fmt.Sprintf("cluster_state:ok; waiting for pods to pass their readiness probe (%d/%d leaders, %d/%d followers ready)",
 			s.cr.Status.ReadyLeaderReplicas, leaders, s.cr.Status.ReadyFollowerReplicas, followers))
 		return true, nil
 	}
-	if s.cr.Status.State != status.ClusterStateReady && s.conditions.FirstReady() {
+	if s.cr.Status.State != status.ClusterStateReady && s.Conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "ClusterReady", "Observe", "%d masters serve all %d slots with %d replicas", leaders, redis.SlotCount, followers)
 	}
 	message := fmt.Sprintf("cluster_state:ok, %d masters serve all %d slots, %d replicas, every link up", leaders, redis.SlotCount, followers)
 	if len(s.handMade) > 0 {
-		s.conditions.ReadyAs(ReasonHandMadeFailoverKept, message+"; "+handMadeSummary(s.handMade))
+		s.Conditions.ReadyAs(ReasonHandMadeFailoverKept, message+"; "+handMadeSummary(s.handMade))
 	} else {
-		s.conditions.Ready(message)
+		s.Conditions.Ready(message)
 	}
 	s.memory.waits.Stopped(s.cr.UID, replacementKey) // a replaced pod's replica is back
-	s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+	s.Requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	return false, nil
 }
 
@@ -602,7 +602,7 @@ func (s *clusterScope) progressUnlessOutage(r *RedisClusterReconciler, reason, m
 		r.outage(s, clusterplan.OutageSummary(s.outages))
 		return
 	}
-	s.conditions.Progressing(reason, message)
+	s.Conditions.Progressing(reason, message)
 }
 
 // clusterInfo is the pod's CLUSTER INFO as observed earlier in this reconcile, or asked now.

@@ -20,6 +20,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -85,7 +86,7 @@ type RedisReplicationReconciler struct {
 }
 
 type replicationScope struct {
-	scopeBase
+	workloadScope
 	cr       *v1beta2.RedisReplication
 	password string
 	tls      *tlsSettings
@@ -123,48 +124,48 @@ func (r *RedisReplicationReconciler) restartStaleExporters(ctx context.Context, 
 	if err != nil {
 		return false, err
 	}
-	return false, exporterRestart{r.Client, r.Recorder}.restartStale(ctx, s.cr, pods)
+	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
 // that of every sentinel watching the replication (embedded or RedisSentinels) in step with it.
 func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
 	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{r.Client, r.Redis, r.Recorder, s.tls.clientConfig(), s.acl}.rotateWatched(ctx, s.cr, pods,
+	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotateWatched(ctx, s.cr, pods,
 		func() ([]watchingSentinels, error) { return r.watchingSentinels(ctx, s) },
-		builder.DefaultRedisPort, s.password, s.conditions, func(why string) { s.requeue(ctx, whileBroken, why) })
+		builder.DefaultRedisPort, s.password, s.Conditions, func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
 
-func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
-	return []phase[*replicationScope]{
-		{"deletion", r.reconcileDeletion},
-		{"skip-reconcile", r.skipReconcile},
-		{"finalizer", func(ctx context.Context, s *replicationScope) (bool, error) {
+func (r *RedisReplicationReconciler) phases() []reconcile.Phase[*replicationScope] {
+	return []reconcile.Phase[*replicationScope]{
+		{Name: "deletion", Run: r.reconcileDeletion},
+		{Name: "skip-reconcile", Run: r.skipReconcile},
+		{Name: "finalizer", Run: func(ctx context.Context, s *replicationScope) (bool, error) {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
-		{"password", r.resolvePassword},
-		{"tls", r.resolveTLS},
-		{"acl", r.resolveACL},
-		{"hostnames", r.resolveHostnames},
-		{"password-rotation", r.rotatePassword},
-		{"hand-over-terminating", r.handOverTerminating},
-		{"hand-over-before-scale-in", r.handOverBeforeScaleIn},
-		{"build", r.buildObjects},
-		{"storage", r.growStorage},
-		{"objects", r.applyObjects},
-		{"exporter-password", r.restartStaleExporters},
-		{"storage-wait", r.waitForStorage},
-		{"pods", r.observePods},
-		{"tls-reload", r.reloadTLS},
-		{"acl-reload", r.reloadACL},
-		{"sentinels", r.observeSentinels},
-		{"sentinel-tls-roll", r.rollSentinelsForTLS},
-		{"replication", r.reconcileReplication},
-		{"dynamic-config", r.applyDynamicConfig},
-		{"requested-failover", r.failoverOnRequest},
-		{"rolling-update", r.rollPods},
-		{"sentinel-migration", r.retireLegacySentinels},
-		{"health", r.checkHealth},
+		{Name: "password", Run: r.resolvePassword},
+		{Name: "tls", Run: r.resolveTLS},
+		{Name: "acl", Run: r.resolveACL},
+		{Name: "hostnames", Run: r.resolveHostnames},
+		{Name: "password-rotation", Run: r.rotatePassword},
+		{Name: "hand-over-terminating", Run: r.handOverTerminating},
+		{Name: "hand-over-before-scale-in", Run: r.handOverBeforeScaleIn},
+		{Name: "build", Run: r.buildObjects},
+		{Name: "storage", Run: r.growStorage},
+		{Name: "objects", Run: r.applyObjects},
+		{Name: "exporter-password", Run: r.restartStaleExporters},
+		{Name: "storage-wait", Run: r.waitForStorage},
+		{Name: "pods", Run: r.observePods},
+		{Name: "tls-reload", Run: r.reloadTLS},
+		{Name: "acl-reload", Run: r.reloadACL},
+		{Name: "sentinels", Run: r.observeSentinels},
+		{Name: "sentinel-tls-roll", Run: r.rollSentinelsForTLS},
+		{Name: "replication", Run: r.reconcileReplication},
+		{Name: "dynamic-config", Run: r.applyDynamicConfig},
+		{Name: "requested-failover", Run: r.failoverOnRequest},
+		{Name: "rolling-update", Run: r.rollPods},
+		{Name: "sentinel-migration", Run: r.retireLegacySentinels},
+		{Name: "health", Run: r.checkHealth},
 	}
 }
 
@@ -172,8 +173,8 @@ func (r *RedisReplicationReconciler) phases() []phase[*replicationScope] {
 func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisReplication, *replicationScope]{
 		newObject: func() *v1beta2.RedisReplication { return &v1beta2.RedisReplication{} },
-		newScope: func(cr *v1beta2.RedisReplication, b scopeBase) *replicationScope {
-			return &replicationScope{scopeBase: b, cr: cr}
+		newScope: func(cr *v1beta2.RedisReplication, b workloadScope) *replicationScope {
+			return &replicationScope{workloadScope: b, cr: cr}
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
@@ -188,15 +189,15 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 		r.countedMaster.Delete(s.cr.UID)
 		r.served.Delete(s.cr.UID)
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisReplication", s.cr.Spec.Storage, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisReplication", s.cr.Spec.Storage, s.Requeuer(ctx))
 }
 
 func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileReplicationAnnotation, "RedisReplication", s.conditions), nil
+	return skipWhileAnnotated(s.cr, SkipReconcileReplicationAnnotation, "RedisReplication", s.Conditions), nil
 }
 
 func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
 	return stop, err
 }
 
@@ -204,7 +205,7 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser,
 		AnnounceHostnames: s.hostnames, DNSDomain: r.DNSDomain}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
-		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.conditions)
+		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.Conditions)
 		if stop || err != nil {
 			return stop, err
 		}
@@ -219,7 +220,7 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 	}
 	s.objects, s.buildErr = builder.BuildRedisReplication(in)
 	if s.buildErr == nil {
-		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.EmbeddedSentinelQuorum(s.cr), s.cr.Spec.Sentinel != nil, s.conditions)
+		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.EmbeddedSentinelQuorum(s.cr), s.cr.Spec.Sentinel != nil, s.Conditions)
 	}
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
@@ -228,25 +229,25 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 // growStorage grows the volumes to a larger storage request before the objects are applied.
 func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replicationScope) (bool, error) {
 	var err error
-	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.conditions)
+	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.Conditions)
 	return false, err
 }
 
 func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.Conditions)
 }
 
 func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {
-	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.conditions,
-		s.requeuer(ctx)), nil
+	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.Conditions,
+		s.Requeuer(ctx)), nil
 }
 
 // boundedWait reports a wait (report) until it has lasted StuckAfter, then as stuck, and
 // comes back at the bound to say so: nothing else may.
 func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replicationScope, key, message string, report func(string)) {
 	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
-	boundedWait(r.Recorder, s.memory, s.cr, s.conditions, key, bound, message, report)
-	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
+	boundedWait(r.Recorder, s.memory, s.cr, s.Conditions, key, bound, message, report)
+	s.Requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
 // client returns the pooled connection to a pod's Redis.
@@ -261,7 +262,7 @@ func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, 
 }
 
 func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
@@ -277,30 +278,30 @@ func (r *RedisReplicationReconciler) resolveHostnames(ctx context.Context, s *re
 }
 
 func (r *RedisReplicationReconciler) resolveACL(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, s.cr.Spec.Sentinel != nil, s.conditions)
+	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, s.cr.Spec.Sentinel != nil, s.Conditions)
 	return stop, err
 }
 
 // reloadACL brings an edit of the ACL Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadACL(ctx context.Context, s *replicationScope) (bool, error) {
-	return false, aclReload{r.Redis, r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
-		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.requeuer(ctx))
+	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
+		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicationScope) (bool, error) {
-	return false, tlsReload{r.Client, r.Redis, r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
-		builder.DefaultRedisPort, s.acl.auth(s.password), s.requeuer(ctx))
+	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
+		builder.DefaultRedisPort, s.acl.auth(s.password), s.Requeuer(ctx))
 }
 
 // notReady reports what is missing: a replication that was never Ready is initializing, one
 // that was is degraded.
 func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, message string) {
 	if r.hasServed(s) {
-		s.conditions.Degraded(reason, message)
+		s.Conditions.Degraded(reason, message)
 		return
 	}
-	s.conditions.Progressing(reason, message)
+	s.Conditions.Progressing(reason, message)
 }
 
 // hasServed tells whether the replication served: the status says so, or this operator saw it
@@ -308,7 +309,7 @@ func (r *RedisReplicationReconciler) notReady(s *replicationScope, reason, messa
 // failover, which must not hide a pod that stopped answering).
 func (r *RedisReplicationReconciler) hasServed(s *replicationScope) bool {
 	_, served := r.served.Load(s.cr.UID)
-	return served || s.conditions.HasServed()
+	return served || s.Conditions.HasServed()
 }
 
 // degradeWhileSilent runs after the phases, whichever stopped them: a replication that served
@@ -333,7 +334,7 @@ func (r *RedisReplicationReconciler) degradeWhileSilent(_ context.Context, s *re
 		ready.Status != metav1.ConditionTrue && ready.Message != "" {
 		message += "; " + ready.Message
 	}
-	s.conditions.Degraded(status.ReasonRedisUnreachable, message)
+	s.Conditions.Degraded(status.ReasonRedisUnreachable, message)
 }
 
 func (s *replicationScope) podNamed(name string) runtime.Object {
@@ -403,11 +404,11 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			message += "; " + silentPods(silent)
 		}
 		r.notReady(s, status.ReasonPodsNotReady, message)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so
 			// no pod event marks its return: only asking again finds it (a master to demote).
-			s.requeue(ctx, silentPodRetry, "pod "+readySilent+" is ready but Redis does not answer")
+			s.Requeue(ctx, silentPodRetry, "pod "+readySilent+" is ready but Redis does not answer")
 		}
 		return true, nil // pod events bring us back when a pod turns ready
 	}
@@ -432,29 +433,29 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		}
 		if blind != "" {
 			r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, status.ReasonConverging, m) })
-			s.requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
+			s.Requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
 			return true, nil
 		}
 		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
 			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
 			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
-			s.requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
+			s.Requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
 			return true, nil
 		}
 	}
 	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, r.DNSDomain)
-	if s.cr.Status.State != ReplicationStateReady && s.conditions.FirstReady() {
+	if s.cr.Status.State != ReplicationStateReady && s.Conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, master, corev1.EventTypeNormal, "ReplicationReady", "Observe", "master %s with %d replicas in sync", s.plan.Master, size-1)
 	}
-	s.conditions.Ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
+	s.Conditions.Ready(fmt.Sprintf("master %s, %d replicas with their link up", s.plan.Master, size-1))
 	s.memory.waitsOver(s.cr.UID)
 	r.served.Store(s.cr.UID, struct{}{})
 	if s.sentinels {
 		// Sentinels move the master without any Kubernetes event (a hung master, a partition):
 		// the -master Service label must follow within seconds, not at the next health check.
-		s.requeue(ctx, sentinelWatchInterval, "sentinels may fail over without any Kubernetes event")
+		s.Requeue(ctx, sentinelWatchInterval, "sentinels may fail over without any Kubernetes event")
 	} else {
-		s.requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+		s.Requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	}
 	return false, nil
 }

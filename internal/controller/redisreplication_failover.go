@@ -21,7 +21,7 @@ func (r *RedisReplicationReconciler) failoverOnRequest(ctx context.Context, s *r
 	}
 	again := func(more bool, err error) (bool, error) {
 		if more {
-			s.requeue(ctx, afterRedisCommands, "closing the requested failover once its outcome is in the status")
+			s.Requeue(ctx, afterRedisCommands, "closing the requested failover once its outcome is in the status")
 		}
 		return false, err
 	}

@@ -34,7 +34,7 @@ func (r *RedisReplicationReconciler) handOverTerminating(ctx context.Context, s 
 		case plan.To != "":
 			return true, r.handOver(ctx, s, pod.Name, plan.To, status.ReasonConverging, "before its pod stops")
 		case plan.Wait != "":
-			s.requeue(ctx, whileConverging, plan.Wait)
+			s.Requeue(ctx, whileConverging, plan.Wait)
 		}
 		r.followHandOver(s, pod.Name)
 	}

@@ -42,7 +42,7 @@ func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, 
 		return true, r.handOver(ctx, s, master, plan.To, status.ReasonConverging, fmt.Sprintf("before scaling in to %d pods", size))
 	case plan.Wait != "":
 		r.boundedWait(ctx, s, "hand-over", plan.Wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
-		s.requeue(ctx, whileConverging, plan.Wait)
+		s.Requeue(ctx, whileConverging, plan.Wait)
 		return true, nil
 	}
 	return false, nil // gone, or no longer master: nothing to hand over
@@ -72,7 +72,7 @@ func (r *RedisReplicationReconciler) handOver(ctx context.Context, s *replicatio
 		failovers.With(resourceLabelValues(s.cr)).Inc()
 	}
 	r.notReady(s, reason, message)
-	s.requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
+	s.Requeue(ctx, afterRedisCommands, "waiting for FAILOVER TO to complete")
 	return nil
 }
 

@@ -118,7 +118,7 @@ func (r *RedisReplicationReconciler) rollSentinelsForTLS(ctx context.Context, s 
 		return false, err
 	}
 	set := sentinelSet{statefulSet: sts, pods: pods, replicas: sn.Size, group: builder.EmbeddedMasterGroupName, auth: redis.Auth{Password: password}}
-	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.requeuer(ctx))
+	return sentinelTLSRoll{client: r.Client, pool: r.Redis, recorder: r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
 }
 
 // reseedEmbeddedSentinel asks each embedded sentinel what it sees of the master group and
@@ -150,7 +150,7 @@ func (r *RedisReplicationReconciler) reseedEmbeddedSentinel(ctx context.Context,
 		}
 		views = append(views, view)
 	}
-	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterHost)
+	reseed, err := sentinelReseed{c: r.Client, rec: r.Recorder, waits: s.memory.waits}.restart(ctx, s.cr, views, pods, s.pods, masterHost)
 	if err != nil || reseed.blind == "" {
 		return "", err
 	}
@@ -256,8 +256,8 @@ func (r *RedisReplicationReconciler) retireLegacySentinels(ctx context.Context, 
 	size := s.cr.Spec.Sentinel.Size
 	if why := sentinelsNotYetWatching(countReady(pods), size, s.embeddedReports, masterIP); why != "" {
 		msg := fmt.Sprintf("replacing the sentinels %s of an earlier version by %s: %s", builder.LegacyEmbeddedSentinelStatefulSetName(s.cr.Name), newName, why)
-		s.conditions.Progressing(ReasonSentinelMigration, msg)
-		s.requeue(ctx, 2*time.Second, msg) // sentinel pods are not watched by this controller
+		s.Conditions.Progressing(ReasonSentinelMigration, msg)
+		s.Requeue(ctx, 2*time.Second, msg) // sentinel pods are not watched by this controller
 		return true, nil
 	}
 	legacy, err := r.legacySentinelStatefulSet(ctx, s)

@@ -32,7 +32,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
 		r.notReady(s, status.ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		return true, nil // the pod watch brings us back
 	}
 	return false, nil
@@ -202,18 +202,18 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 	outageAfter := cmp.Or(r.OutageAfter, DefaultOutageAfter)
 	if outages := r.outages(ctx, s, outageAfter); len(outages) > 0 {
 		r.outage(s, strings.Join(outages, "; "))
-		s.requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
+		s.Requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
 		return true, nil
 	}
 	s.memory.warned.Cleared(s.cr.UID, status.ReasonOutage)
 	switch {
 	case len(s.plan.Steps) > 0:
-		s.conditions.Progressing(status.ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
-		s.requeue(ctx, afterRedisCommands, "waiting for replicas to connect")
+		s.Conditions.Progressing(status.ReasonBootstrapping, fmt.Sprintf("running %d step(s): %s", len(s.plan.Steps), s.plan.Steps[0].Reason))
+		s.Requeue(ctx, afterRedisCommands, "waiting for replicas to connect")
 		return true, nil
 	case s.plan.Stuck != "":
-		boundedWait(r.Recorder, s.memory, s.cr, s.conditions, "replica-link", 0, s.plan.Stuck, nil)
-		s.requeue(ctx, whileConverging, s.plan.Stuck)
+		boundedWait(r.Recorder, s.memory, s.cr, s.Conditions, "replica-link", 0, s.plan.Stuck, nil)
+		s.Requeue(ctx, whileConverging, s.plan.Stuck)
 		return true, nil
 	case s.plan.MasterDown:
 		// Within the promotion grace (or while sentinels fail over) and the outage bound, a
@@ -221,18 +221,18 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		// kind says of a pod that stops answering; past the bound it is an outage (above), with
 		// its Warning event. One being created is progress; a pod that cannot start says why.
 		r.notReady(s, status.ReasonRedisUnreachable, s.plan.Wait)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {
 			wait = min(grace, outageAfter) // the promotion clock starts now
 		}
-		s.requeue(ctx, wait, s.plan.Wait)
+		s.Requeue(ctx, wait, s.plan.Wait)
 		return true, nil
 	case s.plan.Wait != "":
 		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
 		// A pod that cannot start (no volume, no image) is why no Redis answers: say so.
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, s.pods, s.requeuer(ctx))
-		s.requeue(ctx, whileConverging, s.plan.Wait)
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
+		s.Requeue(ctx, whileConverging, s.plan.Wait)
 		return true, nil
 	}
 	return false, nil
@@ -260,12 +260,12 @@ func (r *RedisReplicationReconciler) outages(ctx context.Context, s *replication
 	now := time.Now()
 	silent := s.memory.waits.Lasted(s.cr.UID, "master-silent", health.MasterSilent != "", now)
 	unlinked := s.memory.waits.Lasted(s.cr.UID, "unlinked", health.Unlinked != "", now)
-	if _, served := r.served.Load(s.cr.UID); !served && !s.conditions.HasServed() {
+	if _, served := r.served.Load(s.cr.UID); !served && !s.Conditions.HasServed() {
 		return nil
 	}
 	outages := health.Outages(silent, unlinked, bound)
 	if len(outages) == 0 && (health.MasterSilent != "" || health.Unlinked != "") {
-		s.requeue(ctx, bound-max(silent, unlinked), "a silent master or unlinked replicas become an outage at the bound")
+		s.Requeue(ctx, bound-max(silent, unlinked), "a silent master or unlinked replicas become an outage at the bound")
 	}
 	return outages
 }
@@ -277,7 +277,7 @@ func (r *RedisReplicationReconciler) outage(s *replicationScope, message string)
 	if s.memory.warned.FirstWarning(s.cr.UID, status.ReasonOutage, status.ReasonOutage) {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonOutage, "Observe", "%s", message)
 	}
-	s.conditions.Degraded(status.ReasonOutage, message)
+	s.Conditions.Degraded(status.ReasonOutage, message)
 }
 
 func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replicationScope, step replicationplan.Step) error {

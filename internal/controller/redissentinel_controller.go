@@ -15,13 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -72,8 +72,8 @@ type RedisSentinelReconciler struct {
 // comes back at the bound to say so: nothing else may.
 func (r *RedisSentinelReconciler) boundedWait(ctx context.Context, s *sentinelScope, key, reason, message string) {
 	bound := cmp.Or(r.StuckAfter, DefaultStuckAfter)
-	boundedWait(r.Recorder, s.memory, s.cr, s.conditions, key, bound, message, func(m string) { s.notReady(reason, m) })
-	s.requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
+	boundedWait(r.Recorder, s.memory, s.cr, s.Conditions, key, bound, message, func(m string) { s.notReady(reason, m) })
+	s.Requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
 // endpoint is how to reach the sentinel of the pod: its port, password and TLS.
@@ -82,7 +82,7 @@ func (s *sentinelScope) endpoint(pod *corev1.Pod) redis.Endpoint {
 }
 
 type sentinelScope struct {
-	scopeBase
+	workloadScope
 	cr             *v1beta2.RedisSentinel
 	password       string
 	tls            *tlsSettings
@@ -94,20 +94,20 @@ type sentinelScope struct {
 	pods       []corev1.Pod
 }
 
-func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
-	return []phase[*sentinelScope]{
-		{"deletion", r.reconcileDeletion},
-		{"skip-reconcile", r.skipReconcile},
-		{"finalizer", func(ctx context.Context, s *sentinelScope) (bool, error) {
+func (r *RedisSentinelReconciler) phases() []reconcile.Phase[*sentinelScope] {
+	return []reconcile.Phase[*sentinelScope]{
+		{Name: "deletion", Run: r.reconcileDeletion},
+		{Name: "skip-reconcile", Run: r.skipReconcile},
+		{Name: "finalizer", Run: func(ctx context.Context, s *sentinelScope) (bool, error) {
 			return false, addFinalizer(ctx, r.Client, s.cr)
 		}},
-		{"password", r.resolvePassword},
-		{"tls", r.resolveTLS},
-		{"monitored-master", r.resolveMaster},
-		{"objects", r.applyObjects},
-		{"pods", r.observePods},
-		{"tls-roll", r.rollForTLS},
-		{"health", r.checkHealth},
+		{Name: "password", Run: r.resolvePassword},
+		{Name: "tls", Run: r.resolveTLS},
+		{Name: "monitored-master", Run: r.resolveMaster},
+		{Name: "objects", Run: r.applyObjects},
+		{Name: "pods", Run: r.observePods},
+		{Name: "tls-roll", Run: r.rollForTLS},
+		{Name: "health", Run: r.checkHealth},
 	}
 }
 
@@ -115,8 +115,8 @@ func (r *RedisSentinelReconciler) phases() []phase[*sentinelScope] {
 func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.RedisSentinel, *sentinelScope]{
 		newObject: func() *v1beta2.RedisSentinel { return &v1beta2.RedisSentinel{} },
-		newScope: func(cr *v1beta2.RedisSentinel, b scopeBase) *sentinelScope {
-			return &sentinelScope{scopeBase: b, cr: cr}
+		newScope: func(cr *v1beta2.RedisSentinel, b workloadScope) *sentinelScope {
+			return &sentinelScope{workloadScope: b, cr: cr}
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
@@ -125,30 +125,30 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisSentinel", nil, s.requeuer(ctx))
+	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisSentinel", nil, s.Requeuer(ctx))
 }
 
 func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileSentinelAnnotation, "RedisSentinel", s.conditions), nil
+	return skipWhileAnnotated(s.cr, SkipReconcileSentinelAnnotation, "RedisSentinel", s.Conditions), nil
 }
 
 // notReady reports what is missing: sentinels that were never Ready are initializing, ones
 // that were are degraded.
 func (s *sentinelScope) notReady(reason, message string) {
-	if s.conditions.HasServed() {
-		s.conditions.Degraded(reason, message)
+	if s.Conditions.HasServed() {
+		s.Conditions.Degraded(reason, message)
 		return
 	}
-	s.conditions.Progressing(reason, message)
+	s.Conditions.Progressing(reason, message)
 }
 
 func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.conditions)
+	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
 	return stop, err
 }
 
 func (r *RedisSentinelReconciler) resolveTLS(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.conditions)
+	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
@@ -166,7 +166,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 			return true, nil
 		}
 		name, key := ref.SecretKeyRef.Name, ref.SecretKeyRef.Key
-		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, &v1beta2.ExistingPasswordSecret{Name: &name, Key: &key}, s.conditions)
+		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, &v1beta2.ExistingPasswordSecret{Name: &name, Key: &key}, s.Conditions)
 		if stop || err != nil {
 			return stop, err
 		}
@@ -206,7 +206,7 @@ func (r *RedisSentinelReconciler) resolveMaster(ctx context.Context, s *sentinel
 
 // invalidSpec reports a spec the user must change, in the status and as an event.
 func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) {
-	s.conditions.Degraded(status.ReasonInvalidSpec, message)
+	s.Conditions.Degraded(status.ReasonInvalidSpec, message)
 	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonInvalidSpec, "Validate", "%s", message)
 }
 
@@ -214,9 +214,9 @@ func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelS
 	objects, err := builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
 		MasterPassword: s.masterPassword, MasterHost: s.masterHost})
 	if err == nil {
-		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.conditions)
+		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.Conditions)
 	}
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, objects, err, s.conditions)
+	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, objects, err, s.Conditions)
 }
 
 func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {
@@ -229,7 +229,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(status.ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.conditions, pods, s.requeuer(ctx))
+		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, pods, s.Requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
 	return false, nil
@@ -243,7 +243,7 @@ func (r *RedisSentinelReconciler) rollForTLS(ctx context.Context, s *sentinelSco
 		group = builder.MasterGroupName(s.cr)
 	}
 	set := sentinelSet{statefulSet: builder.SentinelStatefulSetName(s.cr.Name), pods: s.pods, replicas: builder.SentinelReplicas(s.cr), group: group, auth: redis.Auth{Password: s.password}}
-	return sentinelTLSRoll{r.Client, r.Redis, r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.requeuer(ctx))
+	return sentinelTLSRoll{client: r.Client, pool: r.Redis, recorder: r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
 }
 
 // checkHealth is Ready when every sentinel monitors the replication's current master and the
@@ -270,7 +270,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		view, err := r.sentinelView(ctx, s, c, pod, group, hosts.canonical)
 		if err != nil {
 			r.boundedWait(ctx, s, "unreachable", status.ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
-			s.requeue(ctx, whileConverging, "a sentinel does not answer")
+			s.Requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
 		views = append(views, view)
@@ -278,9 +278,9 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 			first = c
 		}
 	}
-	reseed, err := sentinelReseed{r.Client, r.Recorder, s.memory.waits}.restart(ctx, s.cr, views, s.pods, monitored, s.masterHost)
+	reseed, err := sentinelReseed{c: r.Client, rec: r.Recorder, waits: s.memory.waits}.restart(ctx, s.cr, views, s.pods, monitored, s.masterHost)
 	if err != nil || reseed.restarted {
-		s.requeue(ctx, whileConverging, "a blind sentinel's pod starts again from the seed")
+		s.Requeue(ctx, whileConverging, "a blind sentinel's pod starts again from the seed")
 		return true, err
 	}
 	for _, v := range views {
@@ -290,7 +290,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 				message += "; it cannot learn the master: " + reseed.held
 			}
 			r.boundedWait(ctx, s, "monitor", status.ReasonConverging, message)
-			s.requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
+			s.Requeue(ctx, whileConverging, "sentinels and the replication disagree on the master while a failover completes")
 			return true, nil
 		}
 	}
@@ -304,15 +304,15 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 		}
 		// Sentinels find each other through the master within seconds of starting.
 		r.boundedWait(ctx, s, "quorum", status.ReasonConverging, fmt.Sprintf("sentinels cannot authorize a failover yet: %v", quorumErr))
-		s.requeue(ctx, whileBroken, "waiting for the sentinels to discover each other")
+		s.Requeue(ctx, whileBroken, "waiting for the sentinels to discover each other")
 		return true, nil
 	}
-	if s.cr.Status.State != SentinelStateReady && s.conditions.FirstReady() {
+	if s.cr.Status.State != SentinelStateReady && s.Conditions.FirstReady() {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, "SentinelsReady", "Observe", "%d sentinels monitor %s at %s with quorum", len(s.pods), group, s.masterHost)
 	}
-	s.conditions.Ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
+	s.Conditions.Ready(fmt.Sprintf("%d sentinels monitor %s at %s and can authorize a failover", len(s.pods), group, s.masterHost))
 	s.memory.waitsOver(s.cr.UID)
-	s.requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
+	s.Requeue(ctx, healthCheckInterval, "periodic health check: sentinels change the master without any Kubernetes event")
 	log.FromContext(ctx).V(1).Info("sentinels ready", "group", group, "master", s.masterHost)
 	return false, nil
 }
@@ -341,7 +341,7 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 		cancel()
 		if err != nil {
 			r.boundedWait(ctx, s, "unreachable", status.ReasonRedisUnreachable, fmt.Sprintf("sentinel pod %s does not answer: %v", pod.Name, err))
-			s.requeue(ctx, whileConverging, "a sentinel does not answer")
+			s.Requeue(ctx, whileConverging, "a sentinel does not answer")
 			return true, nil
 		}
 	}
@@ -351,8 +351,8 @@ func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScop
 	if ready := meta.FindStatusCondition(s.cr.Status.Conditions, v1beta2.ConditionReady); ready == nil || ready.Reason != ReasonNoMasterToMonitor {
 		r.Recorder.Eventf(s.cr, nil, corev1.EventTypeNormal, ReasonNoMasterToMonitor, "Observe", "%s", message)
 	}
-	s.conditions.Idle(ReasonNoMasterToMonitor, message)
-	s.requeue(ctx, healthCheckInterval, "periodic health check of sentinels that monitor nothing")
+	s.Conditions.Idle(ReasonNoMasterToMonitor, message)
+	s.Requeue(ctx, healthCheckInterval, "periodic health check of sentinels that monitor nothing")
 	return false, nil
 }
 
@@ -378,21 +378,21 @@ func (r *RedisSentinelReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return b.Watches(&v1beta2.RedisReplication{}, handler.EnqueueRequestsFromMapFunc(
-		func(ctx context.Context, obj client.Object) []reconcile.Request {
+		func(ctx context.Context, obj client.Object) []ctrl.Request {
 			return sentinelsMonitoring(ctx, mgr.GetClient(), obj.GetNamespace(), obj.GetName())
 		})).Complete(r)
 }
 
 // sentinelsMonitoring lists the RedisSentinels that monitor a RedisReplication, as requests.
-func sentinelsMonitoring(ctx context.Context, c client.Client, namespace, replication string) []reconcile.Request {
+func sentinelsMonitoring(ctx context.Context, c client.Client, namespace, replication string) []ctrl.Request {
 	sentinels, err := listSentinelsOf(ctx, c, namespace, replication)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "list RedisSentinels", "replication", replication)
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(sentinels))
+	out := make([]ctrl.Request, 0, len(sentinels))
 	for i := range sentinels {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sentinels[i])})
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&sentinels[i])})
 	}
 	return out
 }

@@ -70,7 +70,7 @@ func TestSentinelReseedRestartsTheBlindPodOnly(t *testing.T) {
 			}
 			c := b.Build()
 			rec := events.NewFakeRecorder(10)
-			r := sentinelReseed{c, rec, NewMemory().waits}
+			r := sentinelReseed{c: c, rec: rec, waits: NewMemory().waits}
 			if tc.afterGrace {
 				past(r)
 			}
@@ -111,7 +111,7 @@ func TestSentinelReseedLeavesASentinelThatKnowsALiveReplica(t *testing.T) {
 	}
 	sentinels := []corev1.Pod{reseedPod("rr-s-0", "10.0.1.1"), reseedPod("rr-s-1", "10.0.1.2"), reseedPod("rr-s-2", "10.0.1.3")}
 	owner := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "rr", Namespace: "ns", UID: "rr-uid"}}
-	out, err := sentinelReseed{fake.NewClientBuilder().Build(), events.NewFakeRecorder(1), NewMemory().waits}.restart(
+	out, err := sentinelReseed{c: fake.NewClientBuilder().Build(), rec: events.NewFakeRecorder(1), waits: NewMemory().waits}.restart(
 		context.Background(), owner, views, sentinels, []corev1.Pod{reseedPod("rr-0", master), reseedPod("rr-1", "10.0.0.2")}, master)
 	if err != nil || out != (reseedOutcome{}) {
 		t.Errorf("outcome %+v, %v; want nothing", out, err)

@@ -8,16 +8,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrlruntime "sigs.k8s.io/controller-runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
-type showStatusScope struct{ scopeBase }
+type showStatusScope struct{ workloadScope }
 
 // A phase that shows the status before a long step: users see the step while it runs, and the
 // reconcile's final write starts from what was shown (no second write when nothing changed).
@@ -41,10 +42,10 @@ func TestShowStatusWritesTheStatusBeforeTheReconcileEnds(t *testing.T) {
 	var seenDuringThePhase v1beta2.RedisCluster
 	shell := kindShell[*v1beta2.RedisCluster, *showStatusScope]{
 		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
-		newScope:  func(_ *v1beta2.RedisCluster, b scopeBase) *showStatusScope { return &showStatusScope{b} },
-		phases: []phase[*showStatusScope]{{name: "long", run: func(ctx context.Context, s *showStatusScope) (bool, error) {
-			s.conditions.Progressing(status.ReasonResharding, "moving 5461 slots")
-			if err := s.showStatus(ctx); err != nil {
+		newScope:  func(_ *v1beta2.RedisCluster, b workloadScope) *showStatusScope { return &showStatusScope{b} },
+		phases: []reconcile.Phase[*showStatusScope]{{Name: "long", Run: func(ctx context.Context, s *showStatusScope) (bool, error) {
+			s.Conditions.Progressing(status.ReasonResharding, "moving 5461 slots")
+			if err := s.ShowStatus(ctx); err != nil {
 				return false, err
 			}
 			if err := c.Get(ctx, ctrl.ObjectKeyFromObject(cr), &seenDuringThePhase); err != nil {
@@ -54,7 +55,7 @@ func TestShowStatusWritesTheStatusBeforeTheReconcileEnds(t *testing.T) {
 		}}},
 		memory: NewMemory(),
 	}
-	if _, err := shell.reconcile(ctx, c, reconcile.Request{NamespacedName: ctrl.ObjectKeyFromObject(cr)}); err != nil {
+	if _, err := shell.reconcile(ctx, c, ctrlruntime.Request{NamespacedName: ctrl.ObjectKeyFromObject(cr)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := seenDuringThePhase.Status; got.State != status.ClusterStateBootstrap || got.ObservedGeneration != 1 {
