@@ -146,7 +146,7 @@ func (r *RedisClusterReconciler) rollPods(ctx context.Context, s *clusterScope) 
 		if wait := s.handOverSettling(action.Delete, time.Now()); wait > 0 {
 			why := fmt.Sprintf("clients follow the hand-over of %s's shard before it is replaced", action.Delete)
 			progress(why)
-			s.requeue(ctx, wait, why)
+			s.Requeue(ctx, wait, why)
 			return true, nil
 		}
 		s.memory.waits.Stopped(s.cr.UID, handOverKey(action.Delete))

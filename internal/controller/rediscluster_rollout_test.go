@@ -53,7 +53,7 @@ func TestRollingUpdateLastsUntilTheReplacedPodIsBack(t *testing.T) {
 // redirect instead of waiting out a dial to a pod that is gone.
 func TestHandedOverMasterSettlesBeforeItsReplacement(t *testing.T) {
 	now := time.Now()
-	s := &clusterScope{scopeBase: scopeBase{memory: NewMemory()},
+	s := &clusterScope{workloadScope: workloadScope{memory: NewMemory()},
 		cr: &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-c"}}}
 	if wait := s.handOverSettling("c-leader-1", now); wait != 0 {
 		t.Errorf("a pod never handed over waits %s, want none", wait)
