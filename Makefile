@@ -317,11 +317,13 @@ chaos: packages server-roots control-plane build ## Run the fault scenarios kept
 e2e-servers: packages server-roots control-plane build ## Run every scenario of the server table on every Redis and Valkey release the sandbox has (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -tags servers -timeout $(E2E_TIMEOUT) -v -run 'TestServerTable' ./e2e/operator/
 
-# A release built from the tree (hack/release, every platform) runs on a sandbox from its own
-# image, pulled from the sandbox's registry (test/e2e/release, tagged release): kept out of make
-# e2e for the cross-builds' time.
+# Two releases built from the tree (hack/release, this machine's platform only unless
+# RELEASE_E2E_ALL_PLATFORMS=1) run on a sandbox from their own images, pulled from the
+# sandbox's registry (test/e2e/release, tagged release): the first from its install.yaml, then
+# from its chart installed by Helm from oci://, upgraded to the second with no Redis pod
+# restarted. Kept out of make e2e for the release builds' time.
 .PHONY: e2e-release
-e2e-release: packages server-roots control-plane $(HELM) $(KUSTOMIZE) chart-deps ## Build a release and run its operator image on a sandbox, pulled from the sandbox's registry (as root).
+e2e-release: packages server-roots control-plane $(HELM) $(KUSTOMIZE) chart-deps ## Build two releases, run the first's image from install.yaml, then helm install it from the sandbox's registry and upgrade to the second (as root).
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -tags release -timeout $(E2E_TIMEOUT) -v ./e2e/release/
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.

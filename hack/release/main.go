@@ -44,8 +44,18 @@ func parseFlags(ctx context.Context, args []string) (Options, error) {
 	fs.StringVar(&o.Source, "source", DefaultSource, "The project's source URL (image label, krew homepage and download URLs).")
 	fs.StringVar(&o.Helm, "helm", "bin/helm", "The helm binary that packages the charts.")
 	fs.StringVar(&o.Kustomize, "kustomize", "bin/kustomize", "The kustomize binary that renders install.yaml from config/default.")
+	platforms := fs.String("platforms", "all", "Comma-separated os/arch pairs to build the image and the plugin for, or all: "+
+		"the image gets those of "+platformList(ImagePlatforms)+" listed (at least one), the plugin those of "+platformList(PluginPlatforms)+
+		". Fewer platforms build faster (the release e2e test builds this machine's only); a published release has all.")
 	if err := fs.Parse(args); err != nil {
 		return o, fmt.Errorf("parse flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q: every input is a flag", fs.Args())
+	}
+	var err error
+	if o.operatorPlatforms, o.pluginPlatforms, err = ParsePlatforms(*platforms); err != nil {
+		return o, err
 	}
 	if o.Commit == "" {
 		out, err := git(ctx, o.Root, "rev-parse", "HEAD")

@@ -43,9 +43,10 @@ type Options struct {
 	Changelog          string // "": CHANGELOG.md at Root
 	Repository, Source string
 	Helm, Kustomize    string
-	operatorPlatforms  []Platform // nil: ImagePlatforms
-	pluginPlatforms    []Platform // nil: PluginPlatforms
-	caCertificates     string     // "": the build machine's bundle
+	// The platforms to build the image and the plugin for (-platforms, ParsePlatforms).
+	operatorPlatforms []Platform // nil: ImagePlatforms
+	pluginPlatforms   []Platform // nil: PluginPlatforms
+	caCertificates    string     // "": the build machine's bundle
 }
 
 // Platform is one GOOS/GOARCH pair.
@@ -165,6 +166,54 @@ func Build(ctx context.Context, o Options) error {
 		return err
 	}
 	return writeChecksums(o.Out)
+}
+
+// ParsePlatforms reads -platforms: "all" (or empty) is every platform, nil for both lists;
+// otherwise comma-separated os/arch pairs, each an image or a plugin platform (or both), split
+// into the image's and the plugin's, in the order of ImagePlatforms and PluginPlatforms. A
+// release always has its image, so at least one image platform must be named.
+func ParsePlatforms(s string) (image, plugin []Platform, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return nil, nil, nil
+	}
+	named := map[Platform]bool{}
+	for field := range strings.SplitSeq(s, ",") {
+		field = strings.TrimSpace(field)
+		osName, arch, ok := strings.Cut(field, "/")
+		p := Platform{osName, arch}
+		switch {
+		case !ok || osName == "" || arch == "" || strings.Contains(arch, "/"):
+			return nil, nil, fmt.Errorf("-platforms: %q is not os/arch (such as linux/amd64)", field)
+		case !slices.Contains(ImagePlatforms, p) && !slices.Contains(PluginPlatforms, p):
+			return nil, nil, fmt.Errorf("-platforms: %s is none of the release's platforms (%s)", p, platformList(PluginPlatforms))
+		case named[p]:
+			return nil, nil, fmt.Errorf("-platforms: %s is named twice", p)
+		}
+		named[p] = true
+	}
+	for _, p := range ImagePlatforms {
+		if named[p] {
+			image = append(image, p)
+		}
+	}
+	for _, p := range PluginPlatforms {
+		if named[p] {
+			plugin = append(plugin, p)
+		}
+	}
+	if len(image) == 0 {
+		return nil, nil, fmt.Errorf("-platforms %s names no platform of the operator image (%s): a release needs its image", s, platformList(ImagePlatforms))
+	}
+	return image, plugin, nil
+}
+
+func platformList(ps []Platform) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 func orDefault(a, b []Platform) []Platform {

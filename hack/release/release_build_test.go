@@ -330,3 +330,69 @@ func helmOut(t *testing.T, root string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestReleaseOnePlatform: -platforms with this machine's platform gives an index of that one
+// image and that one plugin archive, listed alone in the krew manifest (the release e2e test's
+// build).
+func TestReleaseOnePlatform(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, plugin, err := ParsePlatforms(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Skip(err) // a machine whose platform the release has no image for
+	}
+	tmp := t.TempDir()
+	cl := filepath.Join(tmp, "CHANGELOG.md")
+	if err := os.WriteFile(cl, []byte("# Changelog\n\n## ["+testVersion+"] - 2026-12-03\n\n- A test release.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "dist")
+	err = Build(t.Context(), Options{
+		Version: testVersion, Commit: testCommit, Time: time.Unix(1_780_000_000, 0).UTC(),
+		Root: root, Out: out, Changelog: cl, Repository: DefaultRepository, Source: DefaultSource,
+		Helm: filepath.Join(root, "bin", "helm"), Kustomize: filepath.Join(root, "bin", "kustomize"),
+		operatorPlatforms: image, pluginPlatforms: plugin,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.FromPath(filepath.Join(out, "image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topManifest, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := top.ImageIndex(topManifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(manifest.Manifests) != 1 || manifest.Manifests[0].Platform.OS != runtime.GOOS || manifest.Manifests[0].Platform.Architecture != runtime.GOARCH {
+		t.Errorf("index: %+v, want one image for %s/%s", manifest.Manifests, runtime.GOOS, runtime.GOARCH)
+	}
+	archives, err := filepath.Glob(filepath.Join(out, "kubectl-redis_*.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(out, "kubectl-redis_"+runtime.GOOS+"_"+runtime.GOARCH+".tar.gz"); len(archives) != 1 || archives[0] != want {
+		t.Errorf("plugin archives %q, want %s alone", archives, want)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "krew", "redis.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), "uri: "); n != 1 {
+		t.Errorf("the krew manifest lists %d platforms, want 1:\n%s", n, raw)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,70 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 		if err := Build(t.Context(), tc.o); err == nil || !strings.Contains(err.Error(), tc.errWant) {
 			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.errWant)
 		}
+	}
+}
+
+func TestParsePlatforms(t *testing.T) {
+	for _, tc := range []struct {
+		in            string
+		image, plugin string // fmt.Sprint of the lists
+		errWant       string // "" for none
+	}{
+		{in: "", image: "[]", plugin: "[]"},
+		{in: "all", image: "[]", plugin: "[]"},
+		{in: "linux/amd64", image: "[linux/amd64]", plugin: "[linux/amd64]"},
+		// The lists keep the release's order, whatever the flag's.
+		{in: "darwin/arm64, linux/arm64,linux/amd64", image: "[linux/amd64 linux/arm64]", plugin: "[linux/amd64 linux/arm64 darwin/arm64]"},
+		{in: "linux/arm64,darwin/amd64", image: "[linux/arm64]", plugin: "[linux/arm64 darwin/amd64]"},
+		{in: "darwin/arm64", errWant: "no platform of the operator image"},
+		{in: "windows/amd64", errWant: "none of the release's platforms"},
+		{in: "linux", errWant: "not os/arch"},
+		{in: "linux/amd64/v2", errWant: "not os/arch"},
+		{in: "linux/amd64,", errWant: "not os/arch"},
+		{in: "linux/amd64,linux/amd64", errWant: "named twice"},
+	} {
+		image, plugin, err := ParsePlatforms(tc.in)
+		if tc.errWant != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errWant) {
+				t.Errorf("%q: error %v, want one with %q", tc.in, err, tc.errWant)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if fmt.Sprint(image) != tc.image || fmt.Sprint(plugin) != tc.plugin {
+			t.Errorf("%q: image %v plugin %v, want %s and %s", tc.in, image, plugin, tc.image, tc.plugin)
+		}
+	}
+}
+
+// The flag reaches the options: nil lists (every platform) by default, the named ones with
+// -platforms; stray arguments (a space instead of a comma) are refused, not ignored.
+func TestParseFlagsPlatforms(t *testing.T) {
+	base := []string{"-version", "1.0.0", "-commit", "0123456", "-source-date-epoch", "1700000000"}
+	o, err := parseFlags(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.operatorPlatforms != nil || o.pluginPlatforms != nil {
+		t.Errorf("default: %v %v, want nil (every platform)", o.operatorPlatforms, o.pluginPlatforms)
+	}
+	if got := fmt.Sprint(orDefault(o.operatorPlatforms, ImagePlatforms), orDefault(o.pluginPlatforms, PluginPlatforms)); got != "[linux/amd64 linux/arm64] [linux/amd64 linux/arm64 darwin/amd64 darwin/arm64]" {
+		t.Errorf("default builds %s", got)
+	}
+	o, err = parseFlags(t.Context(), append(base, "-platforms", "linux/arm64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(o.operatorPlatforms, o.pluginPlatforms) != "[linux/arm64] [linux/arm64]" {
+		t.Errorf("-platforms linux/arm64: %v %v", o.operatorPlatforms, o.pluginPlatforms)
+	}
+	if _, err := parseFlags(t.Context(), append(base, "-platforms", "darwin/amd64")); err == nil {
+		t.Error("-platforms darwin/amd64 (no image platform) accepted")
+	}
+	if _, err := parseFlags(t.Context(), append(base, "-platforms", "linux/amd64", "linux/arm64")); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Errorf("a stray argument: error %v", err)
 	}
 }
