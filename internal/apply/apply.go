@@ -150,6 +150,11 @@ func (a *Applier) upgradeLegacyFields(ctx context.Context, c client.Client, kind
 		return false, nil
 	}
 	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		if apierrors.IsConflict(err) {
+			// Changed since it was read (the patch tests its resourceVersion): that change's
+			// event brings the next reconcile, which hands the fields over then.
+			return false, nil
+		}
 		return false, fmt.Errorf("hand the fields of %s %s to %s: %w", kind, live.GetName(), FieldManager, err)
 	}
 	return true, nil

@@ -11,9 +11,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -309,5 +311,30 @@ func TestPrune(t *testing.T) {
 		if gone != slices.Contains(want, gvk.Kind+"/"+obj.GetName()) {
 			t.Errorf("%s/%s: get %v", gvk.Kind, obj.GetName(), err)
 		}
+	}
+}
+
+// An object changed between the read and the hand-over of its legacy fields (the patch tests
+// its resourceVersion) is no failure: the change's event brings the next reconcile, which
+// hands them over then.
+func TestLegacyHandOverThatConflictsWaitsForTheNextReconcile(t *testing.T) {
+	ctx := context.Background()
+	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: "7",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "old-binary", Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}}},
+		Data: map[string]string{"k": "v"}}
+	patched := 0
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			patched++
+			return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "cm", errors.New("the object has been modified"))
+		},
+	}).Build()
+	upgraded, err := NewApplier("old-binary").upgradeLegacyFields(ctx, c, "ConfigMap", live)
+	if patched != 1 {
+		t.Fatalf("the hand-over was patched %d times, want once (the test must reach the patch)", patched)
+	}
+	if err != nil || upgraded {
+		t.Errorf("a conflicting hand-over: upgraded %v, error %v; want neither", upgraded, err)
 	}
 }
