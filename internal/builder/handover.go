@@ -26,6 +26,13 @@ const maxHandOverWait = 15
 // projected password file, which the kubelet refreshes after a rotation.
 const redisCLIAuthEnv = "REDISCLI_AUTH"
 
+// demotedLinger is how long, in seconds, a node the hook finds a replica (most often a master
+// just handed over) keeps running: clients whose slot maps (or connections) still name it are answered
+// MOVED (READONLY) rather than left to dial a pod that is gone, which costs them their dial
+// timeout (5 s in go-redis) before many of them look again. The operator's own rolling update
+// waits as long (controller.handOverSettle).
+const demotedLinger = 5
+
 // handOverWait is how long the preStop hook waits for the hand-over: half the grace period
 // (the other half is Redis's, to write its snapshot on SIGTERM), at most maxHandOverWait.
 // Zero means no hook.
@@ -93,10 +100,12 @@ func readTrimmed(variable, path string) string {
 // operator, choose the next master, once this one is gone. (Later a master
 // may have no replica connected for a moment: a cluster replica that won the election has left
 // it before it learns it is a replica.) A master that became a replica answers as one
-// for a second more, so that the operator sees whom it handed over to (a RedisReplication
-// records its new master from it) and its clients are redirected rather than refused. That
-// holds for a node that is a replica at the hook's first look too: the operator, watching the
-// pod, often hands over before the kubelet has the hook's first redis-cli answer. A cluster master that serves no slot (a scale-in's
+// for demotedLinger seconds more, so that the operator sees whom it handed over to (a
+// RedisReplication records its new master from it) and its clients are redirected rather than
+// left to time out. That holds for a node that is a replica at the hook's first look too: the
+// operator, watching the pod, often hands over before the kubelet has the hook's first
+// redis-cli answer (a replica deleted as such stops those seconds later, which costs nothing
+// but the wait). A cluster master that serves no slot (a scale-in's
 // departing master, its slots moved) has nothing to hand over and stops at once too, even if
 // a replica still follows it.
 func handOverScript(port int32, cliFlags string, credentials *credentialFiles, cluster bool, wait int64) string {
@@ -112,7 +121,7 @@ func handOverScript(port int32, cliFlags string, credentials *credentialFiles, c
 	lines = append(lines,
 		fmt.Sprintf(`  r=$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s info replication 2>/dev/null) || exit 0`, port, cliFlags),
 		`  case "$r" in *NOAUTH*|*WRONGPASS*|*NOPERM*) sleep 1; continue ;; esac`,
-		`  case "$r" in *role:master*) ;; *) sleep 1; exit 0 ;; esac`,
+		fmt.Sprintf(`  case "$r" in *role:master*) ;; *) sleep %d; exit 0 ;; esac`, demotedLinger),
 		`  if [ -n "$first" ]; then case "$r" in *connected_slaves:0*) exit 0 ;; esac; fi`)
 	if cluster {
 		// Its own CLUSTER NODES line has 8 fields, slot ranges follow them; a failed query

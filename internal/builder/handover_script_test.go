@@ -80,16 +80,16 @@ func TestHandOverScriptLetsAnEmptyClusterMasterStop(t *testing.T) {
 	}
 
 	// A replica at the hook's first look (often a master the operator handed over before the
-	// kubelet ran the hook) answers a second more, so that its clients are redirected rather
-	// than refused, and then stops.
+	// kubelet ran the hook) answers demotedLinger seconds more, so that its clients are
+	// redirected rather than left to dial a pod that is gone, and then stops.
 	started = time.Now()
 	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", handOverScript(int32(replica.Port), "", nil, true, 60)).CombinedOutput()
 	took := time.Since(started)
 	if err != nil {
 		t.Fatalf("the replica's hook failed: %v %s", err, out)
 	}
-	if took < 900*time.Millisecond || took > 20*time.Second {
-		t.Fatalf("the replica's hook returned after %v, want about a second", took)
+	if took < demotedLinger*time.Second-100*time.Millisecond || took > 20*time.Second {
+		t.Fatalf("the replica's hook returned after %v, want about %d s", took, demotedLinger)
 	}
 }
 
