@@ -321,7 +321,7 @@ func TestLegacyHandOverThatConflictsWaitsForTheNextReconcile(t *testing.T) {
 	ctx := context.Background()
 	live := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: "7",
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "old-binary", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}}},
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:k":{}}}`)}}},
 		Data: map[string]string{"k": "v"}}
 	patched := 0
 	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
