@@ -42,7 +42,8 @@ type Info struct {
 	Bytes int64
 	// SHA256 is the digest of the bytes written.
 	SHA256 [sha256.Size]byte
-	// RDBVersion is the version in the RDB's header (11 for Redis 7.0 and Valkey 8.0).
+	// RDBVersion is the version in the RDB's header (10 for Redis 7.0, 11 for Redis 7.2 and
+	// Valkey 8.0, 80 for Valkey 9).
 	RDBVersion int
 	// Checksum says whether the RDB's own CRC-64 was verified.
 	Checksum Checksum
