@@ -36,6 +36,11 @@ type ServerOptions struct {
 	// TLS, when set, makes the server serve TLS only (port 0, tls-port), with replication and
 	// the cluster bus over TLS, from these files.
 	TLS *TLSFiles
+	// Binary is the server executable (a valkey-server); "" finds redis-server on PATH.
+	Binary string
+	// RDB, when set, is a file copied into the server's directory as dump.rdb before it first
+	// starts, which it then loads (appendonly stays off).
+	RDB string
 }
 
 // Server is a running redis-server owned by a test.
@@ -85,7 +90,20 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 	if host == "" {
 		host = Host
 	}
-	s := &Server{Host: host, Dir: t.TempDir(), opts: opts, binary: Binary(t)}
+	binary := opts.Binary
+	if binary == "" {
+		binary = Binary(t)
+	}
+	s := &Server{Host: host, Dir: t.TempDir(), opts: opts, binary: binary}
+	if opts.RDB != "" {
+		data, err := os.ReadFile(opts.RDB)
+		if err != nil {
+			t.Fatalf("read the RDB to load: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(s.Dir, "dump.rdb"), data, 0o600); err != nil {
+			t.Fatalf("write dump.rdb: %v", err)
+		}
+	}
 	s.launch(t)
 	return s
 }
@@ -177,6 +195,7 @@ func (s *Server) config() string {
 		`logfile ""`,
 		`save ""`,
 		"appendonly no",
+		"dbfilename dump.rdb",
 		"repl-diskless-sync-delay 0",
 	}
 	lines = append(lines, s.portLines(s.opts.TLS)...)
