@@ -20,7 +20,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -239,36 +241,16 @@ func (p Plugin) reportObjects(ctx context.Context, res *resource, b *bundle) own
 	return owned
 }
 
+// forEachItem calls f with each object of the list.
 func forEachItem(list client.ObjectList, f func(client.Object)) error {
-	switch l := list.(type) {
-	case *appsv1.StatefulSetList:
-		for i := range l.Items {
-			f(&l.Items[i])
+	return meta.EachListItem(list, func(item runtime.Object) error {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return fmt.Errorf("cannot list %T", item)
 		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	case *corev1.PodList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	case *corev1.PersistentVolumeClaimList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	case *corev1.ConfigMapList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	case *policyv1.PodDisruptionBudgetList:
-		for i := range l.Items {
-			f(&l.Items[i])
-		}
-	default:
-		return fmt.Errorf("cannot list %T", list)
-	}
-	return nil
+		f(obj)
+		return nil
+	})
 }
 
 // withType is the object as a map with its apiVersion and kind, which typed objects read from

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -317,4 +320,29 @@ func eventTime(e *corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// helmTimeout bounds one helm command (an install that waits included).
+const helmTimeout = 5 * time.Minute
+
+// Helm runs the repository's bin/helm against the sandbox, its cache, configuration and data
+// kept in the sandbox's directory, and returns what it printed.
+func (s *Sandbox) Helm(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), helmTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(s.Repo(), "bin", "helm"), append(args, "--kubeconfig", s.Inst.Kubeconfig())...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(s.Dir, "helm-cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(s.Dir, "helm-config"), "HELM_DATA_HOME="+filepath.Join(s.Dir, "helm-data"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// MustHelm runs Helm and fails the test when it fails.
+func (s *Sandbox) MustHelm(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := s.Helm(args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
 }

@@ -31,31 +31,13 @@ import (
 
 const operatorNamespace = "redis-operator"
 
-// helm runs bin/helm against the sandbox and fails the test on error.
-func helm(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := helmErr(args...)
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
-func helmErr(args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(sb.Repo(), "bin", "helm"), append(args, "--kubeconfig", sb.Inst.Kubeconfig())...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(sb.Dir, "helm-cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(sb.Dir, "helm-config"), "HELM_DATA_HOME="+filepath.Join(sb.Dir, "helm-data"))
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 func chart(name string) string { return filepath.Join(sb.Repo(), "charts", name) }
 
 // installOperator installs the operator chart with the sandbox's operator image: any image
 // whose repository contains redis-operator runs bin/redis-operator.
 func installOperator(t *testing.T, extra ...string) {
 	t.Helper()
-	helm(t, append([]string{"install", "redis-operator", chart("redis-operator"), "-n", operatorNamespace, "--create-namespace",
+	sb.MustHelm(t, append([]string{"install", "redis-operator", chart("redis-operator"), "-n", operatorNamespace, "--create-namespace",
 		"--set", "redisOperator.imageName=quay.io/opstree/redis-operator", "--set", "redisOperator.imageTag=dev",
 		"--set", "redisOperator.imagePullPolicy=IfNotPresent",
 		"--set", "resources.requests.cpu=50m", "--set", "resources.requests.memory=64Mi"}, extra...)...)
@@ -134,7 +116,7 @@ func TestHelmInstallCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helm(t, "install", "shop", chart("redis-cluster"), "-n", ns,
+	sb.MustHelm(t, "install", "shop", chart("redis-cluster"), "-n", ns,
 		"--set", "redisCluster.clusterSize=3", "--set", "redisExporter.enabled=true",
 		"--set", "redisCluster.redisSecret.secretName=shop-password", "--set", "redisCluster.redisSecret.secretKey=password")
 	cluster := &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
@@ -223,7 +205,7 @@ func TestHelmInstallCluster(t *testing.T) {
 	}
 
 	// helm upgrade changing a value reaches the StatefulSets the operator makes.
-	helm(t, "upgrade", "shop", chart("redis-cluster"), "-n", ns, "--reuse-values", "--set", "redisCluster.minReadySeconds=2")
+	sb.MustHelm(t, "upgrade", "shop", chart("redis-cluster"), "-n", ns, "--reuse-values", "--set", "redisCluster.minReadySeconds=2")
 	sb.WaitFor(t, ns, "minReadySeconds 2 on the StatefulSets", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		for _, name := range []string{"shop-leader", "shop-follower"} {
 			s, err := sb.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -239,10 +221,10 @@ func TestHelmInstallCluster(t *testing.T) {
 
 	installOtherCharts(t, ops[0].Status.PodIP, pods)
 
-	helm(t, "uninstall", "shop", "-n", ns, "--wait")
+	sb.MustHelm(t, "uninstall", "shop", "-n", ns, "--wait")
 	waitGone(t, ns)
 
-	helm(t, "uninstall", "redis-operator", "-n", operatorNamespace, "--wait")
+	sb.MustHelm(t, "uninstall", "redis-operator", "-n", operatorNamespace, "--wait")
 	sb.WaitFor(t, operatorNamespace, "the operator gone", 2*time.Minute, func(ctx context.Context) (bool, string, error) {
 		_, err := sb.Kube.AppsV1().Deployments(operatorNamespace).Get(ctx, "redis-operator", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -280,10 +262,10 @@ func TestHelmInstallCluster(t *testing.T) {
 func installOtherCharts(t *testing.T, operatorIP string, clusterPods []corev1.Pod) {
 	t.Helper()
 	ns := sb.Namespace(t, "helm-others")
-	helm(t, "install", "solo", chart("redis"), "-n", ns, "--set", "redisExporter.enabled=true")
-	helm(t, "install", "cache", chart("redis-replication"), "-n", ns,
+	sb.MustHelm(t, "install", "solo", chart("redis"), "-n", ns, "--set", "redisExporter.enabled=true")
+	sb.MustHelm(t, "install", "cache", chart("redis-replication"), "-n", ns,
 		"--set", "redisReplication.clusterSize=2", "--set", "redisExporter.enabled=true")
-	helm(t, "install", "watch", chart("redis-sentinel"), "-n", ns,
+	sb.MustHelm(t, "install", "watch", chart("redis-sentinel"), "-n", ns,
 		"--set", "redisSentinel.clusterSize=1", "--set", "redisSentinelConfig.redisReplicationName=cache")
 
 	standalone := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "solo"}}
@@ -361,7 +343,7 @@ func installOtherCharts(t *testing.T, operatorIP string, clusterPods []corev1.Po
 	checkSandboxPrometheus(t, ns, len(exporters))
 
 	for _, release := range []string{"watch", "cache", "solo"} {
-		helm(t, "uninstall", release, "-n", ns, "--wait")
+		sb.MustHelm(t, "uninstall", release, "-n", ns, "--wait")
 	}
 	waitGone(t, ns)
 }

@@ -22,7 +22,7 @@ func TestHelmNamespacedRBAC(t *testing.T) {
 	ctx := context.Background()
 	ns := sb.Namespace(t, "scoped")
 	installOperator(t, "--set", "rbac.scope=namespace", "--set", "redisOperator.watchNamespace="+ns)
-	t.Cleanup(func() { helm(t, "uninstall", "redis-operator", "-n", operatorNamespace, "--wait") })
+	t.Cleanup(func() { sb.MustHelm(t, "uninstall", "redis-operator", "-n", operatorNamespace, "--wait") })
 
 	account := "system:serviceaccount:" + operatorNamespace + ":redis-operator"
 	may := func(verb, resource, namespace string) bool {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,25 +26,6 @@ import (
 	"github.com/rediskube/redis-operator/test/e2e/framework"
 	"github.com/rediskube/redis-operator/test/sandbox/registry"
 )
-
-// helm runs bin/helm against the sandbox, its state in the sandbox's directory, and fails the
-// test on error.
-func helm(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := helmErr(args...)
-	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
-func helmErr(args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(sb.Repo(), "bin", "helm"), append(args, "--kubeconfig", sb.Inst.Kubeconfig())...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(sb.Dir, "helm-cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(sb.Dir, "helm-config"), "HELM_DATA_HOME="+filepath.Join(sb.Dir, "helm-data"))
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
 
 // pushRelease pushes a release's image layout and charts to the sandbox's registry, as `sandbox
 // push --charts dist/charts dist/image` does, and returns the image as the nodes report it:
@@ -413,7 +393,7 @@ func uninstall(t *testing.T, workloadNS string) {
 			t.Error(err)
 		}
 	}
-	if out, err := helmErr("uninstall", helmRelease, "--namespace", operatorNS, "--wait", "--timeout", "3m"); err != nil {
+	if out, err := sb.Helm("uninstall", helmRelease, "--namespace", operatorNS, "--wait", "--timeout", "3m"); err != nil {
 		t.Errorf("helm uninstall: %v\n%s", err, out)
 	}
 	var leftovers []*unstructured.Unstructured
@@ -445,7 +425,7 @@ func TestHelmInstallFromOCIThenUpgrade(t *testing.T) {
 	// cleanup (which dumps it if the test failed, then deletes it).
 	var workloadNS string
 	t.Cleanup(func() { uninstall(t, workloadNS) })
-	helm(t, helmInstallArgs(addr, version)...)
+	sb.MustHelm(t, helmInstallArgs(addr, version)...)
 	waitOperator(t, fromImage, version)
 
 	ns := sb.Namespace(t, "upgrade")
@@ -479,7 +459,7 @@ func TestHelmInstallFromOCIThenUpgrade(t *testing.T) {
 		t.Fatalf("both releases' images are %s: the version must make them differ", toImage)
 	}
 	stop := watchUpgrade(ns, before)
-	helm(t, helmUpgradeArgs(addr, nextVersion)...)
+	sb.MustHelm(t, helmUpgradeArgs(addr, nextVersion)...)
 	pod := waitOperator(t, toImage, nextVersion)
 	waitReconciledBy(t, ns, pod)
 	// A restart the new operator decided on shows within a few reconciles: watch a while
@@ -505,7 +485,7 @@ func TestHelmInstallFromOCIThenUpgrade(t *testing.T) {
 		}
 	}
 	d.read(ctx)
-	if out := helm(t, "history", helmRelease, "--namespace", operatorNS, "--max", "1", "--output", "yaml"); !strings.Contains(out, "app_version: "+nextVersion) ||
+	if out := sb.MustHelm(t, "history", helmRelease, "--namespace", operatorNS, "--max", "1", "--output", "yaml"); !strings.Contains(out, "app_version: "+nextVersion) ||
 		!strings.Contains(out, "status: deployed") {
 		t.Errorf("helm history after the upgrade:\n%s", out)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -130,7 +129,7 @@ func TestSwitchFromTheOtherOperator(t *testing.T) {
 	kubectl(t, "", "-n", theirNamespace, "delete", "secret", theirCertSecret, "--ignore-not-found")
 	kubectl(t, "", append([]string{"annotate", "crd"}, append(crdNames, certManagerInject+"-")...)...)
 	applyOurCRDs(t)
-	helm(t, "install", "redis-operator", chart(), "-n", ourNamespace, "--create-namespace",
+	sb.MustHelm(t, "install", "redis-operator", chart(), "-n", ourNamespace, "--create-namespace",
 		"--set", "redisOperator.imageName=quay.io/opstree/redis-operator", "--set", "redisOperator.imageTag=dev",
 		"--set", "redisOperator.imagePullPolicy=IfNotPresent",
 		"--set", "resources.requests.cpu=50m", "--set", "resources.requests.memory=64Mi")
@@ -155,7 +154,7 @@ func TestSwitchFromTheOtherOperator(t *testing.T) {
 
 	// Uninstalled and installed again: the resources keep running without an operator, and
 	// the new one takes their pods over without replacing any.
-	helm(t, "uninstall", "redis-operator", "-n", ourNamespace, "--wait")
+	sb.MustHelm(t, "uninstall", "redis-operator", "-n", ourNamespace, "--wait")
 	waitNoOperatorPod(t)
 	// Its webhook certificate goes with the chart's Service (garbage collection): the next
 	// operator makes a new one, which the v1beta1 read below goes through.
@@ -170,7 +169,7 @@ func TestSwitchFromTheOtherOperator(t *testing.T) {
 		t.Fatalf("pods changed while no operator ran:\n%s\nthen\n%s", pods, now)
 	}
 	applyOurCRDs(t)
-	helm(t, "install", "redis-operator", chart(), "-n", ourNamespace,
+	sb.MustHelm(t, "install", "redis-operator", chart(), "-n", ourNamespace,
 		"--set", "redisOperator.imageName=quay.io/opstree/redis-operator", "--set", "redisOperator.imageTag=dev",
 		"--set", "redisOperator.imagePullPolicy=IfNotPresent",
 		"--set", "resources.requests.cpu=50m", "--set", "resources.requests.memory=64Mi")
@@ -188,7 +187,7 @@ func TestSwitchFromTheOtherOperator(t *testing.T) {
 	// An upgrade of ours, CRDs first, keeping plain-HTTP metrics for scrapers not yet moved
 	// to HTTPS: the operator's pod is replaced, no Redis pod is.
 	applyOurCRDs(t)
-	helm(t, "upgrade", "redis-operator", chart(), "-n", ourNamespace, "--reuse-values", "--set", "redisOperator.metrics.secure=false")
+	sb.MustHelm(t, "upgrade", "redis-operator", chart(), "-n", ourNamespace, "--reuse-values", "--set", "redisOperator.metrics.secure=false")
 	waitOperatorRolledOut(t)
 	waitReconciled(t, ns, func(ctx context.Context, ip string) (string, error) {
 		return httpGet(ctx, "http://"+net.JoinHostPort(ip, "8080")+"/metrics")
@@ -536,17 +535,4 @@ func kubectlErr(ctx context.Context, stdin string, args ...string) (string, erro
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// helm runs bin/helm against the sandbox, its state kept in the sandbox's directory.
-func helm(t *testing.T, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(sb.Repo(), "bin", "helm"), append(args, "--kubeconfig", sb.Inst.Kubeconfig())...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(sb.Dir, "helm-cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(sb.Dir, "helm-config"), "HELM_DATA_HOME="+filepath.Join(sb.Dir, "helm-data"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 }
