@@ -195,13 +195,22 @@ func (f *clusterFixture) writeKeys(n int) {
 
 func (f *clusterFixture) readKeys(n int) {
 	f.t.Helper()
+	if err := f.tryReadKeys(n); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// tryReadKeys reads the keys writeKeys wrote through a new cluster client and returns the
+// first that does not read back.
+func (f *clusterFixture) tryReadKeys(n int) error {
 	c := f.clusterClient()
 	for i := 0; i < n; i++ {
 		got, err := c.Get(f.ctx, fmt.Sprintf("key-%d", i)).Result()
 		if err != nil || got != fmt.Sprintf("value-%d", i) {
-			f.t.Fatalf("GET key-%d = %q, %v; want value-%d", i, got, err, i)
+			return fmt.Errorf("GET key-%d = %q, %v; want value-%d", i, got, err, i)
 		}
 	}
+	return nil
 }
 
 // topology reads CLUSTER NODES from the pod.
