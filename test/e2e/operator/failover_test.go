@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,13 @@ import (
 // kubectlRedis runs the plugin built into bin/ (make kubectl-redis) against the sandbox.
 func kubectlRedis(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(sb.Repo(), "bin", "kubectl-redis"), append(args, "--kubeconfig", sb.Inst.Kubeconfig())...).CombinedOutput()
+	// The kubeconfig flag goes before a "--": what follows it is a command for Redis.
+	at := len(args)
+	if i := slices.Index(args, "--"); i >= 0 {
+		at = i
+	}
+	args = slices.Concat(args[:at], []string{"--kubeconfig", sb.Inst.Kubeconfig()}, args[at:])
+	out, err := exec.Command(filepath.Join(sb.Repo(), "bin", "kubectl-redis"), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl redis %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
