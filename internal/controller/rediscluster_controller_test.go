@@ -206,8 +206,11 @@ func (f *clusterFixture) tryReadKeys(n int) error {
 	c := f.clusterClient()
 	for i := 0; i < n; i++ {
 		got, err := c.Get(f.ctx, fmt.Sprintf("key-%d", i)).Result()
-		if err != nil || got != fmt.Sprintf("value-%d", i) {
-			return fmt.Errorf("GET key-%d = %q, %v; want value-%d", i, got, err, i)
+		if err != nil {
+			return fmt.Errorf("GET key-%d: %w", i, err)
+		}
+		if got != fmt.Sprintf("value-%d", i) {
+			return fmt.Errorf("GET key-%d = %q, want value-%d", i, got, i)
 		}
 	}
 	return nil
