@@ -139,23 +139,35 @@ $(KUSTOMIZE):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
+# cyclonedx-gomod writes a release's CycloneDX SBOMs of the operator (hack/release): the Go
+# modules linked into each image's binary, read from the binary's build information.
+CYCLONEDX_GOMOD_VERSION := v1.10.0
+CYCLONEDX_GOMOD := $(BIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+$(CYCLONEDX_GOMOD):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	mv $(BIN)/cyclonedx-gomod $@
+
 # A release is built here, without a container engine or a registry (hack/release): the image
 # as an OCI image layout, the charts, install.yaml, the plugin's archives and krew manifest,
-# the release notes from CHANGELOG.md's section for VERSION, and SHA256SUMS over all of it.
+# an SBOM of the operator binary per image platform, the release notes from CHANGELOG.md's section for VERSION, and
+# SHA256SUMS over all of it.
 DIST := $(ROOT)/dist
 .PHONY: release
-release: $(HELM) $(KUSTOMIZE) chart-deps ## Build release VERSION=x.y.z into dist/ (README, "Releases").
+release: $(HELM) $(KUSTOMIZE) $(CYCLONEDX_GOMOD) chart-deps ## Build release VERSION=x.y.z into dist/ (README, "Releases").
 	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z"; exit 1; }
 	@git diff --quiet HEAD || echo ">> uncommitted changes: dist/ says commit $(COMMIT) but holds them"
 	rm -rf $(DIST)
-	go run ./hack/release -version $(VERSION) -commit $(COMMIT) -root $(ROOT) -out $(DIST) -helm $(HELM) -kustomize $(KUSTOMIZE)
+	go run ./hack/release -version $(VERSION) -commit $(COMMIT) -root $(ROOT) -out $(DIST) -helm $(HELM) -kustomize $(KUSTOMIZE) \
+		-cyclonedx-gomod $(CYCLONEDX_GOMOD)
 
 # The release build's own test (hack/release, tagged release): it cross-builds the operator
 # for linux/arm64 and the plugin for three more platforms, minutes on a cold build cache, so
 # it has a target of its own rather than a place in make test's 30-minute budget.
 .PHONY: release-test
-release-test: $(HELM) $(KUSTOMIZE) chart-deps ## Build a test release into a temporary folder and check every part of it.
-	go test $(GO_TEST_FLAGS) -tags release -timeout 40m ./hack/release/
+# The tests find the versioned cyclonedx-gomod binary through CYCLONEDX_GOMOD.
+release-test: $(HELM) $(KUSTOMIZE) $(CYCLONEDX_GOMOD) chart-deps ## Build a test release into a temporary folder and check every part of it.
+	CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) go test $(GO_TEST_FLAGS) -tags release -timeout 40m ./hack/release/
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
@@ -323,8 +335,8 @@ e2e-servers: packages server-roots control-plane build ## Run every scenario of 
 # from its chart installed by Helm from oci://, upgraded to the second with no Redis pod
 # restarted. Kept out of make e2e for the release builds' time.
 .PHONY: e2e-release
-e2e-release: packages server-roots control-plane $(HELM) $(KUSTOMIZE) chart-deps ## Build two releases, run the first's image from install.yaml, then helm install it from the sandbox's registry and upgrade to the second (as root).
-	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -tags release -timeout $(E2E_TIMEOUT) -v ./e2e/release/
+e2e-release: packages server-roots control-plane $(HELM) $(KUSTOMIZE) $(CYCLONEDX_GOMOD) chart-deps ## Build two releases, run the first's image from install.yaml, then helm install it from the sandbox's registry and upgrade to the second (as root).
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) go test $(GO_TEST_FLAGS) -tags release -timeout $(E2E_TIMEOUT) -v ./e2e/release/
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e

@@ -1,7 +1,8 @@
 // Command release builds a release into one directory without a container engine or a
 // registry: the operator image as a multi-arch OCI image layout, the packaged charts, one
 // install.yaml pinning that image by digest, the kubectl plugin's archives and krew manifest,
-// the release notes and SHA256SUMS over all of it. `make release VERSION=x.y.z` runs it.
+// a CycloneDX SBOM of the operator per image platform, the release notes and SHA256SUMS over
+// all of it. `make release VERSION=x.y.z` runs it.
 package main
 
 import (
@@ -44,6 +45,7 @@ func parseFlags(ctx context.Context, args []string) (Options, error) {
 	fs.StringVar(&o.Source, "source", DefaultSource, "The project's source URL (image label, krew homepage and download URLs).")
 	fs.StringVar(&o.Helm, "helm", "bin/helm", "The helm binary that packages the charts.")
 	fs.StringVar(&o.Kustomize, "kustomize", "bin/kustomize", "The kustomize binary that renders install.yaml from config/default.")
+	fs.StringVar(&o.CycloneDXGomod, "cyclonedx-gomod", "", "The cyclonedx-gomod binary that writes the operator's SBOMs (required; make release installs bin/cyclonedx-gomod-<version>).")
 	platforms := fs.String("platforms", "all", "Comma-separated os/arch pairs to build the image and the plugin for, or all: "+
 		"the image gets those of "+platformList(ImagePlatforms)+" listed (at least one), the plugin those of "+platformList(PluginPlatforms)+
 		". Fewer platforms build faster (the release e2e test builds this machine's only); a published release has all.")

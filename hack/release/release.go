@@ -43,6 +43,8 @@ type Options struct {
 	Changelog          string // "": CHANGELOG.md at Root
 	Repository, Source string
 	Helm, Kustomize    string
+	// CycloneDXGomod is the cyclonedx-gomod binary that writes the operator's SBOMs.
+	CycloneDXGomod string
 	// The platforms to build the image and the plugin for (-platforms, ParsePlatforms).
 	operatorPlatforms []Platform // nil: ImagePlatforms
 	pluginPlatforms   []Platform // nil: PluginPlatforms
@@ -90,6 +92,12 @@ func Build(ctx context.Context, o Options) error {
 	if err := checkChartImage(o); err != nil {
 		return err
 	}
+	if o.CycloneDXGomod == "" {
+		return errors.New("no cyclonedx-gomod binary: pass -cyclonedx-gomod (make release installs it in bin/)")
+	}
+	if _, err := exec.LookPath(o.CycloneDXGomod); err != nil {
+		return fmt.Errorf("cyclonedx-gomod: %w", err)
+	}
 	if err := emptyDir(o.Out); err != nil {
 		return err
 	}
@@ -103,13 +111,9 @@ func Build(ctx context.Context, o Options) error {
 		return fmt.Errorf("write the release notes: %w", err)
 	}
 
-	binaries := map[Platform]string{}
-	for _, p := range orDefault(o.operatorPlatforms, ImagePlatforms) {
-		bin := filepath.Join(work, "redis-operator-"+p.OS+"-"+p.Arch)
-		if err := goBuild(ctx, o, p, "./cmd/redis-operator", bin); err != nil {
-			return err
-		}
-		binaries[p] = bin
+	binaries, err := operatorBinaries(ctx, o, work)
+	if err != nil {
+		return err
 	}
 	caFile := o.caCertificates
 	if caFile == "" {
@@ -166,6 +170,28 @@ func Build(ctx context.Context, o Options) error {
 		return err
 	}
 	return writeChecksums(o.Out)
+}
+
+// operatorBinaries builds the operator for each image platform into work, and writes each
+// binary's SBOM into the release.
+func operatorBinaries(ctx context.Context, o Options, work string) (map[Platform]string, error) {
+	binaries := map[Platform]string{}
+	for _, p := range orDefault(o.operatorPlatforms, ImagePlatforms) {
+		// Named as in the image: the SBOM records the binary's name.
+		dir := filepath.Join(work, p.OS+"-"+p.Arch)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("make %s: %w", dir, err)
+		}
+		bin := filepath.Join(dir, "redis-operator")
+		if err := goBuild(ctx, o, p, "./cmd/redis-operator", bin); err != nil {
+			return nil, err
+		}
+		if err := writeSBOM(ctx, o, p, bin, filepath.Join(o.Out, SBOMName(p))); err != nil {
+			return nil, err
+		}
+		binaries[p] = bin
+	}
+	return binaries, nil
 }
 
 // ParsePlatforms reads -platforms: "all" (or empty) is every platform, nil for both lists;
@@ -249,6 +275,30 @@ func goBuild(ctx context.Context, o Options, p Platform, pkg, out string) error 
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s for %s: %w: %s", pkg, p, err, msg)
+	}
+	return nil
+}
+
+// SBOMName is the file name of the SBOM of the operator binary for p, in the release's
+// directory: named by platform as the plugin's archives are.
+func SBOMName(p Platform) string {
+	return fmt.Sprintf("redis-operator_%s_%s.cdx.json", p.OS, p.Arch)
+}
+
+// writeSBOM writes the CycloneDX SBOM (JSON) of one operator binary, read from the binary
+// itself by `cyclonedx-gomod bin`: the modules linked into it at the versions it was built
+// with, the Go standard library among them, and the binary's hashes. The `app` mode would read
+// the source tree instead, but it takes the version from git (a tag on HEAD, failing in a git
+// worktree) and cannot be told the release's. The main component gets the release's version
+// with Go's leading v, as in its purl (pkg:golang/...@vX.Y.Z). No serial number and no time
+// stamp: two builds of one commit give the same SBOM, as they give the same image.
+func writeSBOM(ctx context.Context, o Options, p Platform, bin, out string) error {
+	cmd := exec.CommandContext(ctx, o.CycloneDXGomod, "bin", "-json", "-std", "-noserial", "-notimestamp",
+		"-version", "v"+o.Version, "-output", out, bin)
+	// The purls' goos and goarch qualifiers come from `go env`, not from the binary.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cyclonedx-gomod bin %s: %w: %s", bin, err, msg)
 	}
 	return nil
 }

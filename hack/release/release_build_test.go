@@ -6,6 +6,9 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +33,8 @@ const (
 
 // TestRelease builds a whole release (bin/helm, bin/kustomize and make chart-deps first) and
 // checks what a user gets: the image index, each image's user and labels, the binaries'
-// versions, the charts, install.yaml's pinned image, the krew manifest and SHA256SUMS.
+// versions, each image's SBOM, the charts, install.yaml's pinned image, the krew manifest and
+// SHA256SUMS.
 func TestRelease(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -46,7 +50,7 @@ func TestRelease(t *testing.T) {
 	err = Build(t.Context(), Options{
 		Version: testVersion, Commit: testCommit, Time: time.Unix(1_780_000_000, 0).UTC(),
 		Root: root, Out: out, Changelog: cl, Repository: DefaultRepository, Source: DefaultSource,
-		Helm: filepath.Join(root, "bin", "helm"), Kustomize: filepath.Join(root, "bin", "kustomize"),
+		Helm: filepath.Join(root, "bin", "helm"), Kustomize: filepath.Join(root, "bin", "kustomize"), CycloneDXGomod: cyclonedxGomod(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +126,7 @@ func TestRelease(t *testing.T) {
 		if string(files["etc/ssl/certs/ca-certificates.crt"]) != string(hostCA) {
 			t.Errorf("%s: the CA certificates are not the build machine's", desc.Platform)
 		}
+		checkSBOM(t, root, out, Platform{desc.Platform.OS, desc.Platform.Architecture}, files["redis-operator"])
 		if desc.Platform.Architecture == runtime.GOARCH {
 			if got := run(t, files["redis-operator"], "--version"); got != wantLine("redis-operator") {
 				t.Errorf("redis-operator --version: %q, want %q", got, wantLine("redis-operator"))
@@ -352,7 +357,7 @@ func TestReleaseOnePlatform(t *testing.T) {
 	err = Build(t.Context(), Options{
 		Version: testVersion, Commit: testCommit, Time: time.Unix(1_780_000_000, 0).UTC(),
 		Root: root, Out: out, Changelog: cl, Repository: DefaultRepository, Source: DefaultSource,
-		Helm: filepath.Join(root, "bin", "helm"), Kustomize: filepath.Join(root, "bin", "kustomize"),
+		Helm: filepath.Join(root, "bin", "helm"), Kustomize: filepath.Join(root, "bin", "kustomize"), CycloneDXGomod: cyclonedxGomod(t),
 		operatorPlatforms: image, pluginPlatforms: plugin,
 	})
 	if err != nil {
@@ -395,4 +400,149 @@ func TestReleaseOnePlatform(t *testing.T) {
 	if n := strings.Count(string(raw), "uri: "); n != 1 {
 		t.Errorf("the krew manifest lists %d platforms, want 1:\n%s", n, raw)
 	}
+
+	// One SBOM, of the one image's binary, listed in SHA256SUMS with its sum.
+	host := Platform{runtime.GOOS, runtime.GOARCH}
+	sboms, err := filepath.Glob(filepath.Join(out, "*.cdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(out, SBOMName(host)); len(sboms) != 1 || sboms[0] != want {
+		t.Errorf("SBOMs %q, want %s alone", sboms, want)
+	}
+	img, err := index.Image(manifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSBOM(t, root, out, host, layerFiles(t, img)["redis-operator"])
+	sum, err := fileSHA256(filepath.Join(out, SBOMName(host)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed := readSHA256SUMS(t, out)[SBOMName(host)]; listed != sum {
+		t.Errorf("SHA256SUMS gives %s the sum %q, the file's is %s", SBOMName(host), listed, sum)
+	}
+}
+
+// cyclonedxGomod is the cyclonedx-gomod binary, named by CYCLONEDX_GOMOD: make release-test
+// installs it and sets it (the file name carries the pinned version).
+func cyclonedxGomod(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CYCLONEDX_GOMOD")
+	if path == "" {
+		t.Fatal("CYCLONEDX_GOMOD is not set: run make release-test, or set it to the bin/cyclonedx-gomod-<version> that make release installs")
+	}
+	return path
+}
+
+// checkSBOM reads the release's SBOM for p: a CycloneDX document whose main component is the
+// operator's module (go.mod's module path) at the release's version, built for p, with the
+// SHA-256 of the binary the image holds, and whose components list controller-runtime at the
+// version go.mod requires, for p too (cyclonedx-gomod takes the purls' platform from `go env`,
+// not from the binary).
+func checkSBOM(t *testing.T, root, out string, p Platform, binary []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(out, SBOMName(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom struct {
+		BOMFormat string `json:"bomFormat"`
+		Metadata  struct {
+			Component struct {
+				Type    string `json:"type"`
+				Name    string `json:"name"`
+				Version string `json:"version"`
+				PURL    string `json:"purl"`
+			} `json:"component"`
+			Properties []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"properties"`
+		} `json:"metadata"`
+		Components []struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+			PURL    string `json:"purl"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &bom); err != nil {
+		t.Fatalf("%s: %v", SBOMName(p), err)
+	}
+	if bom.BOMFormat != "CycloneDX" {
+		t.Errorf("%s: bomFormat %q, want CycloneDX", SBOMName(p), bom.BOMFormat)
+	}
+	module, crVersion := goMod(t, root, "sigs.k8s.io/controller-runtime")
+	app := bom.Metadata.Component
+	if app.Type != "application" || app.Name != module || app.Version != "v"+testVersion {
+		t.Errorf("%s: main component %s %s %s, want the application %s v%s", SBOMName(p), app.Type, app.Name, app.Version, module, testVersion)
+	}
+	if pkg, qualifiers, _ := strings.Cut(app.PURL, "?"); pkg != "pkg:golang/"+module+"@v"+testVersion ||
+		!strings.Contains(qualifiers, "goos="+p.OS) || !strings.Contains(qualifiers, "goarch="+p.Arch) {
+		t.Errorf("%s: main component's purl %s, want %s@v%s for %s", SBOMName(p), app.PURL, module, testVersion, p)
+	}
+	binarySum := sha256.Sum256(binary)
+	var hashed bool
+	for _, prop := range bom.Metadata.Properties {
+		if prop.Name == "cdx:gomod:binary:hash:SHA-256" {
+			hashed = prop.Value == hex.EncodeToString(binarySum[:])
+		}
+	}
+	if !hashed {
+		t.Errorf("%s: no SHA-256 of the image's binary (%x) in %+v", SBOMName(p), binarySum, bom.Metadata.Properties)
+	}
+	var versions []string
+	for _, c := range bom.Components {
+		if c.Name == "sigs.k8s.io/controller-runtime" {
+			versions = append(versions, c.Version)
+			if want := "pkg:golang/sigs.k8s.io/controller-runtime@" + crVersion + "?goarch=" + p.Arch + "&goos=" + p.OS + "&"; !strings.HasPrefix(c.PURL, want) {
+				t.Errorf("%s: controller-runtime's purl %s, want %s...", SBOMName(p), c.PURL, want)
+			}
+		}
+	}
+	if len(versions) != 1 || versions[0] != crVersion {
+		t.Errorf("%s: sigs.k8s.io/controller-runtime at %q, want %s (go.mod) once", SBOMName(p), versions, crVersion)
+	}
+}
+
+// goMod reads root's go.mod: the module path, and the version it requires of dep.
+func goMod(t *testing.T, root, dep string) (module, version string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		switch {
+		case len(fields) == 2 && fields[0] == "module":
+			module = fields[1]
+		case len(fields) >= 2 && fields[0] == dep:
+			version = fields[1]
+		case len(fields) > 0 && fields[0] == "replace" && slices.Contains(fields, dep):
+			t.Fatalf("go.mod replaces %s: the test reads its required version", dep)
+		}
+	}
+	if module == "" || version == "" {
+		t.Fatalf("go.mod: module %q, %s %q", module, dep, version)
+	}
+	return module, version
+}
+
+// readSHA256SUMS reads out/SHA256SUMS: file name to sum.
+func readSHA256SUMS(t *testing.T, out string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS line %q", line)
+		}
+		sums[name] = sum
+	}
+	return sums
 }

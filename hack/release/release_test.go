@@ -91,6 +91,10 @@ func TestImageIsReproducible(t *testing.T) {
 }
 
 func TestBuildRefusesBadInputs(t *testing.T) {
+	cl := filepath.Join(t.TempDir(), "CHANGELOG.md")
+	if err := os.WriteFile(cl, []byte("## [1.0.0]\n\n- A release.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		o       Options
@@ -99,6 +103,9 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 		{"leading v", Options{Version: "v1.0.0", Commit: "0123456"}, "no leading v"},
 		{"no commit", Options{Version: "1.0.0"}, "commit"},
 		{"no changelog section", Options{Version: "9.9.9", Commit: "0123456", Root: "../.."}, `no section "## [9.9.9]"`},
+		// Before anything is built.
+		{"no cyclonedx-gomod", Options{Version: "1.0.0", Commit: "0123456", Root: "../..", Changelog: cl, Repository: DefaultRepository}, "no cyclonedx-gomod binary"},
+		{"missing cyclonedx-gomod", Options{Version: "1.0.0", Commit: "0123456", Root: "../..", Changelog: cl, Repository: DefaultRepository, CycloneDXGomod: "/nonexistent/cyclonedx-gomod"}, "/nonexistent/cyclonedx-gomod"},
 	} {
 		if err := Build(t.Context(), tc.o); err == nil || !strings.Contains(err.Error(), tc.errWant) {
 			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.errWant)

@@ -109,9 +109,14 @@ func build(ctx context.Context, v string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	defer cancel()
 	bin := filepath.Join(repo, "bin")
+	// make e2e-release installs cyclonedx-gomod (its file name carries its version) and names it.
+	cyclonedx := os.Getenv("CYCLONEDX_GOMOD")
+	if cyclonedx == "" {
+		return "", fmt.Errorf("build release %s: CYCLONEDX_GOMOD is not set: run make e2e-release, or set it to the bin/cyclonedx-gomod-<version> that make release installs", v)
+	}
 	cmd := exec.CommandContext(ctx, "go", "run", "./hack/release", "-version", v, "-root", repo, "-out", out,
 		"-changelog", changelog, "-platforms", releasePlatforms(),
-		"-helm", filepath.Join(bin, "helm"), "-kustomize", filepath.Join(bin, "kustomize"))
+		"-helm", filepath.Join(bin, "helm"), "-kustomize", filepath.Join(bin, "kustomize"), "-cyclonedx-gomod", cyclonedx)
 	cmd.Dir = repo
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build release %s (make helm kustomize chart-deps first): %w\n%s", v, err, b)
