@@ -26,14 +26,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
 	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
 		panic(err)
 	}
-	return testenv.Run(m, testenv.New(), &restConfig)
+	os.Exit(testenv.Run(m, testenv.New(), &restConfig))
 }
 
 // newClient is a client of the test's API server under the field manager name given, "" for

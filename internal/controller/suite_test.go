@@ -43,10 +43,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	goredis.SetLogger(quietLogger{}) // dial failures to stopped pods are expected here
 	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
@@ -59,7 +55,7 @@ func runSuite(m *testing.M) int {
 	// The package's tests create hundreds of Services, and nothing deletes a namespace's
 	// objects here (no namespace controller runs): the default /24 range ran out of IPs.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
-	return testenv.Run(m, env, &restConfig)
+	os.Exit(testenv.Run(m, env, &restConfig))
 }
 
 // operator is one running instance of the operator's manager, as main starts it.
