@@ -61,30 +61,7 @@ func TestRelease(t *testing.T) {
 	}
 
 	// The image: index.json names one multi-arch index, with both platforms.
-	p, err := layout.FromPath(filepath.Join(out, "image"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topManifest, err := top.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(topManifest.Manifests) != 1 || topManifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != testVersion {
-		t.Fatalf("index.json: %+v, want one index named %s", topManifest.Manifests, testVersion)
-	}
-	digest := topManifest.Manifests[0].Digest
-	index, err := top.ImageIndex(digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := index.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	index, digest, manifest := releaseIndex(t, out)
 	if manifest.MediaType != "application/vnd.oci.image.index.v1+json" {
 		t.Errorf("index media type %s", manifest.MediaType)
 	}
@@ -336,6 +313,37 @@ func helmOut(t *testing.T, root string, args ...string) string {
 	return string(out)
 }
 
+// releaseIndex opens the image layout a release wrote in out, whose index.json must name one
+// index, tagged testVersion, and returns that multi-arch index, its digest and its manifest.
+func releaseIndex(t *testing.T, out string) (index v1.ImageIndex, digest v1.Hash, manifest *v1.IndexManifest) {
+	t.Helper()
+	p, err := layout.FromPath(filepath.Join(out, "image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topManifest, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(topManifest.Manifests) != 1 || topManifest.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != testVersion {
+		t.Fatalf("index.json: %+v, want one index named %s", topManifest.Manifests, testVersion)
+	}
+	digest = topManifest.Manifests[0].Digest
+	index, err = top.ImageIndex(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err = index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return index, digest, manifest
+}
+
 // TestReleaseOnePlatform: -platforms with this machine's platform gives an index of that one
 // image and that one plugin archive, listed alone in the krew manifest (the release e2e test's
 // build).
@@ -363,26 +371,7 @@ func TestReleaseOnePlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(filepath.Join(out, "image"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topManifest, err := top.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := top.ImageIndex(topManifest.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := index.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, manifest := releaseIndex(t, out)
 	if len(manifest.Manifests) != 1 || manifest.Manifests[0].Platform.OS != runtime.GOOS || manifest.Manifests[0].Platform.Architecture != runtime.GOARCH {
 		t.Errorf("index: %+v, want one image for %s/%s", manifest.Manifests, runtime.GOOS, runtime.GOARCH)
 	}

@@ -4,9 +4,7 @@ package apply
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +14,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/rediskube/redis-operator/internal/testenv"
 )
 
 // The package's integration tests run against a kube-apiserver and etcd of their own (envtest),
@@ -27,26 +26,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
 	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
 		panic(err)
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join("..", "..", "bin")
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	var err error
-	restConfig, err = env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start kube-apiserver from %s (run `make test`, it builds it): %v\n", assets, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	return m.Run()
+	os.Exit(testenv.Run(m, testenv.New(), &restConfig))
 }
 
 // newClient is a client of the test's API server under the field manager name given, "" for

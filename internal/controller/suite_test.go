@@ -26,7 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -35,6 +34,7 @@ import (
 	operatorevents "github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/testenv"
 )
 
 var (
@@ -43,10 +43,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	goredis.SetLogger(quietLogger{}) // dial failures to stopped pods are expected here
 	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
@@ -55,26 +51,11 @@ func runSuite(m *testing.M) int {
 	if err := v1beta2.AddToScheme(testScheme); err != nil {
 		panic(err)
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		assets = filepath.Join("..", "..", "bin")
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
+	env := testenv.NewWithCRDs()
 	// The package's tests create hundreds of Services, and nothing deletes a namespace's
 	// objects here (no namespace controller runs): the default /24 range ran out of IPs.
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
-	var err error
-	restConfig, err = env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start kube-apiserver from %s (run `make test`, it builds it): %v\n", assets, err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	return m.Run()
+	os.Exit(testenv.Run(m, env, &restConfig))
 }
 
 // operator is one running instance of the operator's manager, as main starts it.

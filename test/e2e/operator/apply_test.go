@@ -130,6 +130,47 @@ func waitStandaloneReady(t *testing.T, ns, name string, minGeneration int64) {
 	})
 }
 
+// sentinelWatched is a RedisReplication of three pods and the sentinels that watch it, as a
+// test waits for them to be Ready.
+type sentinelWatched struct {
+	ns, name string
+	// sentinel is the RedisSentinel that watches the replication, to be Ready too; "" for the
+	// replication's own sentinels (spec.sentinel).
+	sentinel string
+	// cr is where the replication is read into: it holds the status of the last look.
+	cr      *v1beta2.RedisReplication
+	timeout time.Duration
+	// sinceOnSentinel makes waitReady's since apply to the RedisSentinel's Ready rather than to
+	// the replication's: a change to the sentinels alone need not turn the replication's over.
+	sinceOnSentinel bool
+}
+
+// waitReady waits until the replication is Ready with its three pods ready and the
+// RedisSentinel, if any, Ready too. A Ready that last turned true before since (to the second)
+// does not count; the zero time counts any.
+func (w sentinelWatched) waitReady(t *testing.T, why string, since time.Time) {
+	t.Helper()
+	turned := func(c *metav1.Condition) bool { return !c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) }
+	sb.WaitFor(t, w.ns, "replication and sentinels Ready "+why, w.timeout, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name}, w.cr); err != nil {
+			return false, "", err
+		}
+		ready := meta.FindStatusCondition(w.cr.Status.Conditions, v1beta2.ConditionReady)
+		ok := ready != nil && ready.Status == metav1.ConditionTrue && (w.sinceOnSentinel || turned(ready)) && w.cr.Status.ReadyReplicas == 3
+		message := fmt.Sprintf("replication %v", ready)
+		if w.sentinel != "" {
+			sn := &v1beta2.RedisSentinel{}
+			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.sentinel}, sn); err != nil {
+				return false, "", err
+			}
+			snReady := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
+			ok = ok && snReady != nil && snReady.Status == metav1.ConditionTrue && (!w.sinceOnSentinel || turned(snReady))
+			message += fmt.Sprintf("; sentinels %v", snReady)
+		}
+		return ok, message, nil
+	})
+}
+
 // A Redis whose image is empty is admitted by the schema but cannot be built: it is deleted
 // as soon as it is asked to be, like any other.
 func TestUnbuildableRedisIsDeleted(t *testing.T) {

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -141,24 +139,8 @@ spec:
     failoverTimeout: "10000"
 `)
 	cr := &v1beta2.RedisReplication{}
-	waitReady := func(why string, since time.Time) {
-		t.Helper()
-		sb.WaitFor(t, ns, "RedisReplication and RedisSentinel Ready "+why, 4*time.Minute, func(ctx context.Context) (bool, string, error) {
-			sn := &v1beta2.RedisSentinel{}
-			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
-				return false, "", err
-			}
-			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cut-sn"}, sn); err != nil {
-				return false, "", err
-			}
-			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
-			snReady := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
-			return ready != nil && ready.Status == metav1.ConditionTrue && !ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) &&
-					cr.Status.ReadyReplicas == 3 && snReady != nil && snReady.Status == metav1.ConditionTrue,
-				fmt.Sprintf("replication %v; sentinels %v", ready, snReady), nil
-		})
-	}
-	waitReady("at first", time.Time{})
+	watched := sentinelWatched{ns: ns, name: name, sentinel: "cut-sn", cr: cr, timeout: 4 * time.Minute}
+	watched.waitReady(t, "at first", time.Time{})
 	master := getPod(t, ns, cr.Status.MasterNode)
 	writes := startAcknowledgedWriter(t, ns, name+"-master", "")
 	time.Sleep(2 * time.Second)
@@ -177,7 +159,7 @@ spec:
 	time.Sleep(max(0, 40*time.Second-time.Since(cut)))
 	healCut()
 	heal := time.Now()
-	waitReady("after the heal", heal)
+	watched.waitReady(t, "after the heal", heal)
 	samples := stopSampling()
 	acknowledged, failures := writes()
 

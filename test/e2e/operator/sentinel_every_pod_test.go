@@ -9,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -82,29 +80,8 @@ spec:
 			const name = "gone"
 			sb.Apply(t, ns, tc.manifest)
 			cr := &v1beta2.RedisReplication{}
-			waitReady := func(why string, since time.Time) {
-				t.Helper()
-				sb.WaitFor(t, ns, "replication and sentinels Ready "+why, 6*time.Minute, func(ctx context.Context) (bool, string, error) {
-					if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
-						return false, "", err
-					}
-					ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
-					ok := ready != nil && ready.Status == metav1.ConditionTrue && !ready.LastTransitionTime.Time.Before(since.Truncate(time.Second)) &&
-						cr.Status.ReadyReplicas == 3
-					message := fmt.Sprintf("replication %v", ready)
-					if tc.sentinel != "" {
-						sn := &v1beta2.RedisSentinel{}
-						if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.sentinel}, sn); err != nil {
-							return false, "", err
-						}
-						snReady := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
-						ok = ok && snReady != nil && snReady.Status == metav1.ConditionTrue
-						message += fmt.Sprintf("; sentinels %v", snReady)
-					}
-					return ok, message, nil
-				})
-			}
-			waitReady("at first", time.Time{})
+			watched := sentinelWatched{ns: ns, name: name, sentinel: tc.sentinel, cr: cr, timeout: 6 * time.Minute}
+			watched.waitReady(t, "at first", time.Time{})
 			master := getPod(t, ns, cr.Status.MasterNode)
 			writer := sb.Redis(t, master)
 			var keys []string
@@ -136,7 +113,7 @@ spec:
 				}
 			}
 			t.Logf("deleted every pod of %s (master %s at %s)", name, master.Name, master.Status.PodIP)
-			waitReady("after every pod was deleted", deleted)
+			watched.waitReady(t, "after every pod was deleted", deleted)
 			t.Logf("Ready again %s after the deletion, master %s", time.Since(deleted).Round(time.Second), cr.Status.MasterNode)
 
 			master = getPod(t, ns, cr.Status.MasterNode)
@@ -162,7 +139,7 @@ spec:
 				}
 				return cr.Status.MasterNode != "" && cr.Status.MasterNode != oldMaster, "master " + cr.Status.MasterNode, nil
 			})
-			waitReady("after the failover", time.Time{})
+			watched.waitReady(t, "after the failover", time.Time{})
 			master = getPod(t, ns, cr.Status.MasterNode)
 			sentinelsName(t, ns, tc.sentinels, tc.group, master.Status.PodIP)
 			reader = sb.Redis(t, master)

@@ -292,24 +292,8 @@ spec:
     failoverTimeout: "10000"
 `)
 	cr := &v1beta2.RedisReplication{}
-	waitReady := func(why string, since time.Time) {
-		t.Helper()
-		sb.WaitFor(t, ns, "replication and sentinels Ready "+why, 6*time.Minute, func(ctx context.Context) (bool, string, error) {
-			sn := &v1beta2.RedisSentinel{}
-			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cr); err != nil {
-				return false, "", err
-			}
-			if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: sentinels}, sn); err != nil {
-				return false, "", err
-			}
-			ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
-			snReady := meta.FindStatusCondition(sn.Status.Conditions, v1beta2.ConditionReady)
-			return ready != nil && ready.Status == metav1.ConditionTrue && cr.Status.ReadyReplicas == 3 &&
-					snReady != nil && snReady.Status == metav1.ConditionTrue && !snReady.LastTransitionTime.Time.Before(since.Truncate(time.Second)),
-				fmt.Sprintf("replication %v; sentinels %v", ready, snReady), nil
-		})
-	}
-	waitReady("at first", time.Time{})
+	watched := sentinelWatched{ns: ns, name: name, sentinel: sentinels, cr: cr, timeout: 6 * time.Minute, sinceOnSentinel: true}
+	watched.waitReady(t, "at first", time.Time{})
 
 	skipResource(t, ns, "RedisSentinel", sentinels, true)
 	var sts appsv1.StatefulSet
@@ -343,7 +327,7 @@ spec:
 		}
 		return current == 3, fmt.Sprintf("%d of 3 sentinels on the current template", current), nil
 	})
-	waitReady("after the upgrade", upgraded)
+	watched.waitReady(t, "after the upgrade", upgraded)
 	sentinelsName(t, ns, app, "myMaster", master.Status.PodIP)
 
 	if err := sb.Client.Delete(ctx, master); err != nil {
@@ -355,7 +339,7 @@ spec:
 		}
 		return cr.Status.MasterNode != "" && cr.Status.MasterNode != master.Name, "master " + cr.Status.MasterNode, nil
 	})
-	waitReady("after the failover", upgraded)
+	watched.waitReady(t, "after the failover", upgraded)
 	acknowledged, failures := writes()
 	promoted := getPod(t, ns, cr.Status.MasterNode)
 	sentinelsName(t, ns, app, "myMaster", promoted.Status.PodIP)
