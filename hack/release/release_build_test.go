@@ -371,7 +371,7 @@ func TestReleaseOnePlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, manifest := releaseIndex(t, out)
+	index, _, manifest := releaseIndex(t, out)
 	if len(manifest.Manifests) != 1 || manifest.Manifests[0].Platform.OS != runtime.GOOS || manifest.Manifests[0].Platform.Architecture != runtime.GOARCH {
 		t.Errorf("index: %+v, want one image for %s/%s", manifest.Manifests, runtime.GOOS, runtime.GOARCH)
 	}
