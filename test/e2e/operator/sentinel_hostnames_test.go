@@ -89,7 +89,9 @@ spec:
 				fmt.Sprintf("replication %v; sentinels %v", ready, snReady), nil
 		})
 	}
+	start := time.Now()
 	waitReady("at first")
+	t.Logf("Ready after %s", time.Since(start).Round(time.Second))
 	master := getPod(t, ns, cr.Status.MasterNode)
 	sentinelsNameByDNS(t, ns, "named-sn-sentinel", group, cfg, fqdn(master.Name), fqdn)
 	followByName(t, ns, name, master.Name, fqdn(master.Name), cfg)
@@ -120,6 +122,7 @@ spec:
 	}
 
 	// The master pod deleted: the sentinels fail over, by name.
+	deleted := time.Now()
 	if err := sb.Client.Delete(ctx, master); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +132,9 @@ spec:
 		}
 		return cr.Status.MasterNode != "" && cr.Status.MasterNode != master.Name, "master " + cr.Status.MasterNode, nil
 	})
+	t.Logf("sentinels named %s %s after the master pod's deletion", cr.Status.MasterNode, time.Since(deleted).Round(time.Second))
 	waitReady("after the failover")
+	t.Logf("Ready again %s after the deletion", time.Since(deleted).Round(time.Second))
 	promoted := cr.Status.MasterNode
 	sentinelsNameByDNS(t, ns, "named-sn-sentinel", group, cfg, fqdn(promoted), fqdn)
 	followByName(t, ns, name, promoted, fqdn(promoted), cfg)
@@ -256,7 +261,9 @@ spec:
 			return ready != nil && ready.Status == metav1.ConditionTrue && cr.Status.MasterNode != "", fmt.Sprintf("%v", ready), nil
 		})
 	}
+	start := time.Now()
 	waitReady("at first")
+	t.Logf("Ready after %s", time.Since(start).Round(time.Second))
 	master := getPod(t, ns, cr.Status.MasterNode)
 	sentinelsNameByDNS(t, ns, "enamed-s", group, cfg, fqdn(master.Name), fqdn)
 	followByName(t, ns, name, master.Name, fqdn(master.Name), cfg)
@@ -268,6 +275,7 @@ spec:
 		t.Fatalf("WAIT 2 = %d, %v", n, err)
 	}
 
+	deleted := time.Now()
 	if err := sb.Client.Delete(ctx, master); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +285,9 @@ spec:
 		}
 		return cr.Status.MasterNode != "" && cr.Status.MasterNode != master.Name, "master " + cr.Status.MasterNode, nil
 	})
+	t.Logf("sentinels named %s %s after the master pod's deletion", cr.Status.MasterNode, time.Since(deleted).Round(time.Second))
 	waitReady("after the failover")
+	t.Logf("Ready again %s after the deletion", time.Since(deleted).Round(time.Second))
 	promoted := getPod(t, ns, cr.Status.MasterNode)
 	sentinelsNameByDNS(t, ns, "enamed-s", group, cfg, fqdn(promoted.Name), fqdn)
 	followByName(t, ns, name, promoted.Name, fqdn(promoted.Name), cfg)

@@ -198,9 +198,19 @@ spec:
 		return sb.Redis(t, pod).Ping(ctx).Err() == nil, "", nil
 	})
 	before := sb.Redis(t, pod)
-	for i := range 200 {
-		if err := before.Set(ctx, "before-"+strconv.Itoa(i), i, 0).Err(); err != nil {
-			t.Fatal(err)
+	// The pod answered a PING a moment ago; a write refused now (the pod replaced again, a
+	// timeout on a loaded machine) is retried and logged, and every key is read back at the end.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < 200; {
+		err := before.Set(ctx, "before-"+strconv.Itoa(i), i, 0).Err()
+		switch {
+		case err == nil:
+			i++
+		case time.Now().After(deadline):
+			t.Fatalf("write before-%d to %s before the upgrade: %v", i, pod.Name, err)
+		default:
+			t.Logf("write before-%d to %s before the upgrade: %v (retrying)", i, pod.Name, err)
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 
