@@ -111,6 +111,9 @@ type replicationScope struct {
 	// version ran (StatefulSet <name>-sentinel) still exist and must be retired.
 	embeddedReports []string
 	legacySentinels bool
+	// stuckSentinels says why the sentinels could not fail the master over by themselves and
+	// what was asked of them (sentinelUnstick), "" when they can.
+	stuckSentinels string
 	// hostnames: the sentinels watching the replication name its pods by DNS name
 	// (builder.ReplicationNamesHosts); hosts maps its pods between their IPs and names.
 	hostnames bool

@@ -79,9 +79,16 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 			log.FromContext(ctx).Info("cannot ask sentinels without their TLS settings", "sentinels", g.name, "error", err.Error())
 			continue
 		}
-		asked, err := r.askSentinels(ctx, s.cr.Namespace, g, password, tlsSettings.clientConfig())
+		asked, peers, err := r.askSentinels(ctx, s.cr.Namespace, g, password, tlsSettings.clientConfig())
 		if err != nil {
 			return false, err
+		}
+		stuck, err := sentinelUnstick{rec: r.Recorder, waits: s.memory.waits}.unstick(ctx, s.cr, g.masterGroup, peers)
+		if err != nil {
+			return false, err
+		}
+		if stuck != "" {
+			s.stuckSentinels = stuck
 		}
 		// A sentinel naming the master by DNS name names the pod's IP for the planner.
 		for i := range asked {
@@ -192,28 +199,32 @@ func (r *RedisReplicationReconciler) watchingSentinels(ctx context.Context, s *r
 	return out, nil
 }
 
-// askSentinels returns the master host each running pod of one set of sentinels reports.
-func (r *RedisReplicationReconciler) askSentinels(ctx context.Context, namespace string, g sentinelGroup, password string, tlsConfig *tls.Config) ([]string, error) {
+// askSentinels returns the master host each running pod of one set of sentinels reports, and
+// a client of each.
+func (r *RedisReplicationReconciler) askSentinels(ctx context.Context, namespace string, g sentinelGroup, password string,
+	tlsConfig *tls.Config) ([]string, []sentinelPeer, error) {
 	pods, err := podsOf(ctx, r.Client, namespace, g.statefulSet)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var reports []string
+	var peers []sentinelPeer
 	for j := range pods {
 		if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
 			continue
 		}
 		c, err := r.dial(pods[j].Status.PodIP, builder.DefaultSentinelPort, redis.Auth{Password: password}, tlsConfig)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		host, _, known, err := c.SentinelMasterAddr(ctx, g.masterGroup)
 		if err != nil || !known {
 			host = ""
 		}
 		reports = append(reports, host)
+		peers = append(peers, sentinelPeer{pod: pods[j].Name, client: c})
 	}
-	return reports, nil
+	return reports, peers, nil
 }
 
 // hasLegacySentinels tells whether the embedded sentinels of an earlier version still run: a

@@ -201,6 +201,9 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 	}
 	outageAfter := cmp.Or(r.OutageAfter, DefaultOutageAfter)
 	if outages := r.outages(ctx, s, outageAfter); len(outages) > 0 {
+		if s.stuckSentinels != "" {
+			outages = append(outages, s.stuckSentinels)
+		}
 		r.outage(s, strings.Join(outages, "; "))
 		s.Requeue(ctx, whileConverging, "an outage: the master or a replica may come back")
 		return true, nil
@@ -220,7 +223,11 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 		// silent master of a replication that served is Degraded, naming the master, as every
 		// kind says of a pod that stops answering; past the bound it is an outage (above), with
 		// its Warning event. One being created is progress; a pod that cannot start says why.
-		r.notReady(s, status.ReasonRedisUnreachable, s.plan.Wait)
+		message := s.plan.Wait
+		if s.stuckSentinels != "" {
+			message += "; " + s.stuckSentinels
+		}
+		r.notReady(s, status.ReasonRedisUnreachable, message)
 		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -36,10 +37,11 @@ var allowedCommands = map[string][]string{
 		"nodes", "shards", "info", "myid", "meet", "addslots", "addslotsrange", "replicate", "failover",
 		"forget", "countkeysinslot", "getkeysinslot", "setslot", "bumpepoch",
 	},
-	// Read-only, but for the monitored master's password (set only in the shape
-	// narrowArguments allows) and RESET of one group by its exact name, which makes a
-	// sentinel forget departed sentinels: failover decisions stay with the sentinels.
-	"sentinel": {"get-master-addr-by-name", "master", "ckquorum", "replicas", "sentinels", "set", sentinelResetSubcommand},
+	// Read-only, but for the monitored master's password and its down-after period (set only
+	// in the shapes narrowArguments allows), RESET of one group by its exact name, which makes a
+	// sentinel forget departed sentinels, and FAILOVER of a group the sentinels hold down but
+	// cannot fail over (sentinelUnblock): which replica becomes master stays the sentinels' choice.
+	"sentinel": {"get-master-addr-by-name", "master", "ckquorum", "replicas", "sentinels", "set", "failover", sentinelResetSubcommand},
 }
 
 // sentinelResetSubcommand is the one place the word may be spelt, for SENTINEL RESET of one
@@ -53,7 +55,19 @@ const sentinelResetSubcommand = "reset"
 // and nothing else.
 var narrowArguments = map[string]func(args []any) bool{
 	"sentinel set": func(args []any) bool {
-		return len(args) == 5 && argEquals(args[3], "auth-pass")
+		if len(args) != 5 {
+			return false
+		}
+		if argEquals(args[3], "down-after-milliseconds") {
+			ms, ok := args[4].(string)
+			n, err := strconv.ParseInt(ms, 10, 64)
+			return ok && err == nil && n > 0
+		}
+		return argEquals(args[3], "auth-pass")
+	},
+	"sentinel failover": func(args []any) bool {
+		group, ok := args[len(args)-1].(string)
+		return len(args) == 3 && ok && group != ""
 	},
 	"sentinel " + sentinelResetSubcommand: func(args []any) bool {
 		if len(args) != 3 {

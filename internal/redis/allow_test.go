@@ -19,11 +19,14 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"cluster", "re" + "set"}, {"cluster", "delslots", 1}, {"config", "resetstat"}, {"del", "k"},
 		{"shutdown"}, {"debug", "segfault"}, {}, {42},
 		// Sentinel commands that change what the sentinels monitor or force a failover.
-		{"sentinel", "re" + "set", "*"}, {"SENTINEL", "FAILOVER", "g"}, {"sentinel", "remove", "g"},
+		{"sentinel", "re" + "set", "*"}, {"SENTINEL", "FAILOVER"}, {"SENTINEL", "FAILOVER", "g", "h"}, {"sentinel", "failover", ""},
+		{"sentinel", "remove", "g"},
 		{"sentinel", "monitor", "g", "h", 1, 2}, {"sentinel", "set", "g", "quorum", 1},
 		{"sentinel", "flushconfig"}, {"sentinel", "config", "set", "x", "y"}, {"sentinel"},
 		{"sentinel", "set", "g", "auth-pass"}, {"sentinel", "set", "g", "auth-pass", "pw", "quorum", 1},
 		{"sentinel", "set", "g", "down-after-milliseconds", 1}, {"sentinel", "set", "g", "notification-script", "/x"},
+		{"sentinel", "set", "g", "down-after-milliseconds", "0"}, {"sentinel", "set", "g", "down-after-milliseconds", "-5"},
+		{"sentinel", "set", "g", "down-after-milliseconds", "1s"}, {"sentinel", "set", "g", "down-after-milliseconds", "5", "quorum"},
 		{"sentinel", "set", "g", "auth-user", "u"}, {"sentinel", "set", "g", "auth-pass", "pw", "auth-pass"},
 		{"sentinel", "re" + "set", "g*"}, {"sentinel", "re" + "set", "[g]"}, {"sentinel", "re" + "set"}, {"sentinel", "re" + "set", "g", "h"},
 		// ACL changes beyond a second password for the default user.
@@ -47,6 +50,7 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "g"}, {"sentinel", "master", "g"}, {"sentinel", "ckquorum", "g"},
 		{"sentinel", "replicas", "g"}, {"sentinel", "sentinels", "g"}, {"SENTINEL", "RE" + "SET", "mymaster"},
 		{"SENTINEL", "SET", "g", "AUTH-PASS", "pw"}, {"sentinel", "set", "g", "auth-pass", ""},
+		{"sentinel", "set", "g", "down-after-milliseconds", "16000"}, {"SENTINEL", "FAILOVER", "mymaster"},
 		{"ACL", "SETUSER", "default", ">new pw"}, {"acl", "setuser", "default", "#" + strings.Repeat("0f", 32)},
 		{"acl", "setuser", "redis-operator", ">new pw"},
 		{"acl", "setuser", "redis-operator", "on", "#" + strings.Repeat("0f", 32), "~*", "&*", "+@all"},
@@ -64,7 +68,7 @@ func TestClientRefusesDisallowedSentinelCommands(t *testing.T) {
 	c := newClient("127.0.0.1:1", Auth{}, Options{}.withDefaults(), nil)
 	t.Cleanup(func() { _ = c.close() })
 	for _, args := range [][]any{
-		{"sentinel", "failover", "g"}, {"sentinel", "re" + "set", "*"}, {"sentinel", "remove", "g"},
+		{"sentinel", "failover", "g", "h"}, {"sentinel", "re" + "set", "*"}, {"sentinel", "remove", "g"},
 	} {
 		if err := c.rdb.Do(context.Background(), args...).Err(); !errors.Is(err, ErrCommandNotAllowed) {
 			t.Errorf("%v: err = %v, want ErrCommandNotAllowed", args, err)

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// Read-only SENTINEL commands: the operator follows the sentinels' view of the master and
-// checks their quorum, but leaves failover decisions to the sentinels themselves.
+// SENTINEL commands: the operator follows the sentinels' view of the master and checks their
+// quorum, and leaves the choice of a master to the sentinels themselves (a failover it asks
+// for is theirs to carry out, see SentinelFailover).
 
 // SentinelMasterAddr asks a sentinel where the master of group is now (SENTINEL
 // GET-MASTER-ADDR-BY-NAME). known is false when the sentinel does not monitor that group (nil reply).
@@ -158,4 +161,54 @@ func parseReplicaHosts(reply any) ([]string, error) {
 		hosts = append(hosts, fields["ip"])
 	}
 	return hosts, nil
+}
+
+// SentinelReplicas returns the state a sentinel keeps for each replica of group (SENTINEL
+// REPLICAS), each as field -> value ("ip", "flags", "master-link-down-time", "slave-priority",
+// "slave-repl-offset", ...). A group the sentinel does not monitor is a server error.
+func (c *Client) SentinelReplicas(ctx context.Context, group string) ([]map[string]string, error) {
+	command := "SENTINEL REPLICAS " + group
+	if group == "" {
+		return nil, c.wrap(command, errors.New("empty group name"))
+	}
+	reply, err := c.rdb.Do(ctx, "sentinel", "replicas", group).Result()
+	if err != nil {
+		return nil, c.wrap(command, err)
+	}
+	entries, err := replyArray(reply)
+	if err != nil {
+		return nil, c.wrap(command, err)
+	}
+	replicas := make([]map[string]string, 0, len(entries))
+	for i, e := range entries {
+		fields, err := parseFieldMap(e)
+		if err != nil {
+			return nil, c.wrap(command, fmt.Errorf("replica %d: %w", i, err))
+		}
+		replicas = append(replicas, fields)
+	}
+	return replicas, nil
+}
+
+// SentinelSetDownAfter sets how long a sentinel waits before it holds group's master (and its
+// replicas) down (SENTINEL SET <group> down-after-milliseconds); the sentinel writes it to its
+// config file. A period under a millisecond is refused.
+func (c *Client) SentinelSetDownAfter(ctx context.Context, group string, period time.Duration) error {
+	command := "SENTINEL SET " + group + " down-after-milliseconds"
+	if group == "" || period < time.Millisecond {
+		return c.wrap(command, fmt.Errorf("group %q, period %s: a group and a period of at least 1ms are required", group, period))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "sentinel", "set", group, "down-after-milliseconds", strconv.FormatInt(period.Milliseconds(), 10)).Err())
+}
+
+// SentinelFailover asks a sentinel to fail group's master over now, without the other
+// sentinels' agreement (SENTINEL FAILOVER): it picks the replica as in any failover and the
+// others follow the new configuration. A sentinel that finds no replica to promote answers
+// NOGOODSLAVE, one already failing over INPROG (server errors).
+func (c *Client) SentinelFailover(ctx context.Context, group string) error {
+	command := "SENTINEL FAILOVER " + group
+	if group == "" {
+		return c.wrap(command, errors.New("empty group name"))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "sentinel", "failover", group).Err())
 }
