@@ -131,36 +131,12 @@ func (c *Client) SentinelReset(ctx context.Context, group string) error {
 // SentinelReplicaHosts lists the hosts of the replicas a sentinel knows for group (SENTINEL
 // REPLICAS), as it would connect to them. A group the sentinel does not monitor is a server error.
 func (c *Client) SentinelReplicaHosts(ctx context.Context, group string) ([]string, error) {
-	command := "SENTINEL REPLICAS " + group
-	if group == "" {
-		return nil, c.wrap(command, errors.New("empty group name"))
-	}
-	reply, err := c.rdb.Do(ctx, "sentinel", "replicas", group).Result()
-	if err != nil {
-		return nil, c.wrap(command, err)
-	}
-	hosts, err := parseReplicaHosts(reply)
-	return hosts, c.wrap(command, err)
-}
-
-// parseReplicaHosts reads the "ip" field of each replica's field map in a SENTINEL REPLICAS reply.
-func parseReplicaHosts(reply any) ([]string, error) {
-	entries, err := replyArray(reply)
+	replicas, err := c.SentinelReplicas(ctx, group)
 	if err != nil {
 		return nil, err
 	}
-	hosts := make([]string, 0, len(entries))
-	for i, e := range entries {
-		fields, err := parseFieldMap(e)
-		if err != nil {
-			return nil, fmt.Errorf("replica %d: %w", i, err)
-		}
-		if fields["ip"] == "" {
-			return nil, fmt.Errorf("replica %d: no ip field", i)
-		}
-		hosts = append(hosts, fields["ip"])
-	}
-	return hosts, nil
+	hosts, err := replicaHosts(replicas)
+	return hosts, c.wrap("SENTINEL REPLICAS "+group, err)
 }
 
 // SentinelReplicas returns the state a sentinel keeps for each replica of group (SENTINEL
@@ -175,19 +151,46 @@ func (c *Client) SentinelReplicas(ctx context.Context, group string) ([]map[stri
 	if err != nil {
 		return nil, c.wrap(command, err)
 	}
+	replicas, err := parseReplicas(reply)
+	return replicas, c.wrap(command, err)
+}
+
+// parseReplicas reads each replica's field map in a SENTINEL REPLICAS reply.
+func parseReplicas(reply any) ([]map[string]string, error) {
 	entries, err := replyArray(reply)
 	if err != nil {
-		return nil, c.wrap(command, err)
+		return nil, err
 	}
 	replicas := make([]map[string]string, 0, len(entries))
 	for i, e := range entries {
 		fields, err := parseFieldMap(e)
 		if err != nil {
-			return nil, c.wrap(command, fmt.Errorf("replica %d: %w", i, err))
+			return nil, fmt.Errorf("replica %d: %w", i, err)
 		}
 		replicas = append(replicas, fields)
 	}
 	return replicas, nil
+}
+
+// parseReplicaHosts reads the "ip" field of each replica's field map in a SENTINEL REPLICAS reply.
+func parseReplicaHosts(reply any) ([]string, error) {
+	replicas, err := parseReplicas(reply)
+	if err != nil {
+		return nil, err
+	}
+	return replicaHosts(replicas)
+}
+
+// replicaHosts takes each replica's "ip" field, which every one must have.
+func replicaHosts(replicas []map[string]string) ([]string, error) {
+	hosts := make([]string, 0, len(replicas))
+	for i, fields := range replicas {
+		if fields["ip"] == "" {
+			return nil, fmt.Errorf("replica %d: no ip field", i)
+		}
+		hosts = append(hosts, fields["ip"])
+	}
+	return hosts, nil
 }
 
 // SentinelSetDownAfter sets how long a sentinel waits before it holds group's master (and its
