@@ -199,6 +199,10 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
+		Stores: S3Stores, Memory: memory}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() { op.done <- mgr.Start(ctx) }()

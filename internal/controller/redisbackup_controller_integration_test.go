@@ -1,0 +1,329 @@
+//go:build integration
+
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	goredis "github.com/redis/go-redis/v9"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
+	"github.com/rediskube/redis-operator/internal/s3test"
+)
+
+const backupKeys = 5000
+
+// backupFixture is a test's S3 server, its credentials Secret and a way to make backups.
+type backupFixture struct {
+	t  *testing.T
+	c  client.Client
+	ns string
+	s3 *s3test.Server
+}
+
+func newBackupFixture(t *testing.T, c client.Client, ns string) *backupFixture {
+	t.Helper()
+	f := &backupFixture{t: t, c: c, ns: ns, s3: s3test.Start(t, s3test.Options{})}
+	if err := c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns},
+		Data: map[string][]byte{S3AccessKeyIDKey: []byte(f.s3.AccessKey), S3SecretAccessKeyKey: []byte(f.s3.SecretKey)}}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *backupFixture) create(name, kind, target string, source v1alpha1.BackupSource, credentials string) *v1alpha1.RedisBackup {
+	f.t.Helper()
+	b := &v1alpha1.RedisBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		Spec: v1alpha1.RedisBackupSpec{
+			Target: v1alpha1.BackupTarget{Kind: kind, Name: target},
+			Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{
+				Endpoint: f.s3.URL(), Bucket: f.s3.Bucket, Prefix: "/team-a/", Region: s3test.Region, ForcePathStyle: true,
+				CredentialsSecret: v1alpha1.SecretReference{Name: credentials},
+			}},
+			Source: source,
+		},
+	}
+	if err := f.c.Create(context.Background(), b); err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+// waitPhase waits for the backup to reach phase, failing at once on another final phase.
+func (f *backupFixture) waitPhase(b *v1alpha1.RedisBackup, phase v1alpha1.BackupPhase) {
+	f.t.Helper()
+	waitUntil(f.t, 60*time.Second, "RedisBackup "+b.Name+" "+string(phase), func() error {
+		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		if b.Status.Phase == phase {
+			return nil
+		}
+		if b.Finished() {
+			f.t.Fatalf("backup %s ended %s: %s", b.Name, b.Status.Phase, describeConditions(b.Status.Conditions))
+		}
+		return fmt.Errorf("phase %q, conditions %s", b.Status.Phase, describeConditions(b.Status.Conditions))
+	})
+}
+
+// restore downloads the backup's one object, checks its size and digest against the status,
+// and starts a redis-server on it.
+func (f *backupFixture) restore(b *v1alpha1.RedisBackup) *goredis.Client {
+	f.t.Helper()
+	if len(b.Status.Shards) != 1 {
+		f.t.Fatalf("shards %+v, want one", b.Status.Shards)
+	}
+	shard := b.Status.Shards[0]
+	key := strings.TrimPrefix(shard.Location, "s3://"+f.s3.Bucket+"/")
+	obj, err := f.s3.Client(f.t).GetObject(context.Background(), f.s3.Bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer func() { _ = obj.Close() }()
+	path := filepath.Join(f.t.TempDir(), "dump.rdb")
+	out, err := os.Create(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), obj)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		f.t.Fatalf("download %s: %v", shard.Location, err)
+	}
+	if n != shard.Bytes || n != b.Status.TotalBytes || hex.EncodeToString(h.Sum(nil)) != shard.SHA256 {
+		f.t.Fatalf("the object holds %d bytes of digest %x; the status says %d (total %d), %s", n, h.Sum(nil), shard.Bytes, b.Status.TotalBytes, shard.SHA256)
+	}
+	restored := redistest.StartServer(f.t, redistest.ServerOptions{RDB: path})
+	rdb := goredis.NewClient(&goredis.Options{Addr: restored.Addr()})
+	f.t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func writeBackupKeys(ctx context.Context, t *testing.T, rdb *goredis.Client) {
+	t.Helper()
+	p := rdb.Pipeline()
+	for i := range backupKeys {
+		k := "key:" + strconv.Itoa(i)
+		p.Set(ctx, k, "value-"+strconv.Itoa(i), 0)
+		if i%100 == 0 {
+			p.Expire(ctx, k, time.Hour)
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkBackupKeys(ctx context.Context, t *testing.T, rdb *goredis.Client) {
+	t.Helper()
+	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != backupKeys {
+		t.Fatalf("DBSIZE %d, %v; want %d", n, err, backupKeys)
+	}
+	p := rdb.Pipeline()
+	gets := make([]*goredis.StringCmd, backupKeys)
+	ttls := make([]*goredis.DurationCmd, backupKeys)
+	for i := range backupKeys {
+		gets[i] = p.Get(ctx, "key:"+strconv.Itoa(i))
+		ttls[i] = p.TTL(ctx, "key:"+strconv.Itoa(i))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range backupKeys {
+		if gets[i].Val() != "value-"+strconv.Itoa(i) {
+			t.Fatalf("key:%d = %q", i, gets[i].Val())
+		}
+		if ttl := ttls[i].Val(); (i%100 == 0) != (ttl > 0) {
+			t.Fatalf("key:%d TTL %v", i, ttl)
+		}
+	}
+}
+
+// A backup of a standalone Redis with a password streams the pod's snapshot into S3 at
+// <prefix>/<namespace>/<backup>/<pod>.rdb; a new server loading the object serves every key,
+// and the status, which says so, is never taken again.
+func TestRedisBackupOfStandaloneRestoresEveryKey(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	startOperator(t, ns)
+	ctx := context.Background()
+	c := newClient(t)
+	const password = "s3cret-backup"
+	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
+	kubelet.standalone, kubelet.password = true, password
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "redis-secret", Namespace: ns},
+		Data: map[string][]byte{"password": []byte(password)}}); err != nil {
+		t.Fatal(err)
+	}
+	secretName, secretKey := "redis-secret", "password"
+	cr := &v1beta2.Redis{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15",
+			ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}}},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.runStatefulSet(ctx, ns, "cache")
+	waitStandaloneReady(t, c, cr)
+	rdb := goredis.NewClient(&goredis.Options{Addr: kubelet.pod("cache-0").addr(builder.DefaultRedisPort), Password: password})
+	defer func() { _ = rdb.Close() }()
+	writeBackupKeys(ctx, t, rdb)
+
+	f := newBackupFixture(t, c, ns)
+	b := f.create("nightly", v1alpha1.TargetRedis, "cache", "", "s3-credentials")
+	f.waitPhase(b, v1alpha1.BackupCompleted)
+
+	if b.Spec.Source != v1alpha1.SourcePreferReplica {
+		t.Errorf("source %q, want the default PreferReplica", b.Spec.Source)
+	}
+	wantLocation := "s3://" + f.s3.Bucket + "/team-a/" + ns + "/nightly/"
+	shard := b.Status.Shards[0]
+	if b.Status.Location != wantLocation || shard.Location != wantLocation+"cache-0.rdb" || shard.Node != "cache-0" || shard.Role != "master" {
+		t.Errorf("location %q, shard %+v; want %scache-0.rdb of the master cache-0", b.Status.Location, shard, wantLocation)
+	}
+	if b.Status.StartedAt == nil || b.Status.CompletedAt == nil || b.Status.CompletedAt.Before(b.Status.StartedAt) || b.Status.Size == "" ||
+		shard.ReplicationOffset < 0 || shard.RDBVersion == 0 {
+		t.Errorf("status %+v", b.Status)
+	}
+	ready := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.Reason != string(v1alpha1.BackupCompleted) {
+		t.Errorf("conditions %s, want Ready True Completed", describeConditions(b.Status.Conditions))
+	}
+	checkBackupKeys(ctx, t, f.restore(b))
+	if strings.Contains(fmt.Sprintf("%+v", b.Status), password) || strings.Contains(fmt.Sprintf("%+v", b.Status), f.s3.SecretKey) {
+		t.Error("the status shows a credential")
+	}
+
+	// Taken once: a later reconcile (an annotation wakes it) takes no second snapshot.
+	started := countEvents(t, c, ns, "nightly", ReasonBackupStarted)
+	if started != 1 || countEvents(t, c, ns, "nightly", ReasonBackupCompleted) != 1 {
+		t.Errorf("%d BackupStarted events, want 1 with 1 BackupCompleted", started)
+	}
+	startedAt := b.Status.StartedAt.DeepCopy()
+	b.Annotations = map[string]string{"touched": "yes"}
+	if err := c.Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Status.StartedAt.Equal(startedAt) || countEvents(t, c, ns, "nightly", ReasonBackupStarted) != 1 {
+		t.Errorf("the completed backup was taken again: started at %v, then %v", startedAt, b.Status.StartedAt)
+	}
+}
+
+// A replication's backup reads a replica in sync unless told to read the master.
+func TestRedisBackupOfReplicationReadsAReplica(t *testing.T) {
+	t.Parallel()
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	writeBackupKeys(f.ctx, t, f.redis("rr-0"))
+	f.checkTopology("rr-0", nil)
+	waitUntil(t, 15*time.Second, "replicas caught up", func() error {
+		for _, pod := range []string{"rr-1", "rr-2"} {
+			n, err := f.redis(pod).DBSize(f.ctx).Result()
+			if err != nil {
+				return fmt.Errorf("%s: %w", pod, err)
+			}
+			if n != backupKeys {
+				return fmt.Errorf("%s: %d keys", pod, n)
+			}
+		}
+		return nil
+	})
+
+	bf := newBackupFixture(t, f.c, f.cr.Namespace)
+	fromReplica := bf.create("from-replica", v1alpha1.TargetRedisReplication, "rr", v1alpha1.SourcePreferReplica, "s3-credentials")
+	fromMaster := bf.create("from-master", v1alpha1.TargetRedisReplication, "rr", v1alpha1.SourceMaster, "s3-credentials")
+	bf.waitPhase(fromReplica, v1alpha1.BackupCompleted)
+	bf.waitPhase(fromMaster, v1alpha1.BackupCompleted)
+	if s := fromReplica.Status.Shards[0]; s.Role != "replica" || s.Node == "rr-0" || s.ReplicationOffset <= 0 {
+		t.Errorf("PreferReplica read %+v, want a replica with its offset", s)
+	}
+	if s := fromMaster.Status.Shards[0]; s.Role != "master" || s.Node != "rr-0" || s.ReplicationOffset <= 0 {
+		t.Errorf("Master read %+v, want rr-0 with its offset", s)
+	}
+	checkBackupKeys(f.ctx, t, bf.restore(fromReplica))
+	checkBackupKeys(f.ctx, t, bf.restore(fromMaster))
+}
+
+// A backup that cannot be taken ends Failed with the cause and leaves no object; one whose
+// target is missing waits, Pending.
+func TestRedisBackupFailures(t *testing.T) {
+	t.Parallel()
+	ns, _, c := operatorInNamespace(t)
+	ctx := context.Background()
+	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
+	kubelet.standalone = true
+	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.runStatefulSet(ctx, ns, "plain")
+	waitStandaloneReady(t, c, cr)
+
+	f := newBackupFixture(t, c, ns)
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wrong-credentials", Namespace: ns},
+		Data: map[string][]byte{S3AccessKeyIDKey: []byte(f.s3.AccessKey), S3SecretAccessKeyKey: []byte("not-the-secret")}}); err != nil {
+		t.Fatal(err)
+	}
+	wrong := f.create("wrong-credentials", v1alpha1.TargetRedis, "plain", "", "wrong-credentials")
+	cluster := f.create("cluster", v1alpha1.TargetRedisCluster, "shards", "", "s3-credentials")
+	missing := f.create("missing-target", v1alpha1.TargetRedis, "nowhere", "", "s3-credentials")
+
+	f.waitPhase(wrong, v1alpha1.BackupFailed)
+	cond := meta.FindStatusCondition(wrong.Status.Conditions, v1beta2.ConditionReady)
+	if cond == nil || cond.Reason != ReasonBackupFailed || !strings.Contains(cond.Message, "access denied") ||
+		strings.Contains(cond.Message, "not-the-secret") || len(wrong.Status.Shards) != 0 || wrong.Status.CompletedAt == nil {
+		t.Errorf("wrong credentials: %s, shards %+v", describeConditions(wrong.Status.Conditions), wrong.Status.Shards)
+	}
+	if countEvents(t, c, ns, "wrong-credentials", ReasonBackupFailed) != 1 {
+		t.Error("no BackupFailed event")
+	}
+	f.waitPhase(cluster, v1alpha1.BackupFailed)
+	if cond := meta.FindStatusCondition(cluster.Status.Conditions, v1beta2.ConditionReady); cond == nil || cond.Reason != ReasonBackupNotSupported {
+		t.Errorf("cluster: %s, want NotSupported", describeConditions(cluster.Status.Conditions))
+	}
+	waitUntil(t, 30*time.Second, "the backup of a missing target waits", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(missing), missing); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(missing.Status.Conditions, v1beta2.ConditionReady)
+		if missing.Status.Phase != v1alpha1.BackupPending || cond == nil || cond.Reason != ReasonBackupWaiting ||
+			!strings.Contains(cond.Message, "Redis nowhere does not exist") {
+			return fmt.Errorf("phase %q, %s", missing.Status.Phase, describeConditions(missing.Status.Conditions))
+		}
+		return nil
+	})
+	for obj := range f.s3.Client(t).ListObjects(ctx, f.s3.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+		t.Errorf("object %s (%v) in the bucket after backups that failed", obj.Key, obj.Err)
+	}
+}
