@@ -37,11 +37,18 @@ type backupFixture struct {
 	c  client.Client
 	ns string
 	s3 *s3test.Server
+	// caSecret, when set, is the Secret of the store's CA the backups name.
+	caSecret string
 }
 
 func newBackupFixture(t *testing.T, c client.Client, ns string) *backupFixture {
 	t.Helper()
-	f := &backupFixture{t: t, c: c, ns: ns, s3: s3test.Start(t, s3test.Options{})}
+	return newBackupFixtureWith(t, c, ns, s3test.Options{})
+}
+
+func newBackupFixtureWith(t *testing.T, c client.Client, ns string, opts s3test.Options) *backupFixture {
+	t.Helper()
+	f := &backupFixture{t: t, c: c, ns: ns, s3: s3test.Start(t, opts)}
 	if err := c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns},
 		Data: map[string][]byte{S3AccessKeyIDKey: []byte(f.s3.AccessKey), S3SecretAccessKeyKey: []byte(f.s3.SecretKey)}}); err != nil {
 		t.Fatal(err)
@@ -61,6 +68,9 @@ func (f *backupFixture) create(name, kind, target string, source v1alpha1.Backup
 			}},
 			Source: source,
 		},
+	}
+	if f.caSecret != "" {
+		b.Spec.Storage.S3.CASecret = &v1alpha1.SecretReference{Name: f.caSecret}
 	}
 	if err := f.c.Create(context.Background(), b); err != nil {
 		f.t.Fatal(err)
@@ -325,5 +335,41 @@ func TestRedisBackupFailures(t *testing.T) {
 	})
 	for obj := range f.s3.Client(t).ListObjects(ctx, f.s3.Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		t.Errorf("object %s (%v) in the bucket after backups that failed", obj.Key, obj.Err)
+	}
+}
+
+// A store served over HTTPS by a private CA is reached with the CA of caSecret.
+func TestRedisBackupToATLSStoreWithItsCA(t *testing.T) {
+	t.Parallel()
+	ns, _, c := operatorInNamespace(t)
+	ctx := context.Background()
+	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
+	kubelet.standalone = true
+	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.runStatefulSet(ctx, ns, "plain")
+	waitStandaloneReady(t, c, cr)
+	rdb := goredis.NewClient(&goredis.Options{Addr: kubelet.pod("plain-0").addr(builder.DefaultRedisPort)})
+	defer func() { _ = rdb.Close() }()
+	writeBackupKeys(ctx, t, rdb)
+
+	ca := redistest.NewCA(t, "store-ca")
+	files := redistest.WriteTLSFiles(t, ca.CertPEM, ca.Issue(t, s3test.Host))
+	f := newBackupFixtureWith(t, c, ns, s3test.Options{TLS: &files})
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store-ca", Namespace: ns},
+		Data: map[string][]byte{S3CAKey: ca.CertPEM}}); err != nil {
+		t.Fatal(err)
+	}
+	untrusted := f.create("untrusted", v1alpha1.TargetRedis, "plain", "", "s3-credentials")
+	f.caSecret = "store-ca"
+	trusted := f.create("trusted", v1alpha1.TargetRedis, "plain", "", "s3-credentials")
+	f.waitPhase(trusted, v1alpha1.BackupCompleted)
+	checkBackupKeys(ctx, t, f.restore(trusted))
+	f.waitPhase(untrusted, v1alpha1.BackupFailed)
+	if cond := meta.FindStatusCondition(untrusted.Status.Conditions, v1beta2.ConditionReady); cond == nil || !strings.Contains(cond.Message, "certificate") {
+		t.Errorf("without the CA: %s, want a certificate refusal", describeConditions(untrusted.Status.Conditions))
 	}
 }

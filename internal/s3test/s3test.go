@@ -7,6 +7,7 @@ package s3test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
 // Host is the loopback address the server listens on.
@@ -40,6 +43,8 @@ type Server struct {
 	Bucket string
 	// Dir is the posix backend's root: each bucket a folder, each object a file.
 	Dir string
+	// TLS is set when the server speaks HTTPS only, with these files.
+	TLS *redistest.TLSFiles
 
 	logPath string
 	cmd     *exec.Cmd
@@ -50,6 +55,9 @@ type Server struct {
 type Options struct {
 	// Bucket is the bucket to create; "" is "backups".
 	Bucket string
+	// TLS, when set, makes the server speak HTTPS only, with the certificate and key of
+	// these files (issued for Host); clients verify it against their CA bundle.
+	TLS *redistest.TLSFiles
 }
 
 // Binary is the versitygw executable named by VERSITYGW; the test fails, not skips, without it.
@@ -76,6 +84,7 @@ func Start(t testing.TB, opts Options) *Server {
 		SecretKey: randomHex(t, 20),
 		Bucket:    opts.Bucket,
 		Dir:       filepath.Join(t.TempDir(), "data"),
+		TLS:       opts.TLS,
 	}
 	if s.Bucket == "" {
 		s.Bucket = "backups"
@@ -115,19 +124,37 @@ func Start(t testing.TB, opts Options) *Server {
 // what was stored independently of the code under test.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(s.Endpoint, &minio.Options{
+	opts := &minio.Options{
 		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
 		Region:       Region,
 		BucketLookup: minio.BucketLookupPath,
-	})
+	}
+	if s.TLS != nil {
+		cfg, err := s.TLS.ClientConfig()
+		if err != nil {
+			t.Fatalf("s3 client TLS: %v", err)
+		}
+		transport, err := minio.DefaultTransport(true)
+		if err != nil {
+			t.Fatalf("s3 client transport: %v", err)
+		}
+		transport.TLSClientConfig = cfg
+		opts.Secure, opts.Transport = true, transport
+	}
+	c, err := minio.New(s.Endpoint, opts)
 	if err != nil {
 		t.Fatalf("s3 client: %v", err)
 	}
 	return c
 }
 
-// URL is the server's endpoint as an http URL.
-func (s *Server) URL() string { return "http://" + s.Endpoint }
+// URL is the server's endpoint as an http (or, with TLS, https) URL.
+func (s *Server) URL() string {
+	if s.TLS != nil {
+		return "https://" + s.Endpoint
+	}
+	return "http://" + s.Endpoint
+}
 
 func (s *Server) start(binary string) error {
 	port, err := freePort()
@@ -142,7 +169,12 @@ func (s *Server) start(binary string) error {
 	// The child holds its own descriptor of the log.
 	defer func() { _ = logFile.Close() }()
 	// The credentials go in the environment, not the arguments, where any process could read them.
-	cmd := exec.Command(binary, "--port", s.Endpoint, "--region", Region, "--quiet", "posix", s.Dir) //nolint:noctx,gosec // the server lives until the test ends; the binary is the test's own
+	args := []string{"--port", s.Endpoint, "--region", Region, "--quiet"}
+	if s.TLS != nil {
+		args = append(args, "--cert", s.TLS.CertPath(), "--key", s.TLS.KeyPath())
+	}
+	args = append(args, "posix", s.Dir)
+	cmd := exec.Command(binary, args...) //nolint:noctx,gosec // the server lives until the test ends; the binary is the test's own
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -181,7 +213,10 @@ func (s *Server) answers() bool {
 	if err != nil {
 		return false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// Only whether it answers: the tests verify the certificate with their clients.
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a readiness probe of the test's own server
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(req)
 	if err != nil {
 		return false
 	}

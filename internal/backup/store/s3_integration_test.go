@@ -322,3 +322,40 @@ func TestUnreachableEndpoint(t *testing.T) {
 		t.Fatalf("took %v with one attempt", d)
 	}
 }
+
+// Over HTTPS the store is verified against the CA bundle given, and refused without it.
+func TestTLSStoreVerifiedAgainstCA(t *testing.T) {
+	ctx := testContext(t)
+	ca := redistest.NewCA(t, "s3-ca")
+	files := redistest.WriteTLSFiles(t, ca.CertPEM, ca.Issue(t, s3test.Host))
+	s3 := s3test.Start(t, s3test.Options{TLS: &files})
+	cfg := store.S3Config{
+		Endpoint: s3.URL(), Bucket: s3.Bucket, Region: s3test.Region, ForcePathStyle: true,
+		AccessKeyID: s3.AccessKey, SecretAccessKey: s3.SecretKey, MaxRetries: 1,
+	}
+	withCA := cfg
+	withCA.CAPEM = ca.CertPEM
+	st, err := store.NewS3(withCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(ctx, "tls.rdb", strings.NewReader("over TLS")); err != nil {
+		t.Fatalf("put with the CA: %v", err)
+	}
+	if info, err := st.Stat(ctx, "tls.rdb"); err != nil || info.Size != int64(len("over TLS")) {
+		t.Fatalf("stat with the CA: %+v, %v", info, err)
+	}
+	other := redistest.NewCA(t, "other-ca")
+	for name, caPEM := range map[string][]byte{"system roots": nil, "another CA": other.CertPEM} {
+		c := cfg
+		c.CAPEM = caPEM
+		st, err := store.NewS3(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Put(ctx, "untrusted.rdb", strings.NewReader("x"))
+		if err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: put %v; want a certificate refusal", name, err)
+		}
+	}
+}
