@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -438,6 +439,9 @@ func (r *RedisBackupReconciler) condition(b *v1alpha1.RedisBackup, st metav1.Con
 // writeStatus patches the status from what was last written, only if the backup is still as
 // it was read: a stale read must not move a finished backup back, or start it again.
 func (r *RedisBackupReconciler) writeStatus(ctx context.Context, s *backupScope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.backup.Status) {
+		return nil // a backup waiting for the same reason: nothing to write
+	}
 	patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
 	if err := r.Client.Status().Patch(ctx, s.backup, patch); err != nil {
 		return fmt.Errorf("write the status of RedisBackup %s: %w", s.backup.Name, err)
