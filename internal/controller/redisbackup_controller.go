@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,7 @@ type BackupStore interface {
 	// PutFrom stores what write writes under key, or nothing when either side fails.
 	PutFrom(ctx context.Context, key string, write func(io.Writer) error) (store.ObjectInfo, error)
 	Stat(ctx context.Context, key string) (store.ObjectInfo, error)
+	Delete(ctx context.Context, key string) error
 	// Location names an object for statuses: s3://bucket/key.
 	Location(key string) string
 }
@@ -93,20 +95,25 @@ type backupScope struct {
 	result ctrl.Result
 
 	// What the target phase found: how to log in to its pods and which pods it has.
-	statefulSet string
-	password    string
-	acl         aclState
-	tls         *tlsSettings
-	// The store and the node to read.
-	store  BackupStore
-	source backupSource
+	statefulSets []string
+	port         int
+	cluster      bool
+	password     string
+	acl          aclState
+	tls          *tlsSettings
+	// The store and the node to read of each shard (one outside a cluster).
+	store   BackupStore
+	sources []backupSource
 }
 
-// backupSource is the node a snapshot is read from.
+// backupSource is the node a shard's snapshot is read from.
 type backupSource struct {
 	pod  *corev1.Pod
 	role redis.Role
 	ep   redis.Endpoint
+	// For a cluster node: its ID, its master's (a replica's), and the slots its shard serves.
+	id, masterID string
+	slots        []redis.SlotRange
 }
 
 func (r *RedisBackupReconciler) phases() []reconcile.Phase[*backupScope] {
@@ -146,9 +153,8 @@ func (r *RedisBackupReconciler) refuseUnsupported(ctx context.Context, s *backup
 	spec := s.backup.Spec
 	var why string
 	switch {
-	case spec.Target.Kind == v1alpha1.TargetRedisCluster:
-		why = "backups of a RedisCluster are not supported yet: back up a Redis or a RedisReplication"
-	case spec.Target.Kind != v1alpha1.TargetRedis && spec.Target.Kind != v1alpha1.TargetRedisReplication:
+	case spec.Target.Kind != v1alpha1.TargetRedis && spec.Target.Kind != v1alpha1.TargetRedisReplication &&
+		spec.Target.Kind != v1alpha1.TargetRedisCluster:
 		why = fmt.Sprintf("target kind %q is not one of Redis, RedisReplication, RedisCluster", spec.Target.Kind)
 	case spec.Storage.S3 == nil:
 		why = "only s3 storage is supported yet, not persistentVolumeClaim"
@@ -163,9 +169,14 @@ func (r *RedisBackupReconciler) refuseUnsupported(ctx context.Context, s *backup
 func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScope) (bool, error) {
 	t := s.backup.Spec.Target
 	key := client.ObjectKey{Namespace: s.backup.Namespace, Name: t.Name}
-	var target client.Object = &v1beta2.RedisReplication{}
-	if t.Kind == v1alpha1.TargetRedis {
+	var target client.Object
+	switch t.Kind {
+	case v1alpha1.TargetRedis:
 		target = &v1beta2.Redis{}
+	case v1alpha1.TargetRedisCluster:
+		target = &v1beta2.RedisCluster{}
+	default:
+		target = &v1beta2.RedisReplication{}
 	}
 	if err := r.Client.Get(ctx, key, target); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -177,13 +188,17 @@ func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScop
 	var kc *v1beta2.KubernetesConfig
 	var tlsSpec *v1beta2.TLSConfig
 	var aclSpec *v1beta2.ACLConfig
+	s.statefulSets, s.port = []string{t.Name}, builder.DefaultRedisPort
 	switch cr := target.(type) {
 	case *v1beta2.Redis:
 		kc, tlsSpec, aclSpec = &cr.Spec.KubernetesConfig, cr.Spec.TLS, cr.Spec.ACL
 	case *v1beta2.RedisReplication:
 		kc, tlsSpec, aclSpec = &cr.Spec.KubernetesConfig, cr.Spec.TLS, cr.Spec.ACL
+	case *v1beta2.RedisCluster:
+		kc, tlsSpec, aclSpec = &cr.Spec.KubernetesConfig, cr.Spec.TLS, cr.Spec.ACL
+		s.cluster, s.port = true, int(builder.ClusterPort(cr))
+		s.statefulSets = []string{builder.ClusterStatefulSetName(t.Name, builder.RoleLeader), builder.ClusterStatefulSetName(t.Name, builder.RoleFollower)}
 	}
-	s.statefulSet = t.Name
 	var err error
 	s.password, err = readPassword(ctx, r.Client, s.backup.Namespace, kc.ExistingPasswordSecret)
 	var missing *SecretKeyError
@@ -258,76 +273,137 @@ func (r *RedisBackupReconciler) secretKeys(ctx context.Context, namespace, name 
 	return values, "", nil
 }
 
-// chooseSource picks the node to read: with PreferReplica a replica whose link to its master
-// is up, else (or with Master) the master.
+// chooseSource picks the node to read of each shard: with PreferReplica a replica whose link
+// to its master is up, else (or with Master) the master. A cluster's shards must together
+// serve every slot, or the backup waits.
 func (r *RedisBackupReconciler) chooseSource(ctx context.Context, s *backupScope) (bool, error) {
-	pods, err := podsOf(ctx, r.Client, s.backup.Namespace, s.statefulSet)
+	nodes, problems, err := r.readyNodes(ctx, s)
 	if err != nil {
 		return false, err
 	}
-	auth := s.acl.auth(s.password)
-	var master, replica *backupSource
-	var problems []string
-	for i := range pods {
-		pod := &pods[i]
-		if !podReady(pod) {
-			continue
-		}
-		ep := podEndpoint(pod, builder.DefaultRedisPort, auth).WithTLS(s.tls.clientConfig())
-		role, err := r.role(ctx, ep)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", pod.Name, err))
-			continue
-		}
-		c := &backupSource{pod: pod, role: role, ep: ep}
+	// Each shard by its master's ID ("" outside a cluster: one shard).
+	masters := map[string]*backupSource{}
+	replicas := map[string]*backupSource{}
+	var order []string
+	for i := range nodes {
+		n := &nodes[i]
 		switch {
-		case role.Kind == redis.RoleMaster && master == nil:
-			master = c
-		case role.LinkUp() && replica == nil:
-			replica = c
+		case n.role.Kind == redis.RoleMaster && (!s.cluster || len(n.slots) > 0):
+			if masters[n.id] == nil {
+				masters[n.id] = n
+				order = append(order, n.id)
+			}
+		case n.role.LinkUp() && replicas[n.masterID] == nil:
+			replicas[n.masterID] = n
 		}
 	}
-	chosen := master
-	if s.backup.Spec.Source != v1alpha1.SourceMaster && replica != nil {
-		chosen = replica
+	var chosen []backupSource
+	slots := 0
+	for _, id := range order {
+		c := masters[id]
+		if rep := replicas[id]; rep != nil && s.backup.Spec.Source != v1alpha1.SourceMaster {
+			rep.slots = c.slots
+			c = rep
+		}
+		chosen = append(chosen, *c)
+		slots += redis.CountSlots(c.slots)
+		if !s.cluster {
+			break
+		}
 	}
-	if chosen == nil {
-		why := fmt.Sprintf("no ready master of %s %s to read", s.backup.Spec.Target.Kind, s.statefulSet)
+	var why string
+	switch {
+	case len(chosen) == 0:
+		why = fmt.Sprintf("no ready master of %s %s to read", s.backup.Spec.Target.Kind, s.backup.Spec.Target.Name)
+	case s.cluster && slots != redis.SlotCount:
+		why = fmt.Sprintf("the ready masters of RedisCluster %s serve %d of the %d slots", s.backup.Spec.Target.Name, slots, redis.SlotCount)
+	}
+	if why != "" {
 		if len(problems) > 0 {
 			why += ": " + strings.Join(problems, "; ")
 		}
 		return true, r.wait(ctx, s, why)
 	}
-	s.source = *chosen
+	s.sources = chosen
 	return false, nil
 }
 
-func (r *RedisBackupReconciler) role(ctx context.Context, ep redis.Endpoint) (redis.Role, error) {
-	c, err := r.Redis.Client(ep)
-	if err != nil {
-		return redis.Role{}, err
+// readyNodes asks each ready pod of the target its role (and, in a cluster, its node ID, its
+// master and its slots); problems lists the pods that did not answer.
+func (r *RedisBackupReconciler) readyNodes(ctx context.Context, s *backupScope) (nodes []backupSource, problems []string, err error) {
+	auth := s.acl.auth(s.password)
+	for _, sts := range s.statefulSets {
+		pods, err := podsOf(ctx, r.Client, s.backup.Namespace, sts)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range pods {
+			pod := &pods[i]
+			if !podReady(pod) {
+				continue
+			}
+			n := backupSource{pod: pod, ep: podEndpoint(pod, s.port, auth).WithTLS(s.tls.clientConfig())}
+			if err := r.describeNode(ctx, &n, s.cluster); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", pod.Name, err))
+				continue
+			}
+			nodes = append(nodes, n)
+		}
 	}
-	return c.Role(ctx)
+	return nodes, problems, nil
+}
+
+// describeNode fills the node's role, and in a cluster its ID, master and slots.
+func (r *RedisBackupReconciler) describeNode(ctx context.Context, n *backupSource, cluster bool) error {
+	c, err := r.Redis.Client(n.ep)
+	if err != nil {
+		return err
+	}
+	if n.role, err = c.Role(ctx); err != nil {
+		return err
+	}
+	if !cluster {
+		return nil
+	}
+	topology, err := c.ClusterNodes(ctx)
+	if err != nil {
+		return err
+	}
+	me, ok := topology.Myself()
+	if !ok {
+		return errors.New("CLUSTER NODES lists no myself")
+	}
+	n.id, n.masterID, n.slots = me.ID, me.MasterID, me.Slots
+	return nil
+}
+
+// objectDir is the "folder" of a backup's objects: <prefix>/<namespace>/<backup>/.
+func objectDir(prefix, namespace, backup string) string {
+	return strings.TrimPrefix(path.Join(strings.Trim(prefix, "/"), namespace, backup), "/") + "/"
 }
 
 // objectKey is where a pod's snapshot goes: <prefix>/<namespace>/<backup>/<pod>.rdb.
 func objectKey(prefix, namespace, backup, pod string) string {
-	return strings.TrimPrefix(path.Join(strings.Trim(prefix, "/"), namespace, backup, pod+".rdb"), "/")
+	return objectDir(prefix, namespace, backup) + pod + ".rdb"
 }
 
-// stream marks the backup Running, streams the snapshot into the store and records the
-// outcome. An object is recorded only once the store holds all of it: PutFrom aborts the
-// upload when the stream fails, and the stored size must be the snapshot's.
+// stream marks the backup Running, streams each shard's snapshot into the store (a
+// cluster's in parallel) and records the outcome. The backup is Completed only once the store
+// holds every object whole: PutFrom aborts an upload whose stream fails, each stored size must
+// be its snapshot's, and when one shard fails the objects of the others are removed.
 func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (bool, error) {
 	b := s.backup
-	src := s.source
-	key := objectKey(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name, src.pod.Name)
+	dir := objectDir(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name)
 	now := metav1.Now()
 	b.Status.Phase = v1alpha1.BackupRunning
 	b.Status.StartedAt = &now
 	b.Status.CompletedAt = nil
-	b.Status.Location = s.store.Location(path.Dir(key) + "/")
-	r.condition(b, metav1.ConditionFalse, string(v1alpha1.BackupRunning), fmt.Sprintf("reading a snapshot of %s (%s)", src.pod.Name, roleName(src.role)))
+	b.Status.Location = s.store.Location(dir)
+	nodes := make([]string, len(s.sources))
+	for i, src := range s.sources {
+		nodes[i] = fmt.Sprintf("%s (%s)", src.pod.Name, roleName(src.role))
+	}
+	r.condition(b, metav1.ConditionFalse, string(v1alpha1.BackupRunning), "reading a snapshot of "+strings.Join(nodes, ", "))
 	if err := r.writeStatus(ctx, s); err != nil {
 		if apierrors.IsConflict(err) {
 			// The backup read was stale (the cache behind our own last write, which may have
@@ -337,50 +413,94 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 		}
 		return false, err
 	}
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "reading a snapshot of %s (%s) into %s",
-		src.pod.Name, roleName(src.role), s.store.Location(key))
-	log.FromContext(ctx).Info("backup started", "pod", src.pod.Name, "role", roleName(src.role), "location", s.store.Location(key))
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "reading a snapshot of %s into %s",
+		strings.Join(nodes, ", "), b.Status.Location)
+	log.FromContext(ctx).Info("backup started", "nodes", nodes, "location", b.Status.Location)
 
-	var info snapshot.Info
-	obj, err := s.store.PutFrom(ctx, key, func(w io.Writer) error {
-		var err error
-		info, err = snapshot.Stream(ctx, src.ep, w, r.Snapshot)
-		return err
-	})
-	if err == nil && obj.Size != info.Bytes {
-		err = fmt.Errorf("the store holds %d bytes of %s, the snapshot was %d", obj.Size, s.store.Location(key), info.Bytes)
+	shards := make([]v1alpha1.ShardBackup, len(s.sources))
+	errs := make([]error, len(s.sources))
+	var wg sync.WaitGroup
+	for i, src := range s.sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			shards[i], errs[i] = r.streamShard(ctx, s.store, objectKey(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name, src.pod.Name), src)
+		}()
 	}
-	if err == nil {
-		var st store.ObjectInfo
-		if st, err = s.store.Stat(ctx, key); err == nil && st.Size != info.Bytes {
-			err = fmt.Errorf("the store holds %d bytes of %s, the snapshot was %d", st.Size, s.store.Location(key), info.Bytes)
-		}
-	}
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		if ctx.Err() != nil {
 			// The operator is stopping: the backup stays Running and is taken again by the next.
 			return false, fmt.Errorf("backup interrupted: %w", err)
 		}
-		return true, r.fail(ctx, s, ReasonBackupFailed, fmt.Sprintf("snapshot of %s into %s: %v", src.pod.Name, s.store.Location(key), err))
+		why := err.Error()
+		if cleanup := r.removeShards(ctx, s.store, shards, errs); cleanup != nil {
+			why += "; and the objects of the shards that were stored could not be removed: " + cleanup.Error()
+		}
+		return true, r.fail(ctx, s, ReasonBackupFailed, why)
 	}
 	done := metav1.Now()
 	b.Status.Phase = v1alpha1.BackupCompleted
 	b.Status.CompletedAt = &done
-	b.Status.TotalBytes = info.Bytes
-	b.Status.Size = humanBytes(info.Bytes)
-	b.Status.Shards = []v1alpha1.ShardBackup{{
-		Node: src.pod.Name, Role: roleName(src.role), ReplicationOffset: src.role.ReplicationOffset,
-		Location: s.store.Location(key), Bytes: info.Bytes, SHA256: info.SHA256Hex(), RDBVersion: info.RDBVersion,
-	}}
-	message := fmt.Sprintf("%s of %s (%s) in %s, sha256 %s", b.Status.Size, src.pod.Name, roleName(src.role), s.store.Location(key), info.SHA256Hex())
+	b.Status.Shards = shards
+	b.Status.TotalBytes = 0
+	for _, sh := range shards {
+		b.Status.TotalBytes += sh.Bytes
+	}
+	b.Status.Size = humanBytes(b.Status.TotalBytes)
+	message := fmt.Sprintf("%s of %s in %s", b.Status.Size, strings.Join(nodes, ", "), b.Status.Location)
 	r.condition(b, metav1.ConditionTrue, string(v1alpha1.BackupCompleted), message)
 	if err := r.writeStatus(ctx, s); err != nil {
 		return false, err
 	}
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupCompleted, "Backup", "%s", message)
-	log.FromContext(ctx).Info("backup completed", "pod", src.pod.Name, "bytes", info.Bytes, "sha256", info.SHA256Hex(),
-		"location", s.store.Location(key))
+	log.FromContext(ctx).Info("backup completed", "shards", len(shards), "bytes", b.Status.TotalBytes, "location", b.Status.Location)
 	return false, nil
+}
+
+// streamShard streams one node's snapshot under key and checks the stored object.
+func (r *RedisBackupReconciler) streamShard(ctx context.Context, st BackupStore, key string, src backupSource) (v1alpha1.ShardBackup, error) {
+	shard := v1alpha1.ShardBackup{Node: src.pod.Name, Role: roleName(src.role), ReplicationOffset: src.role.ReplicationOffset,
+		Location: st.Location(key)}
+	for _, sr := range src.slots {
+		shard.SlotRanges = append(shard.SlotRanges, fmt.Sprintf("%d-%d", sr.Start, sr.End))
+	}
+	var info snapshot.Info
+	obj, err := st.PutFrom(ctx, key, func(w io.Writer) error {
+		var err error
+		info, err = snapshot.Stream(ctx, src.ep, w, r.Snapshot)
+		return err
+	})
+	if err == nil && obj.Size != info.Bytes {
+		err = fmt.Errorf("the store holds %d bytes, the snapshot was %d", obj.Size, info.Bytes)
+	}
+	if err == nil {
+		var stored store.ObjectInfo
+		if stored, err = st.Stat(ctx, key); err == nil && stored.Size != info.Bytes {
+			err = fmt.Errorf("the store holds %d bytes, the snapshot was %d", stored.Size, info.Bytes)
+		}
+	}
+	if err != nil {
+		return shard, fmt.Errorf("snapshot of %s into %s: %w", src.pod.Name, shard.Location, err)
+	}
+	shard.Bytes, shard.SHA256, shard.RDBVersion = info.Bytes, info.SHA256Hex(), info.RDBVersion
+	return shard, nil
+}
+
+// removeShards deletes the objects of the shards that were stored when another failed: a
+// failed backup leaves no object that could be taken for a whole one.
+func (r *RedisBackupReconciler) removeShards(ctx context.Context, st BackupStore, shards []v1alpha1.ShardBackup, errs []error) error {
+	var failures []error
+	for i, sh := range shards {
+		if errs[i] != nil {
+			continue
+		}
+		key := strings.TrimPrefix(sh.Location, st.Location(""))
+		if err := st.Delete(ctx, key); err != nil {
+			failures = append(failures, err)
+		}
+	}
+	return errors.Join(failures...)
 }
 
 func roleName(role redis.Role) string {

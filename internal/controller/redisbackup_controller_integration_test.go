@@ -99,10 +99,16 @@ func (f *backupFixture) waitPhase(b *v1alpha1.RedisBackup, phase v1alpha1.Backup
 // and starts a redis-server on it.
 func (f *backupFixture) restore(b *v1alpha1.RedisBackup) *goredis.Client {
 	f.t.Helper()
-	if len(b.Status.Shards) != 1 {
-		f.t.Fatalf("shards %+v, want one", b.Status.Shards)
+	if len(b.Status.Shards) != 1 || b.Status.TotalBytes != b.Status.Shards[0].Bytes {
+		f.t.Fatalf("shards %+v of %d bytes, want one", b.Status.Shards, b.Status.TotalBytes)
 	}
-	shard := b.Status.Shards[0]
+	return f.restoreShard(b.Status.Shards[0])
+}
+
+// restoreShard downloads a shard's object, checks its size and digest against the status,
+// and starts a (non-cluster) redis-server on it.
+func (f *backupFixture) restoreShard(shard v1alpha1.ShardBackup) *goredis.Client {
+	f.t.Helper()
 	key := strings.TrimPrefix(shard.Location, "s3://"+f.s3.Bucket+"/")
 	obj, err := f.s3.Client(f.t).GetObject(context.Background(), f.s3.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -122,8 +128,8 @@ func (f *backupFixture) restore(b *v1alpha1.RedisBackup) *goredis.Client {
 	if err != nil {
 		f.t.Fatalf("download %s: %v", shard.Location, err)
 	}
-	if n != shard.Bytes || n != b.Status.TotalBytes || hex.EncodeToString(h.Sum(nil)) != shard.SHA256 {
-		f.t.Fatalf("the object holds %d bytes of digest %x; the status says %d (total %d), %s", n, h.Sum(nil), shard.Bytes, b.Status.TotalBytes, shard.SHA256)
+	if n != shard.Bytes || hex.EncodeToString(h.Sum(nil)) != shard.SHA256 {
+		f.t.Fatalf("the object holds %d bytes of digest %x; the status says %d, %s", n, h.Sum(nil), shard.Bytes, shard.SHA256)
 	}
 	restored := redistest.StartServer(f.t, redistest.ServerOptions{RDB: path})
 	rdb := goredis.NewClient(&goredis.Options{Addr: restored.Addr()})
@@ -306,7 +312,12 @@ func TestRedisBackupFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrong := f.create("wrong-credentials", v1alpha1.TargetRedis, "plain", "", "wrong-credentials")
-	cluster := f.create("cluster", v1alpha1.TargetRedisCluster, "shards", "", "s3-credentials")
+	onClaim := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: "on-claim", Namespace: ns},
+		Spec: v1alpha1.RedisBackupSpec{Target: v1alpha1.BackupTarget{Kind: v1alpha1.TargetRedis, Name: "plain"},
+			Storage: v1alpha1.BackupStorage{PersistentVolumeClaim: &v1alpha1.PVCStorage{ClaimName: "backups"}}}}
+	if err := c.Create(ctx, onClaim); err != nil {
+		t.Fatal(err)
+	}
 	missing := f.create("missing-target", v1alpha1.TargetRedis, "nowhere", "", "s3-credentials")
 
 	f.waitPhase(wrong, v1alpha1.BackupFailed)
@@ -318,9 +329,9 @@ func TestRedisBackupFailures(t *testing.T) {
 	if countEvents(t, c, ns, "wrong-credentials", ReasonBackupFailed) != 1 {
 		t.Error("no BackupFailed event")
 	}
-	f.waitPhase(cluster, v1alpha1.BackupFailed)
-	if cond := meta.FindStatusCondition(cluster.Status.Conditions, v1beta2.ConditionReady); cond == nil || cond.Reason != ReasonBackupNotSupported {
-		t.Errorf("cluster: %s, want NotSupported", describeConditions(cluster.Status.Conditions))
+	f.waitPhase(onClaim, v1alpha1.BackupFailed)
+	if cond := meta.FindStatusCondition(onClaim.Status.Conditions, v1beta2.ConditionReady); cond == nil || cond.Reason != ReasonBackupNotSupported {
+		t.Errorf("claim storage: %s, want NotSupported", describeConditions(onClaim.Status.Conditions))
 	}
 	waitUntil(t, 30*time.Second, "the backup of a missing target waits", func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(missing), missing); err != nil {
@@ -371,5 +382,63 @@ func TestRedisBackupToATLSStoreWithItsCA(t *testing.T) {
 	f.waitPhase(untrusted, v1alpha1.BackupFailed)
 	if cond := meta.FindStatusCondition(untrusted.Status.Conditions, v1beta2.ConditionReady); cond == nil || !strings.Contains(cond.Message, "certificate") {
 		t.Errorf("without the CA: %s, want a certificate refusal", describeConditions(untrusted.Status.Conditions))
+	}
+}
+
+// A cluster's backup reads every shard (a replica of each, in sync) in parallel; the shards'
+// slot ranges cover the 16384 slots, and the keys of the shards' objects are every key written,
+// each once.
+func TestRedisBackupOfClusterTakesEveryShard(t *testing.T) {
+	t.Parallel()
+	startOperator(t, testNamespace(t))
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	f.waitReady(90 * time.Second)
+	const keys = 1500
+	f.writeKeys(keys)
+
+	bf := newBackupFixture(t, f.c, f.ns)
+	b := bf.create("whole-cluster", v1alpha1.TargetRedisCluster, f.name, "", "s3-credentials")
+	bf.waitPhase(b, v1alpha1.BackupCompleted)
+	if len(b.Status.Shards) != 3 {
+		t.Fatalf("shards %+v, want 3", b.Status.Shards)
+	}
+	slots, total := 0, int64(0)
+	got := map[string]string{}
+	for _, shard := range b.Status.Shards {
+		if shard.Role != "replica" || !strings.HasPrefix(shard.Node, f.name+"-follower-") {
+			t.Errorf("shard %+v: want a follower (replica) read", shard)
+		}
+		for _, r := range shard.SlotRanges {
+			var lo, hi int
+			if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil {
+				t.Fatalf("slot range %q: %v", r, err)
+			}
+			slots += hi - lo + 1
+		}
+		total += shard.Bytes
+		rdb := bf.restoreShard(shard)
+		iter := rdb.Scan(context.Background(), 0, "*", 1000).Iterator()
+		for iter.Next(context.Background()) {
+			k := iter.Val()
+			if _, dup := got[k]; dup {
+				t.Errorf("key %s in two shards", k)
+			}
+			got[k] = rdb.Get(context.Background(), k).Val()
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slots != 16384 || total != b.Status.TotalBytes {
+		t.Errorf("the shards cover %d slots in %d bytes; want 16384 in %d", slots, total, b.Status.TotalBytes)
+	}
+	if len(got) != keys {
+		t.Errorf("%d keys in the shards, want %d", len(got), keys)
+	}
+	for i := range keys {
+		if k := fmt.Sprintf("key-%d", i); got[k] != fmt.Sprintf("value-%d", i) {
+			t.Fatalf("%s = %q in the backup", k, got[k])
+		}
 	}
 }
