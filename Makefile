@@ -148,6 +148,19 @@ $(CYCLONEDX_GOMOD):
 	GOBIN=$(BIN) go install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
 	mv $(BIN)/cyclonedx-gomod $@
 
+# versitygw (github.com/versity/versitygw, Apache-2.0), a maintained S3 gateway, is the real S3
+# server of the backup tests (internal/s3test): its posix backend keeps each bucket in a folder
+# of a temporary directory. The tests find it through VERSITYGW.
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW := $(BIN)/versitygw-$(VERSITYGW_VERSION)
+$(VERSITYGW):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	mv $(BIN)/versitygw $@
+
+.PHONY: versitygw
+versitygw: $(VERSITYGW) ## Build bin/versitygw-$(VERSITYGW_VERSION), the S3 server of the backup tests.
+
 # A release is built here, without a container engine or a registry (hack/release): the image
 # as an OCI image layout, the charts, install.yaml, the plugin's archives and krew manifest,
 # an SBOM of the operator binary per image platform, the release notes from CHANGELOG.md's section for VERSION, and
@@ -223,10 +236,10 @@ INTEGRATION_RACE_CONTROLLER ?=
 # addresses of their own, and spend their time waiting on Redis: this many run at once.
 CONTROLLER_PARALLEL ?= 4
 .PHONY: integration
-integration: packages server-roots control-plane helm chart-deps ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server), under the race detector.
-	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
+integration: packages server-roots control-plane helm chart-deps $(VERSITYGW) ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server, real S3 server), under the race detector.
+	KUBEBUILDER_ASSETS=$(BIN) VERSITYGW=$(VERSITYGW) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
 		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
-	KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
+	KUBEBUILDER_ASSETS=$(BIN) VERSITYGW=$(VERSITYGW) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
 		-parallel $(CONTROLLER_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) $(CONTROLLER_PKG)
 	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 

@@ -34,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	redisv1alpha1 "github.com/rediskube/redis-operator/api/v1alpha1"
 	redisv1beta1 "github.com/rediskube/redis-operator/api/v1beta1"
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/apply"
@@ -179,6 +180,9 @@ func newScheme() (*runtime.Scheme, error) {
 	if err := redisv1beta2.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("register redis kinds: %w", err)
 	}
+	if err := redisv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register redis v1alpha1 kinds: %w", err)
+	}
 	// v1beta1 only for the conversion webhook: the controllers read and write v1beta2.
 	if err := redisv1beta1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("register redis v1beta1 kinds: %w", err)
@@ -309,6 +313,10 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
 		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
 			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
+		// Backups reach the object store each one names, through the client S3Stores makes of
+		// its resolved settings.
+		{"RedisBackup", &controller.RedisBackupReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool,
+			Stores: controller.S3Stores, Memory: memory}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {

@@ -7,6 +7,9 @@ package controller
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis;redisclusters;redisreplications;redissentinels,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/status;redisclusters/status;redisreplications/status;redissentinels/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/finalizers;redisclusters/finalizers;redisreplications/finalizers;redissentinels/finalizers,verbs=update
+// Backups: read them and write their status; the operator never creates or deletes them.
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // Pods: label their redis-role; delete them one by one for a role-aware rolling update.

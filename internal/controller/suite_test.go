@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/apply"
 	operatorevents "github.com/rediskube/redis-operator/internal/events"
@@ -49,6 +50,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	if err := v1beta2.AddToScheme(testScheme); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(testScheme); err != nil {
 		panic(err)
 	}
 	env := testenv.NewWithCRDs()
@@ -193,6 +197,10 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 	}
 	if err := (&RedisSentinelReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
 		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
+		Stores: S3Stores, Memory: memory}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

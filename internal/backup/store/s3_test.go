@@ -1,0 +1,52 @@
+package store
+
+import "testing"
+
+func TestParseEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		host   string
+		secure bool
+		bad    bool
+	}{
+		{in: "http://s3-store:8333", host: "s3-store:8333"},
+		{in: "https://s3.amazonaws.com", host: "s3.amazonaws.com", secure: true},
+		{in: "https://minio.example:9000/", host: "minio.example:9000", secure: true},
+		{in: "minio.example:9000", host: "minio.example:9000", secure: true},
+		{in: "", bad: true},
+		{in: "ftp://x", bad: true},
+		{in: "http://x/bucket", bad: true},
+	} {
+		host, secure, err := parseEndpoint(c.in)
+		if c.bad {
+			if err == nil {
+				t.Errorf("%q: no error", c.in)
+			}
+			continue
+		}
+		if err != nil || host != c.host || secure != c.secure {
+			t.Errorf("%q: %q, %v, %v; want %q, %v", c.in, host, secure, err, c.host, c.secure)
+		}
+	}
+}
+
+func TestNewS3Refuses(t *testing.T) {
+	ok := S3Config{Endpoint: "http://127.0.0.1:1", Bucket: "b", AccessKeyID: "a", SecretAccessKey: "s"}
+	if _, err := NewS3(ok); err != nil {
+		t.Fatalf("valid settings: %v", err)
+	}
+	for name, mutate := range map[string]func(*S3Config){
+		"no bucket":        func(c *S3Config) { c.Bucket = "" },
+		"no access key":    func(c *S3Config) { c.AccessKeyID = "" },
+		"no secret":        func(c *S3Config) { c.SecretAccessKey = "" },
+		"small parts":      func(c *S3Config) { c.PartSize = 1 << 20 },
+		"CA without PEM":   func(c *S3Config) { c.Endpoint, c.CAPEM = "https://x", []byte("nope") },
+		"endpoint missing": func(c *S3Config) { c.Endpoint = "" },
+	} {
+		c := ok
+		mutate(&c)
+		if _, err := NewS3(c); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -1,0 +1,610 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/backup/store"
+	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/reconcile"
+	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/snapshot"
+	"github.com/rediskube/redis-operator/internal/status"
+)
+
+// Events and condition reasons of a RedisBackup.
+const (
+	ReasonBackupStarted   = "BackupStarted"
+	ReasonBackupCompleted = "BackupCompleted"
+	ReasonBackupFailed    = "BackupFailed"
+	// ReasonBackupWaiting: the backup cannot start yet (its target, a Secret or a ready pod
+	// is missing); it is tried again.
+	ReasonBackupWaiting = "Waiting"
+	// ReasonBackupNotSupported: this version of the operator cannot take the backup asked for.
+	ReasonBackupNotSupported = "NotSupported"
+)
+
+// Secret keys of a backup's S3 credentials and CA, as the issue and AWS tools name them.
+const (
+	S3AccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
+	S3SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY" //nolint:gosec // the name of a Secret key, not a credential
+	S3CAKey              = "ca.crt"
+)
+
+// backupRetry is how soon a waiting backup (no target, Secret or ready pod yet) is tried again.
+const backupRetry = 10 * time.Second
+
+// BackupStore is where a backup's snapshots go: an object store's bucket.
+type BackupStore interface {
+	// PutFrom stores what write writes under key, or nothing when either side fails.
+	PutFrom(ctx context.Context, key string, write func(io.Writer) error) (store.ObjectInfo, error)
+	Stat(ctx context.Context, key string) (store.ObjectInfo, error)
+	Delete(ctx context.Context, key string) error
+	// Location names an object for statuses: s3://bucket/key.
+	Location(key string) string
+}
+
+// BackupStores makes the store of a backup's resolved settings; each backup may name
+// another endpoint and credentials.
+type BackupStores func(store.S3Config) (BackupStore, error)
+
+// S3Stores is the BackupStores of main: minio-go clients of S3-compatible stores.
+func S3Stores(cfg store.S3Config) (BackupStore, error) { return store.NewS3(cfg) }
+
+// RedisBackupReconciler takes each RedisBackup once: it reads a snapshot of the target's
+// node over the network (as a replica syncs) and streams it into the backup's store.
+type RedisBackupReconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	// Redis asks the target's pods their role before the snapshot.
+	Redis *redis.Pool
+	// Stores makes the backups' object stores.
+	Stores BackupStores
+	// Memory holds the TLS client configurations the other reconcilers share.
+	Memory *Memory
+	// Snapshot tunes the snapshot streams (tests shorten the idle timeout).
+	Snapshot snapshot.Options
+}
+
+// backupScope is one reconcile of a RedisBackup.
+type backupScope struct {
+	backup *v1alpha1.RedisBackup
+	// before is the backup as its status was last written.
+	before *v1alpha1.RedisBackup
+	result ctrl.Result
+
+	// What the target phase found: how to log in to its pods and which pods it has.
+	statefulSets []string
+	port         int
+	cluster      bool
+	password     string
+	acl          aclState
+	tls          *tlsSettings
+	// The store and the node to read of each shard (one outside a cluster).
+	store   BackupStore
+	sources []backupSource
+}
+
+// backupSource is the node a shard's snapshot is read from.
+type backupSource struct {
+	pod  *corev1.Pod
+	role redis.Role
+	ep   redis.Endpoint
+	// For a cluster node: its ID, its master's (a replica's), and the slots its shard serves.
+	id, masterID string
+	slots        []redis.SlotRange
+}
+
+func (r *RedisBackupReconciler) phases() []reconcile.Phase[*backupScope] {
+	return []reconcile.Phase[*backupScope]{
+		{Name: "finished", Run: r.skipFinished},
+		{Name: "supported", Run: r.refuseUnsupported},
+		{Name: "target", Run: r.resolveTarget},
+		{Name: "store", Run: r.resolveStore},
+		{Name: "source", Run: r.chooseSource},
+		{Name: "stream", Run: r.stream},
+	}
+}
+
+// Reconcile runs the phases in order; each writes the status it reaches.
+func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var b v1alpha1.RedisBackup
+	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // a backup owns nothing in the cluster; its objects outlive it
+	}
+	s := &backupScope{backup: &b, before: b.DeepCopy()}
+	if err := reconcile.Run(ctx, "RedisBackup", r.phases(), s, reconcileErrors); err != nil {
+		return ctrl.Result{}, err
+	}
+	return s.result, nil
+}
+
+// skipFinished stops at a backup that is Completed or Failed: a backup is taken once.
+func (r *RedisBackupReconciler) skipFinished(_ context.Context, s *backupScope) (bool, error) {
+	return s.backup.Finished(), nil
+}
+
+// refuseUnsupported fails, once and for good, a backup this version cannot take.
+func (r *RedisBackupReconciler) refuseUnsupported(ctx context.Context, s *backupScope) (bool, error) {
+	spec := s.backup.Spec
+	var why string
+	switch {
+	case spec.Target.Kind != v1alpha1.TargetRedis && spec.Target.Kind != v1alpha1.TargetRedisReplication &&
+		spec.Target.Kind != v1alpha1.TargetRedisCluster:
+		why = fmt.Sprintf("target kind %q is not one of Redis, RedisReplication, RedisCluster", spec.Target.Kind)
+	case spec.Storage.S3 == nil:
+		why = "only s3 storage is supported yet, not persistentVolumeClaim"
+	default:
+		return false, nil
+	}
+	return true, r.fail(ctx, s, ReasonBackupNotSupported, why)
+}
+
+// resolveTarget reads the target and how the operator logs in to its pods, as its own
+// reconciler does: the password Secret, the ACL users, the TLS Secret.
+func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScope) (bool, error) {
+	t := s.backup.Spec.Target
+	key := client.ObjectKey{Namespace: s.backup.Namespace, Name: t.Name}
+	var target client.Object
+	switch t.Kind {
+	case v1alpha1.TargetRedis:
+		target = &v1beta2.Redis{}
+	case v1alpha1.TargetRedisCluster:
+		target = &v1beta2.RedisCluster{}
+	default:
+		target = &v1beta2.RedisReplication{}
+	}
+	if err := r.Client.Get(ctx, key, target); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, r.wait(ctx, s, fmt.Sprintf("%s %s does not exist", t.Kind, t.Name))
+		}
+		return false, fmt.Errorf("read %s %s: %w", t.Kind, t.Name, err)
+	}
+	// The fields the two kinds share: how the operator logs in to their pods.
+	var kc *v1beta2.KubernetesConfig
+	var tlsSpec *v1beta2.TLSConfig
+	var aclSpec *v1beta2.ACLConfig
+	s.statefulSets, s.port = []string{t.Name}, builder.DefaultRedisPort
+	switch cr := target.(type) {
+	case *v1beta2.Redis:
+		kc, tlsSpec, aclSpec = &cr.Spec.KubernetesConfig, cr.Spec.TLS, cr.Spec.ACL
+	case *v1beta2.RedisReplication:
+		kc, tlsSpec, aclSpec = &cr.Spec.KubernetesConfig, cr.Spec.TLS, cr.Spec.ACL
+	case *v1beta2.RedisCluster:
+		kc, tlsSpec, aclSpec = &cr.Spec.KubernetesConfig, cr.Spec.TLS, cr.Spec.ACL
+		s.cluster, s.port = true, int(builder.ClusterPort(cr))
+		s.statefulSets = []string{builder.ClusterStatefulSetName(t.Name, builder.RoleLeader), builder.ClusterStatefulSetName(t.Name, builder.RoleFollower)}
+	}
+	var err error
+	s.password, err = readPassword(ctx, r.Client, s.backup.Namespace, kc.ExistingPasswordSecret)
+	var missing *SecretKeyError
+	if errors.As(err, &missing) {
+		return true, r.wait(ctx, s, fmt.Sprintf("%s %s: %s", t.Kind, t.Name, missing.Error()))
+	}
+	if err != nil {
+		return false, err
+	}
+	// The ACL check writes conditions of the target's kind; the backup keeps only its verdict.
+	var scratch []metav1.Condition
+	acl, stop, err := resolveACLOf(ctx, r.Client, discardEvents{}, target, aclSpec, s.password, false,
+		status.NewConditions(&scratch, 0))
+	if err != nil {
+		return false, err
+	}
+	if stop {
+		return true, r.wait(ctx, s, fmt.Sprintf("%s %s: %s", t.Kind, t.Name, acl.refused))
+	}
+	s.acl = acl
+	s.tls, err = readTLS(ctx, r.Client, r.Memory.tls, r.Redis, s.backup.Namespace, tlsSpec)
+	var invalid *TLSSecretError
+	if errors.As(err, &invalid) {
+		return true, r.wait(ctx, s, fmt.Sprintf("%s %s: %s", t.Kind, t.Name, invalid.Error()))
+	}
+	return false, err
+}
+
+// resolveStore reads the S3 credentials (and CA) Secrets and makes the store's client.
+func (r *RedisBackupReconciler) resolveStore(ctx context.Context, s *backupScope) (bool, error) {
+	spec := s.backup.Spec.Storage.S3
+	creds, problem, err := r.secretKeys(ctx, s.backup.Namespace, spec.CredentialsSecret.Name, S3AccessKeyIDKey, S3SecretAccessKeyKey)
+	if err != nil || problem != "" {
+		return problem != "", errors.Join(err, r.waitIf(ctx, s, problem))
+	}
+	cfg := store.S3Config{
+		Endpoint: spec.Endpoint, Bucket: spec.Bucket, Region: spec.Region, ForcePathStyle: spec.ForcePathStyle,
+		AccessKeyID: creds[0], SecretAccessKey: creds[1],
+	}
+	if spec.CASecret != nil {
+		ca, problem, err := r.secretKeys(ctx, s.backup.Namespace, spec.CASecret.Name, S3CAKey)
+		if err != nil || problem != "" {
+			return problem != "", errors.Join(err, r.waitIf(ctx, s, problem))
+		}
+		cfg.CAPEM = []byte(ca[0])
+	}
+	s.store, err = r.Stores(cfg)
+	if err != nil {
+		// The settings themselves are wrong (an endpoint with a path, a CA without PEM): the
+		// spec cannot change, so the backup cannot succeed.
+		return true, r.fail(ctx, s, ReasonBackupFailed, err.Error())
+	}
+	return false, nil
+}
+
+// secretKeys reads keys of a Secret; problem says what is missing.
+func (r *RedisBackupReconciler) secretKeys(ctx context.Context, namespace, name string, keys ...string) (values []string, problem string, err error) {
+	var secret corev1.Secret
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("Secret %s does not exist", name), nil
+		}
+		return nil, "", fmt.Errorf("read Secret %s: %w", name, err)
+	}
+	for _, k := range keys {
+		v := strings.TrimSpace(string(secret.Data[k]))
+		if v == "" {
+			return nil, fmt.Sprintf("Secret %s has no key %s", name, k), nil
+		}
+		values = append(values, v)
+	}
+	return values, "", nil
+}
+
+// chooseSource picks the node to read of each shard: with PreferReplica a replica whose link
+// to its master is up, else (or with Master) the master. A cluster's shards must together
+// serve every slot, or the backup waits.
+func (r *RedisBackupReconciler) chooseSource(ctx context.Context, s *backupScope) (bool, error) {
+	nodes, problems, err := r.readyNodes(ctx, s)
+	if err != nil {
+		return false, err
+	}
+	// Each shard by its master's ID ("" outside a cluster: one shard).
+	masters := map[string]*backupSource{}
+	replicas := map[string]*backupSource{}
+	var order []string
+	for i := range nodes {
+		n := &nodes[i]
+		switch {
+		case n.role.Kind == redis.RoleMaster && (!s.cluster || len(n.slots) > 0):
+			if masters[n.id] == nil {
+				masters[n.id] = n
+				order = append(order, n.id)
+			}
+		case n.role.LinkUp() && replicas[n.masterID] == nil:
+			replicas[n.masterID] = n
+		}
+	}
+	var chosen []backupSource
+	slots := 0
+	for _, id := range order {
+		c := masters[id]
+		if rep := replicas[id]; rep != nil && s.backup.Spec.Source != v1alpha1.SourceMaster {
+			rep.slots = c.slots
+			c = rep
+		}
+		chosen = append(chosen, *c)
+		slots += redis.CountSlots(c.slots)
+		if !s.cluster {
+			break
+		}
+	}
+	var why string
+	switch {
+	case len(chosen) == 0:
+		why = fmt.Sprintf("no ready master of %s %s to read", s.backup.Spec.Target.Kind, s.backup.Spec.Target.Name)
+	case s.cluster && slots != redis.SlotCount:
+		why = fmt.Sprintf("the ready masters of RedisCluster %s serve %d of the %d slots", s.backup.Spec.Target.Name, slots, redis.SlotCount)
+	}
+	if why != "" {
+		if len(problems) > 0 {
+			why += ": " + strings.Join(problems, "; ")
+		}
+		return true, r.wait(ctx, s, why)
+	}
+	s.sources = chosen
+	return false, nil
+}
+
+// readyNodes asks each ready pod of the target its role (and, in a cluster, its node ID, its
+// master and its slots); problems lists the pods that did not answer.
+func (r *RedisBackupReconciler) readyNodes(ctx context.Context, s *backupScope) (nodes []backupSource, problems []string, err error) {
+	auth := s.acl.auth(s.password)
+	for _, sts := range s.statefulSets {
+		pods, err := podsOf(ctx, r.Client, s.backup.Namespace, sts)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range pods {
+			pod := &pods[i]
+			if !podReady(pod) {
+				continue
+			}
+			n := backupSource{pod: pod, ep: podEndpoint(pod, s.port, auth).WithTLS(s.tls.clientConfig())}
+			if err := r.describeNode(ctx, &n, s.cluster); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", pod.Name, err))
+				continue
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, problems, nil
+}
+
+// describeNode fills the node's role, and in a cluster its ID, master and slots.
+func (r *RedisBackupReconciler) describeNode(ctx context.Context, n *backupSource, cluster bool) error {
+	c, err := r.Redis.Client(n.ep)
+	if err != nil {
+		return err
+	}
+	if n.role, err = c.Role(ctx); err != nil {
+		return err
+	}
+	if !cluster {
+		return nil
+	}
+	topology, err := c.ClusterNodes(ctx)
+	if err != nil {
+		return err
+	}
+	me, ok := topology.Myself()
+	if !ok {
+		return errors.New("CLUSTER NODES lists no myself")
+	}
+	n.id, n.masterID, n.slots = me.ID, me.MasterID, me.Slots
+	return nil
+}
+
+// objectDir is the "folder" of a backup's objects: <prefix>/<namespace>/<backup>/.
+func objectDir(prefix, namespace, backup string) string {
+	return strings.TrimPrefix(path.Join(strings.Trim(prefix, "/"), namespace, backup), "/") + "/"
+}
+
+// objectKey is where a pod's snapshot goes: <prefix>/<namespace>/<backup>/<pod>.rdb.
+func objectKey(prefix, namespace, backup, pod string) string {
+	return objectDir(prefix, namespace, backup) + pod + ".rdb"
+}
+
+// stream marks the backup Running, streams each shard's snapshot into the store (a
+// cluster's in parallel) and records the outcome. The backup is Completed only once the store
+// holds every object whole: PutFrom aborts an upload whose stream fails, each stored size must
+// be its snapshot's, and when one shard fails the objects of the others are removed.
+func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (bool, error) {
+	b := s.backup
+	dir := objectDir(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name)
+	now := metav1.Now()
+	b.Status.Phase = v1alpha1.BackupRunning
+	b.Status.StartedAt = &now
+	b.Status.CompletedAt = nil
+	b.Status.Location = s.store.Location(dir)
+	nodes := make([]string, len(s.sources))
+	for i, src := range s.sources {
+		nodes[i] = fmt.Sprintf("%s (%s)", src.pod.Name, roleName(src.role))
+	}
+	r.condition(b, metav1.ConditionFalse, string(v1alpha1.BackupRunning), "reading a snapshot of "+strings.Join(nodes, ", "))
+	if err := r.writeStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) {
+			// The backup read was stale (the cache behind our own last write, which may have
+			// finished it): look again rather than take it twice.
+			s.result.RequeueAfter = time.Second
+			return true, nil
+		}
+		return false, err
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "reading a snapshot of %s into %s",
+		strings.Join(nodes, ", "), b.Status.Location)
+	log.FromContext(ctx).Info("backup started", "nodes", nodes, "location", b.Status.Location)
+
+	shards := make([]v1alpha1.ShardBackup, len(s.sources))
+	errs := make([]error, len(s.sources))
+	var wg sync.WaitGroup
+	for i, src := range s.sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			shards[i], errs[i] = r.streamShard(ctx, s.store, objectKey(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name, src.pod.Name), src)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if ctx.Err() != nil {
+			// The operator is stopping: the backup stays Running and is taken again by the next.
+			return false, fmt.Errorf("backup interrupted: %w", err)
+		}
+		why := err.Error()
+		if cleanup := r.removeShards(ctx, s.store, shards, errs); cleanup != nil {
+			why += "; and the objects of the shards that were stored could not be removed: " + cleanup.Error()
+		}
+		return true, r.fail(ctx, s, ReasonBackupFailed, why)
+	}
+	done := metav1.Now()
+	b.Status.Phase = v1alpha1.BackupCompleted
+	b.Status.CompletedAt = &done
+	b.Status.Shards = shards
+	b.Status.TotalBytes = 0
+	for _, sh := range shards {
+		b.Status.TotalBytes += sh.Bytes
+	}
+	b.Status.Size = humanBytes(b.Status.TotalBytes)
+	message := fmt.Sprintf("%s of %s in %s", b.Status.Size, strings.Join(nodes, ", "), b.Status.Location)
+	r.condition(b, metav1.ConditionTrue, string(v1alpha1.BackupCompleted), message)
+	if err := r.writeStatus(ctx, s); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupCompleted, "Backup", "%s", message)
+	log.FromContext(ctx).Info("backup completed", "shards", len(shards), "bytes", b.Status.TotalBytes, "location", b.Status.Location)
+	return false, nil
+}
+
+// streamShard streams one node's snapshot under key and checks the stored object.
+func (r *RedisBackupReconciler) streamShard(ctx context.Context, st BackupStore, key string, src backupSource) (v1alpha1.ShardBackup, error) {
+	shard := v1alpha1.ShardBackup{Node: src.pod.Name, Role: roleName(src.role), ReplicationOffset: src.role.ReplicationOffset,
+		Location: st.Location(key)}
+	for _, sr := range src.slots {
+		shard.SlotRanges = append(shard.SlotRanges, fmt.Sprintf("%d-%d", sr.Start, sr.End))
+	}
+	var info snapshot.Info
+	obj, err := st.PutFrom(ctx, key, func(w io.Writer) error {
+		var err error
+		info, err = snapshot.Stream(ctx, src.ep, w, r.Snapshot)
+		return err
+	})
+	if err == nil && obj.Size != info.Bytes {
+		err = fmt.Errorf("the store holds %d bytes, the snapshot was %d", obj.Size, info.Bytes)
+	}
+	if err == nil {
+		var stored store.ObjectInfo
+		if stored, err = st.Stat(ctx, key); err == nil && stored.Size != info.Bytes {
+			err = fmt.Errorf("the store holds %d bytes, the snapshot was %d", stored.Size, info.Bytes)
+		}
+	}
+	if err != nil {
+		return shard, fmt.Errorf("snapshot of %s into %s: %w", src.pod.Name, shard.Location, err)
+	}
+	shard.Bytes, shard.SHA256, shard.RDBVersion = info.Bytes, info.SHA256Hex(), info.RDBVersion
+	return shard, nil
+}
+
+// removeShards deletes the objects of the shards that were stored when another failed: a
+// failed backup leaves no object that could be taken for a whole one.
+func (r *RedisBackupReconciler) removeShards(ctx context.Context, st BackupStore, shards []v1alpha1.ShardBackup, errs []error) error {
+	var failures []error
+	for i, sh := range shards {
+		if errs[i] != nil {
+			continue
+		}
+		key := strings.TrimPrefix(sh.Location, st.Location(""))
+		if err := st.Delete(ctx, key); err != nil {
+			failures = append(failures, err)
+		}
+	}
+	return errors.Join(failures...)
+}
+
+func roleName(role redis.Role) string {
+	if role.Kind == redis.RoleSlave {
+		return "replica"
+	}
+	return string(role.Kind)
+}
+
+// wait leaves the backup Pending with why, and comes back shortly.
+func (r *RedisBackupReconciler) wait(ctx context.Context, s *backupScope, why string) error {
+	b := s.backup
+	if b.Status.Phase == "" {
+		b.Status.Phase = v1alpha1.BackupPending
+	}
+	if old := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady); old == nil || old.Message != why {
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupWaiting, "Backup", "%s", why)
+	}
+	r.condition(b, metav1.ConditionFalse, ReasonBackupWaiting, why)
+	s.result.RequeueAfter = backupRetry
+	log.FromContext(ctx).V(1).Info("requeue", "after", backupRetry, "reason", why)
+	return r.writeStatus(ctx, s)
+}
+
+// waitIf waits when there is a problem.
+func (r *RedisBackupReconciler) waitIf(ctx context.Context, s *backupScope, problem string) error {
+	if problem == "" {
+		return nil
+	}
+	return r.wait(ctx, s, problem)
+}
+
+// fail ends the backup Failed with why, for good.
+func (r *RedisBackupReconciler) fail(ctx context.Context, s *backupScope, reason, why string) error {
+	b := s.backup
+	now := metav1.Now()
+	b.Status.Phase = v1alpha1.BackupFailed
+	b.Status.CompletedAt = &now
+	r.condition(b, metav1.ConditionFalse, reason, why)
+	if err := r.writeStatus(ctx, s); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupFailed, "Backup", "%s", why)
+	log.FromContext(ctx).Info("backup failed", "reason", reason, "cause", why)
+	return nil
+}
+
+// condition sets the backup's Ready condition.
+func (r *RedisBackupReconciler) condition(b *v1alpha1.RedisBackup, st metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
+		Type: v1beta2.ConditionReady, Status: st, Reason: reason, Message: message, ObservedGeneration: b.Generation,
+	})
+	b.Status.ObservedGeneration = b.Generation
+}
+
+// writeStatus patches the status from what was last written, only if the backup is still as
+// it was read: a stale read must not move a finished backup back, or start it again.
+func (r *RedisBackupReconciler) writeStatus(ctx context.Context, s *backupScope) error {
+	if equality.Semantic.DeepEqual(s.before.Status, s.backup.Status) {
+		return nil // a backup waiting for the same reason: nothing to write
+	}
+	patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, s.backup, patch); err != nil {
+		return fmt.Errorf("write the status of RedisBackup %s: %w", s.backup.Name, err)
+	}
+	s.before = s.backup.DeepCopy()
+	return nil
+}
+
+// humanBytes is n in binary units, for kubectl get: "512 B", "1.5 MiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// discardEvents drops the events of checks the backup runs on its target's behalf: the
+// target's own reconciler tells them.
+type discardEvents struct{}
+
+func (discardEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+
+func (discardEvents) AnnotatedEventf(runtime.Object, runtime.Object, map[string]string, string, string, string, string, ...any) {
+}
+
+// SetupWithManager registers the RedisBackup controller. A backup streams for as long as the
+// snapshot takes, so two run at once, leaving the other kinds' workers free.
+func (r *RedisBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := requireMemory(r.Memory, "RedisBackupReconciler"); err != nil {
+		return err
+	}
+	if r.Stores == nil {
+		return errors.New("RedisBackupReconciler has no Stores: give it controller.S3Stores")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.RedisBackup{}).
+		Named("redisbackup").
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: 2}).
+		Complete(r)
+}

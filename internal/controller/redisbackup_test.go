@@ -1,0 +1,82 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/internal/backup/store"
+)
+
+// memoryStore is a BackupStore in a map, for the logic around the store.
+type memoryStore struct {
+	objects   map[string]bool
+	deleteErr error
+}
+
+func (m *memoryStore) PutFrom(context.Context, string, func(io.Writer) error) (store.ObjectInfo, error) {
+	return store.ObjectInfo{}, errors.New("not used")
+}
+
+func (m *memoryStore) Stat(context.Context, string) (store.ObjectInfo, error) {
+	return store.ObjectInfo{}, errors.New("not used")
+}
+
+func (m *memoryStore) Delete(_ context.Context, key string) error {
+	if m.deleteErr != nil {
+		return m.deleteErr
+	}
+	delete(m.objects, key)
+	return nil
+}
+
+func (m *memoryStore) Location(key string) string { return "s3://b/" + key }
+
+// When a shard fails, the objects of the shards that were stored go, and only those.
+func TestRemoveShardsOfAFailedBackup(t *testing.T) {
+	st := &memoryStore{objects: map[string]bool{"ns/rb/a.rdb": true, "ns/rb/c.rdb": true, "other.rdb": true}}
+	shards := []v1alpha1.ShardBackup{{Location: "s3://b/ns/rb/a.rdb"}, {Location: "s3://b/ns/rb/b.rdb"}, {Location: "s3://b/ns/rb/c.rdb"}}
+	errs := []error{nil, errors.New("stream failed"), nil}
+	if err := (&RedisBackupReconciler{}).removeShards(context.Background(), st, shards, errs); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.objects) != 1 || !st.objects["other.rdb"] {
+		t.Errorf("left %v, want only other.rdb", st.objects)
+	}
+	st.deleteErr = errors.New("store down")
+	if err := (&RedisBackupReconciler{}).removeShards(context.Background(), st, shards, errs); err == nil {
+		t.Error("a failed removal is not reported")
+	}
+}
+
+func TestBackupObjectKey(t *testing.T) {
+	for _, c := range []struct{ prefix, want string }{
+		{"", "ns/nightly/cache-0.rdb"},
+		{"team-a", "team-a/ns/nightly/cache-0.rdb"},
+		{"/team-a/", "team-a/ns/nightly/cache-0.rdb"},
+		{"a/b/", "a/b/ns/nightly/cache-0.rdb"},
+	} {
+		if got := objectKey(c.prefix, "ns", "nightly", "cache-0"); got != c.want {
+			t.Errorf("prefix %q: %q, want %q", c.prefix, got, c.want)
+		}
+	}
+}
+
+func TestBackupObjectDir(t *testing.T) {
+	if got := objectDir("", "ns", "nightly"); got != "ns/nightly/" {
+		t.Errorf("objectDir without prefix: %q", got)
+	}
+	if got := objectDir("/a/b/", "ns", "nightly"); got != "a/b/ns/nightly/" {
+		t.Errorf("objectDir with prefix: %q", got)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536 << 10: "1.5 MiB", 3 << 30: "3.0 GiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
