@@ -40,6 +40,10 @@ import (
 // CLUSTER NODES line and INFO replication, the writer's moves and the operator's CLUSTER
 // FAILOVERs, and the two nodes' Redis logs (KILLW_TIMELINE=1 prints them on success too).
 //
+// KILLW_COLLIDE=1 gives the stopped leader, in its nodes.conf, the config epoch of a master of
+// a greater node ID: the state the operator no longer leaves a Ready cluster in (see
+// clusterplan.distinctEpochs), in which the leader's stale claim can win when it returns.
+//
 // The environment varies the fault, to hunt for a loss by hand: KILLW_HOLD (how long the node
 // stays down, 10s), KILLW_LEADER_ONLY=1 (the other follower stays up), KILLW_KEEP_PODS=1 (the
 // pod objects stay while their processes are down, as on a stopped node, instead of being
@@ -61,6 +65,17 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 	begin := time.Now()
 	since := func(at time.Time) string { return at.Sub(begin).Round(time.Millisecond).String() }
 
+	// Ready means no two masters share a config epoch (clusterplan.distinctEpochs): a leader
+	// that stopped sharing one could win its old slots back with a new one when it returns.
+	epochs := map[uint64]string{}
+	for i := range 3 {
+		pod := fmt.Sprintf("shards-leader-%d", i)
+		me, _ := f.topology(pod).Myself()
+		if other, ok := epochs[me.ConfigEpoch]; ok {
+			t.Fatalf("Ready with %s and %s at config epoch %d", other, pod, me.ConfigEpoch)
+		}
+		epochs[me.ConfigEpoch] = pod
+	}
 	before := f.topology("shards-leader-1")
 	leader, _ := before.NodeByAddr(f.kubelet.pod("shards-leader-1").addr(f.port))
 	replicas := before.ReplicasOf(leader.ID)
@@ -99,6 +114,9 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%s: killed leader-1 (%s) and %s (%s) after %d acknowledged writes", since(killedAt), crashedLeader.ip, other, crashedFollower.ip, w.ackedCount())
+	if os.Getenv("KILLW_COLLIDE") != "" {
+		collideConfigEpoch(t, crashedLeader.dataDir, before, leader)
+	}
 	if !keepPods {
 		f.kubelet.deletePod(f.ctx, f.ns, "shards-leader-1", syscall.SIGKILL)
 		if killFollower {
@@ -170,6 +188,20 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 	missing, owner := f.readBackAcked(slot, acked)
 	t.Logf("%d writes tried, %d acknowledged (%d before the kill), %d failed; the shard's master at the end is %s",
 		w.tried.Load(), len(acked), countBefore(acked, killedAt), w.failed.Load(), names.of(owner))
+	// Writes Redis applied without a replica's confirmation may be lost, but those the promoted
+	// follower took while leader-1 was down vanish only if leader-1's old data won over its.
+	var gone []string
+	for _, a := range w.appliedWrites() {
+		if a.replicas == 0 && a.at.After(killedAt) && a.at.Before(startedAt) {
+			if g, _ := f.readBackAcked(slot, []ackedWrite{a}); len(g) > 0 {
+				gone = append(gone, a.key)
+			}
+		}
+	}
+	if len(gone) > 0 {
+		t.Errorf("%d unacknowledged writes the promoted follower applied while leader-1 was down are gone (%s ... %s): leader-1's old data replaced them",
+			len(gone), gone[0], gone[len(gone)-1])
+	}
 	if len(missing) == 0 && !t.Failed() && os.Getenv("KILLW_TIMELINE") == "" {
 		return
 	}
@@ -257,6 +289,7 @@ type ackedWriter struct {
 	failed  atomic.Int64
 	mu      sync.Mutex
 	ok      []ackedWrite
+	applied []ackedWrite // every SET Redis answered OK, acknowledged or not
 	changes []string
 	changed []time.Time
 	clients map[string]*goredis.Client
@@ -316,11 +349,14 @@ func (w *ackedWriter) run(ctx context.Context, pause time.Duration) {
 		})
 		switch err := set.Err(); {
 		case err == nil:
-			if replicas, err := wait.Int64(); err == nil && replicas >= 1 {
-				w.mu.Lock()
-				w.ok = append(w.ok, ackedWrite{key: key, at: time.Now(), node: addr, replicas: replicas})
-				w.mu.Unlock()
+			replicas, _ := wait.Int64()
+			a := ackedWrite{key: key, at: time.Now(), node: addr, replicas: replicas}
+			w.mu.Lock()
+			w.applied = append(w.applied, a)
+			if replicas >= 1 {
+				w.ok = append(w.ok, a)
 			}
+			w.mu.Unlock()
 		case strings.HasPrefix(err.Error(), "MOVED "):
 			w.failed.Add(1)
 			fields := strings.Fields(err.Error())
@@ -356,6 +392,12 @@ func (w *ackedWriter) acked() []ackedWrite {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.ok)
+}
+
+func (w *ackedWriter) appliedWrites() []ackedWrite {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.applied)
 }
 
 func (w *ackedWriter) moves(since func(time.Time) string, names *podNames) []string {
@@ -535,4 +577,38 @@ func sampleNode(ctx context.Context, addr string) string {
 		master = " of " + me.MasterID[:8]
 	}
 	return fmt.Sprintf("%s %s%s epoch %d slots[%s ] | %s", me.ID[:8], me.Flags, master, me.ConfigEpoch, slots, strings.Join(repl, " "))
+}
+
+// collideConfigEpoch gives the stopped leader, in its nodes.conf, the config epoch of another
+// master whose node ID is greater than its own: the state of a cluster whose masters still
+// resolve the equal config epochs of their bootstrap, in which the node of the smaller ID is
+// the one that takes a new epoch once it hears the other.
+func collideConfigEpoch(t *testing.T, dataDir string, before redis.Topology, leader redis.Node) {
+	t.Helper()
+	var other redis.Node
+	for _, n := range before.Masters() {
+		if n.ID != leader.ID && n.ID > leader.ID && (other.ID == "" || n.ConfigEpoch < other.ConfigEpoch) {
+			other = n
+		}
+	}
+	if other.ID == "" {
+		t.Skipf("leader-1's node ID %s is the greatest of the masters: no master it would yield to in a collision", leader.ID)
+	}
+	path := filepath.Join(dataDir, "nodes.conf")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for i, line := range lines {
+		fields := strings.Fields(line)
+		if len(fields) >= 8 && strings.Contains(fields[2], "myself") {
+			t.Logf("leader-1 (node %s, epoch %s) gets the config epoch %d of %s", leader.ID[:8], fields[6], other.ConfigEpoch, other.ID[:8])
+			fields[6] = strconv.FormatUint(other.ConfigEpoch, 10)
+			lines[i] = strings.Join(fields, " ")
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
