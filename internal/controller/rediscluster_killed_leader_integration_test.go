@@ -40,6 +40,8 @@ import (
 // CLUSTER NODES line and INFO replication, the writer's moves and the operator's CLUSTER
 // FAILOVERs, and the two nodes' Redis logs (KILLW_TIMELINE=1 prints them on success too).
 //
+// KILLW_AOF_CUT=<bytes> cuts that much off the end of the stopped leader's AOF, as a machine
+// that lost the last second of an appendfsync everysec would.
 // KILLW_COLLIDE=1 gives the stopped leader, in its nodes.conf, the config epoch of a master of
 // a greater node ID: the state the operator no longer leaves a Ready cluster in (see
 // clusterplan.distinctEpochs), in which the leader's stale claim can win when it returns.
@@ -116,6 +118,9 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 	t.Logf("%s: killed leader-1 (%s) and %s (%s) after %d acknowledged writes", since(killedAt), crashedLeader.ip, other, crashedFollower.ip, w.ackedCount())
 	if os.Getenv("KILLW_COLLIDE") != "" {
 		collideConfigEpoch(t, crashedLeader.dataDir, before, leader)
+	}
+	if cut := os.Getenv("KILLW_AOF_CUT"); cut != "" {
+		cutAOF(t, crashedLeader.dataDir, cut)
 	}
 	if !keepPods {
 		f.kubelet.deletePod(f.ctx, f.ns, "shards-leader-1", syscall.SIGKILL)
@@ -611,4 +616,28 @@ func collideConfigEpoch(t *testing.T, dataDir string, before redis.Topology, lea
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cutAOF removes the last bytes of the newest incremental AOF in dataDir.
+func cutAOF(t *testing.T, dataDir, bytes string) {
+	t.Helper()
+	n, err := strconv.ParseInt(bytes, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dataDir, "appendonlydir", "*.incr.aof"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no incremental AOF in %s: %v", dataDir, err)
+	}
+	slices.Sort(files)
+	last := files[len(files)-1]
+	info, err := os.Stat(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := max(info.Size()-n, 0)
+	if err := os.Truncate(last, size); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cut %s from %d to %d bytes", filepath.Base(last), info.Size(), size)
 }
