@@ -54,11 +54,15 @@ type fakeKubelet struct {
 	// authSecret, when set, is the operator's auth Secret: pods include its requirepass and
 	// masterauth file, as rendered (password is then unused), written at start.
 	authSecret string
-	net        int32
-	base       string // the pods' volumes
-	mu         sync.Mutex
-	nextIP     int
-	pods       map[string]*fakePod
+	// asBuilt gives the pods the persistence the builders render for a cluster with storage
+	// (appendonly yes, Redis's own appendfsync everysec and save points) instead of the
+	// tests' fsync of every write.
+	asBuilt bool
+	net     int32
+	base    string // the pods' volumes
+	mu      sync.Mutex
+	nextIP  int
+	pods    map[string]*fakePod
 }
 
 type fakePod struct {
@@ -212,6 +216,30 @@ func (k *fakeKubelet) restartInPlace(ctx context.Context, namespace, name string
 	k.run(ctx, namespace, p)
 }
 
+// startAtNewIP starts the process of a pod whose process was stopped, the pod object kept, at
+// a new address, and reports it there: a node's pods after the node stopped and came back.
+func (k *fakeKubelet) startAtNewIP(ctx context.Context, namespace, name string) {
+	k.t.Helper()
+	p := k.pod(name)
+	k.mu.Lock()
+	p.ip = fmt.Sprintf("127.%d.%d.%d", processNet, k.net, k.nextIP)
+	k.nextIP++
+	k.mu.Unlock()
+	k.run(ctx, namespace, p)
+	var pod corev1.Pod
+	if err := k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod); err != nil {
+		k.t.Fatal(err)
+	}
+	started := metav1.Now()
+	pod.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}, StartTime: &started,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
+	}
+	if err := k.c.Status().Update(ctx, &pod); err != nil {
+		k.t.Fatalf("report pod %s at %s: %v", name, p.ip, err)
+	}
+}
+
 // run writes the pod's projected files and starts its redis-server.
 func (k *fakeKubelet) run(ctx context.Context, namespace string, p *fakePod) {
 	k.t.Helper()
@@ -254,8 +282,12 @@ func (p *fakePod) endpoint(port int, auth redis.Auth) redis.Endpoint {
 
 // config is the redis.conf of a pod: what the builders render, reduced to what a test needs.
 func (k *fakeKubelet) config(p *fakePod) string {
-	conf := fmt.Sprintf("bind %s\nport %d\ndir %s\ndaemonize no\nappendonly yes\nappendfsync always\nsave \"\"\nrepl-diskless-sync-delay 0\n",
-		p.ip, k.port, p.dataDir)
+	persistence := "appendonly yes\nappendfsync always\nsave \"\"\n"
+	if k.asBuilt {
+		persistence = "appendonly yes\n"
+	}
+	conf := fmt.Sprintf("bind %s\nport %d\ndir %s\ndaemonize no\n%srepl-diskless-sync-delay 0\n",
+		p.ip, k.port, p.dataDir, persistence)
 	if k.standalone {
 		// Replicas connect from their own address, so that masters list (and sentinels find)
 		// them where they are, as pods with their own IPs.

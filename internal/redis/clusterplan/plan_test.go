@@ -19,6 +19,9 @@ type node struct {
 	slots  string // "0-5460" etc.
 	flags  string // extra flags such as "fail"
 	idSeed string // defaults to pod: a pod recreated empty gets another
+	// epoch is the node's config epoch; 0 gives each node its own (its place in the fixture),
+	// -1 stands for Redis's epoch 0.
+	epoch int
 	// migrating and importing: slot → pod on the other side, shown in the node's own line.
 	migrating, importing map[int]string
 	// port and bus, when set, are node ports the node is known at (its address behind
@@ -57,6 +60,22 @@ func (c cluster) byPod(pod string) node {
 	panic("no node for pod " + pod)
 }
 
+// epochOf is the node's config epoch: its own, else one past its place among the known nodes.
+func (c cluster) epochOf(n node) int {
+	switch {
+	case n.epoch < 0:
+		return 0
+	case n.epoch > 0:
+		return n.epoch
+	}
+	for i, k := range c.known {
+		if k.pod == n.pod {
+			return i + 1
+		}
+	}
+	return 1
+}
+
 // viewOf renders CLUSTER NODES as the node me sees the known nodes, and parses it.
 func (c cluster) viewOf(me node, known []node) *redis.Topology {
 	var lines []string
@@ -78,7 +97,7 @@ func (c cluster) viewOf(me node, known []node) *redis.Topology {
 			master = c.byPod(n.master).id()
 		}
 		port, bus := n.ports()
-		line := fmt.Sprintf("%s %s:%d@%d %s %s 0 0 1 connected", n.id(), n.ip, port, bus, strings.Join(flags, ","), master)
+		line := fmt.Sprintf("%s %s:%d@%d %s %s 0 0 %d connected", n.id(), n.ip, port, bus, strings.Join(flags, ","), master, c.epochOf(n))
 		if n.slots != "" {
 			line += " " + n.slots
 		}
