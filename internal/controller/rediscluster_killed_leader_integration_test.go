@@ -38,27 +38,27 @@ import (
 // fail-back has to wait for leader-1's full sync. Every acknowledged key then reads back from
 // the shard's master; a key missing fails the test with a timeline of every node's own
 // CLUSTER NODES line and INFO replication, the writer's moves and the operator's CLUSTER
-// FAILOVERs, and the two nodes' Redis logs (KILLW_TIMELINE=1 prints them on success too).
+// FAILOVERs, and the two nodes' Redis logs (KILLED_LEADER_TIMELINE=1 prints them on success too).
 //
-// KILLW_AOF_CUT=<bytes> cuts that much off the end of the stopped leader's AOF, as a machine
+// KILLED_LEADER_AOF_CUT=<bytes> cuts that much off the end of the stopped leader's AOF, as a machine
 // that lost the last second of an appendfsync everysec would.
-// KILLW_COLLIDE=1 gives the stopped leader, in its nodes.conf, the config epoch of a master of
+// KILLED_LEADER_COLLIDE=1 gives the stopped leader, in its nodes.conf, the config epoch of a master of
 // a greater node ID: the state the operator no longer leaves a Ready cluster in (see
 // clusterplan.distinctEpochs), in which the leader's stale claim can win when it returns.
 //
-// The environment varies the fault, to hunt for a loss by hand: KILLW_HOLD (how long the node
-// stays down, 10s), KILLW_LEADER_ONLY=1 (the other follower stays up), KILLW_KEEP_PODS=1 (the
+// The environment varies the fault, to hunt for a loss by hand: KILLED_LEADER_HOLD (how long the node
+// stays down, 10s), KILLED_LEADER_LEADER_ONLY=1 (the other follower stays up), KILLED_LEADER_KEEP_PODS=1 (the
 // pod objects stay while their processes are down, as on a stopped node, instead of being
-// deleted and created again), KILLW_START_GAP (between the follower's start and the leader's),
-// KILLW_WRITE_PAUSE (between two writes, 1ms) and KILLW_SYNC_DELAY (rdb-key-save-delay of the
+// deleted and created again), KILLED_LEADER_START_GAP (between the follower's start and the leader's),
+// KILLED_LEADER_WRITE_PAUSE (between two writes, 1ms) and KILLED_LEADER_SYNC_DELAY (rdb-key-save-delay of the
 // promoted follower in µs, 2000; 0 for none).
 func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 	t.Parallel()
-	hold := envDuration(t, "KILLW_HOLD", 10*time.Second) // 80 s of a 15 s node timeout, at 2 s
-	startGap := envDuration(t, "KILLW_START_GAP", 0)
-	pause := envDuration(t, "KILLW_WRITE_PAUSE", time.Millisecond)
-	killFollower := os.Getenv("KILLW_LEADER_ONLY") == ""
-	keepPods := os.Getenv("KILLW_KEEP_PODS") != ""
+	hold := envDuration(t, "KILLED_LEADER_HOLD", 10*time.Second) // 80 s of a 15 s node timeout, at 2 s
+	startGap := envDuration(t, "KILLED_LEADER_START_GAP", 0)
+	pause := envDuration(t, "KILLED_LEADER_WRITE_PAUSE", time.Millisecond)
+	killFollower := os.Getenv("KILLED_LEADER_LEADER_ONLY") == ""
+	keepPods := os.Getenv("KILLED_LEADER_KEEP_PODS") != ""
 	op := startOperator(t, testNamespace(t))
 	f := newClusterFixture(t, 3, 3)
 	f.kubelet.asBuilt = true
@@ -116,10 +116,10 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%s: killed leader-1 (%s) and %s (%s) after %d acknowledged writes", since(killedAt), crashedLeader.ip, other, crashedFollower.ip, w.ackedCount())
-	if os.Getenv("KILLW_COLLIDE") != "" {
+	if os.Getenv("KILLED_LEADER_COLLIDE") != "" {
 		collideConfigEpoch(t, crashedLeader.dataDir, before, leader)
 	}
-	if cut := os.Getenv("KILLW_AOF_CUT"); cut != "" {
+	if cut := os.Getenv("KILLED_LEADER_AOF_CUT"); cut != "" {
 		cutAOF(t, crashedLeader.dataDir, cut)
 	}
 	if !keepPods {
@@ -135,7 +135,7 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return nil
 	})
-	if delay := cmp.Or(os.Getenv("KILLW_SYNC_DELAY"), "2000"); delay != "0" {
+	if delay := cmp.Or(os.Getenv("KILLED_LEADER_SYNC_DELAY"), "2000"); delay != "0" {
 		// A full sync of seconds (µs per key of the promoted follower's RDB), as with more
 		// data: the fail-back must wait for it.
 		c := goredis.NewClient(&goredis.Options{Addr: f.kubelet.pod("shards-follower-1").addr(f.port)})
@@ -207,7 +207,7 @@ func TestKilledLeaderBackFromItsVolumeLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Errorf("%d unacknowledged writes the promoted follower applied while leader-1 was down are gone (%s ... %s): leader-1's old data replaced them",
 			len(gone), gone[0], gone[len(gone)-1])
 	}
-	if len(missing) == 0 && !t.Failed() && os.Getenv("KILLW_TIMELINE") == "" {
+	if len(missing) == 0 && !t.Failed() && os.Getenv("KILLED_LEADER_TIMELINE") == "" {
 		return
 	}
 	for _, a := range missing {
