@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/writecheck"
 	"github.com/rediskube/redis-operator/test/e2e/framework"
 )
 
@@ -182,13 +184,79 @@ func (c *cluster) writeKeys(prefix string, n int) {
 
 func (c *cluster) readKeys(prefix string, n int) {
 	c.t.Helper()
+	c.readKeysDiagnosing(prefix, n, "scenario")
+}
+
+// readKeysDiagnosing reads prefix-0 … prefix-(n-1) through a new client; the first that reads
+// wrong is diagnosed, read again after 5 s, and fails the test.
+func (c *cluster) readKeysDiagnosing(prefix string, n int, what string) {
+	c.t.Helper()
 	cc := c.client()
-	for i := 0; i < n; i++ {
-		got, err := cc.Get(c.ctx, fmt.Sprintf("%s-%d", prefix, i)).Int()
-		if err != nil || got != i {
-			c.t.Fatalf("GET %s-%d = %d, %v", prefix, i, got, err)
+	for i := range n {
+		key := fmt.Sprintf("%s-%d", prefix, i)
+		got, err := cc.Get(c.ctx, key).Int()
+		if err == nil && got == i {
+			continue
+		}
+		c.diagnoseKey(key, what)
+		time.Sleep(5 * time.Second)
+		again, againErr := c.client().Get(c.ctx, key).Int()
+		c.t.Fatalf("after the %s a new client read %s = %d, %v (want %d); 5 s later another read %d, %v", what, key, got, err, i, again, againErr)
+	}
+}
+
+// diagnoseKey logs, for key's slot, the owner each pod's view names, and what each pod holds
+// under key (replicas read with READONLY).
+func (c *cluster) diagnoseKey(key, what string) {
+	c.t.Helper()
+	slot := writecheck.HashSlot(key)
+	for _, p := range c.pods(c.ctx) {
+		rdb := c.redis(&p)
+		nodes, err := rdb.ClusterNodes(c.ctx).Result()
+		owner := "?"
+		if err == nil {
+			owner = slotOwnerIn(nodes, slot)
+		}
+		conn := rdb.Conn()
+		_ = conn.ReadOnly(c.ctx).Err()
+		val, getErr := conn.Get(c.ctx, key).Result()
+		_ = conn.Close()
+		role, _ := rdb.Do(c.ctx, "ROLE").Slice()
+		c.t.Logf("after the %s, key %s (slot %d) on pod %s (%s, role %v): owner in its view %s; GET %q, %v",
+			what, key, slot, p.Name, p.Status.PodIP, firstOr(role, "?"), owner, val, getErr)
+	}
+}
+
+func firstOr(s []any, fallback any) any {
+	if len(s) == 0 {
+		return fallback
+	}
+	return s[0]
+}
+
+// slotOwnerIn names the node that CLUSTER NODES text maps slot to: its address, flags and epoch.
+func slotOwnerIn(nodes string, slot int) string {
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, hi, found := strings.Cut(r, "-")
+			if !found {
+				hi = lo
+			}
+			a, errA := strconv.Atoi(lo)
+			b, errB := strconv.Atoi(hi)
+			if errA == nil && errB == nil && slot >= a && slot <= b {
+				return fmt.Sprintf("%s %s %s epoch %s", f[0][:8], f[1], f[2], f[6])
+			}
 		}
 	}
+	return "none"
 }
 
 // assertShape checks CLUSTER INFO on every pod and the status counts of a 3×3 cluster.
