@@ -155,10 +155,14 @@ func (w *Watcher) Watch(owner Owner, endpoints map[string]redis.Endpoint) {
 	w.targets[owner] = next
 }
 
-// ReadContext is ctx for the reconcile's reads of one of owner's pods: bounded by the PING
-// timeout while the pod last failed to answer PING, so that the reconcile the watcher brought
-// finds it silent in a second rather than after a whole command timeout; ctx itself otherwise.
-// The reconcile still asks the pod: a pod back before the next round answers.
+// ReadContext is ctx for the reconcile's observation reads of one of owner's pods (ROLE,
+// INFO, CLUSTER NODES: answered in milliseconds by a live server). While the pod last failed
+// to answer PING they are bounded by the PING timeout, so that the reconcile the watcher
+// brought finds it silent in a second rather than after a whole command timeout. Otherwise
+// they are bounded by a round and a PING timeout: a read that began just before the pod
+// froze would else hold the reconcile, and with it the status and labels, for a command
+// timeout per read, while a pod slower than that would have been found silent anyway. The
+// reconcile still asks the pod: a pod back before the next round answers.
 func (w *Watcher) ReadContext(ctx context.Context, owner Owner, pod string) (context.Context, context.CancelFunc) {
 	if w == nil {
 		return ctx, func() {}
@@ -167,10 +171,10 @@ func (w *Watcher) ReadContext(ctx context.Context, owner Owner, pod string) (con
 	t, ok := w.targets[owner][pod]
 	silent := ok && t.silent
 	w.mu.Unlock()
-	if !silent {
-		return ctx, func() {}
+	if silent {
+		return context.WithTimeout(ctx, w.opts.Timeout)
 	}
-	return context.WithTimeout(ctx, w.opts.Timeout)
+	return context.WithTimeout(ctx, w.opts.Interval+w.opts.Timeout)
 }
 
 // Forget stops watching the pods of owner: it is deleted.
