@@ -40,19 +40,42 @@ func distinctEpochs(o *observed) Plan {
 		return 1
 	})
 	var plan Plan
+	bumped := map[string]bool{}
 	for i, m := range masters {
 		epoch := o.self[m.Pod].ConfigEpoch
 		for _, other := range masters[i+1:] {
 			if o.self[other.Pod].ConfigEpoch != epoch {
 				continue
 			}
-			plan.Steps = append(plan.Steps, Step{Kind: StepBumpEpoch, On: m.Pod, NodeID: o.idOf[m.Pod],
-				Reason: fmt.Sprintf("it shares config epoch %d with master %s (%s), whose node ID is greater: a new epoch settles the collision before either stops with it",
-					epoch, short(o.idOf[other.Pod]), other.Pod)})
+			// Redis would bump m, the smaller ID; but a view that maps slots to m which m no
+			// longer claims (a move or failover it has not heard of) would then win with the
+			// new epoch, and send the true owner an UPDATE that takes the slots from it, and
+			// Redis before 7.2 deletes the keys they held. Bumping the other settles the
+			// collision as well.
+			bump, why := m, fmt.Sprintf("it shares config epoch %d with master %s (%s), whose node ID is greater: a new epoch settles the collision before either stops with it",
+				epoch, short(o.idOf[other.Pod]), other.Pod)
+			if view := mapsUnclaimedSlotsTo(o, m); view != "" {
+				if otherView := mapsUnclaimedSlotsTo(o, other); otherView != "" {
+					if plan.Wait == "" {
+						plan.Wait = fmt.Sprintf("waiting for gossip: masters %s and %s share config epoch %d, and views (%s's, %s's) map to each slots it does not claim, which a new epoch would make win",
+							m.Pod, other.Pod, epoch, view, otherView)
+					}
+					break
+				}
+				bump, why = other, fmt.Sprintf("it shares config epoch %d with master %s, to which %s's view maps slots it does not claim: a new epoch for %s would make that view win",
+					epoch, m.Pod, view, m.Pod)
+			}
+			if !bumped[bump.Pod] {
+				bumped[bump.Pod] = true
+				plan.Steps = append(plan.Steps, Step{Kind: StepBumpEpoch, On: bump.Pod, NodeID: o.idOf[bump.Pod], Reason: why})
+			}
 			break
 		}
 	}
-	if len(plan.Steps) == 0 {
+	if len(plan.Steps) > 0 {
+		plan.Wait = ""
+	}
+	if len(plan.Steps) == 0 && plan.Wait == "" {
 		plan.Wait = epochsUnheard(o, masters)
 	}
 	return plan
@@ -72,6 +95,28 @@ func epochsUnheard(o *observed, masters []*Member) string {
 			}
 			if seen, ok := x.View.NodeByID(me.ID); ok && seen.ConfigEpoch != me.ConfigEpoch {
 				return fmt.Sprintf("waiting for gossip: %s knows master %s at config epoch %d, it is at %d", x.Pod, m.Pod, seen.ConfigEpoch, me.ConfigEpoch)
+			}
+		}
+	}
+	return ""
+}
+
+// mapsUnclaimedSlotsTo names a member whose view maps to master m a slot that m does not claim
+// in its own view, "" when none does.
+func mapsUnclaimedSlotsTo(o *observed, m *Member) string {
+	own := o.self[m.Pod].Slots
+	for i := range o.members {
+		v := &o.members[i]
+		if v.Pod == m.Pod || v.View == nil {
+			continue
+		}
+		seen, ok := v.View.NodeByID(o.idOf[m.Pod])
+		if !ok {
+			continue
+		}
+		for _, r := range seen.Slots {
+			if !slices.ContainsFunc(own, func(c redis.SlotRange) bool { return c.Start <= r.Start && r.End <= c.End }) {
+				return v.Pod
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // TestMastersSharingAConfigEpochAreGivenNewOnes: of masters at one config epoch, every one but
@@ -102,5 +104,57 @@ func TestAMastersNewEpochIsWaitedForEverywhere(t *testing.T) {
 	plan := Compute(threeByThree, members)
 	if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "c-follower-1 knows master c-leader-1 at config epoch") {
 		t.Fatalf("want a wait for follower-1 to hear leader-1's epoch, got %+v", plan)
+	}
+}
+
+// TestACollisionIsSettledWithoutMakingAStaleViewWin: of two masters at one config epoch, the
+// one of the smaller node ID is not bumped while a view maps to it slots it does not claim (a
+// move that view has not heard of): the new epoch would make that view's mapping win, and its
+// UPDATE would take the slots, and with Redis before 7.2 their keys, from the true owner. The
+// other master is bumped instead; when views map unclaimed slots to both, the plan waits.
+func TestACollisionIsSettledWithoutMakingAStaleViewWin(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		staleTo   []int // which of the two colliding leaders (0: smaller ID) a view maps slots to
+		wantBump  int   // which one is bumped, -1 none
+		wantWaits bool
+	}{
+		{name: "no stale view", wantBump: 0},
+		{name: "a view maps slots to the smaller ID", staleTo: []int{0}, wantBump: 1},
+		{name: "a view maps slots to the greater ID", staleTo: []int{1}, wantBump: 0},
+		{name: "views map slots to both", staleTo: []int{0, 1}, wantBump: -1, wantWaits: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := healthy()
+			nodes[0].epoch, nodes[1].epoch = 5, 5 // c-leader-0 and c-leader-1
+			c := cluster{known: nodes}
+			members := c.members(nodes)
+			pair := []string{"c-leader-0", "c-leader-1"}
+			slices.SortFunc(pair, func(a, b string) int { return strings.Compare(c.byPod(a).id(), c.byPod(b).id()) })
+			// c-follower-2's view maps c-leader-2's first slots to the stale pod as well.
+			for _, which := range tc.staleTo {
+				id := c.byPod(pair[which]).id()
+				view := members[5].View
+				for i := range view.Nodes {
+					if view.Nodes[i].ID == id {
+						view.Nodes[i].Slots = append(view.Nodes[i].Slots, redis.SlotRange{Start: 10923 + which, End: 10923 + which})
+					}
+				}
+			}
+			o, _, ok := index(threeByThree, members)
+			if !ok {
+				t.Fatal("the fixture does not index")
+			}
+			plan := distinctEpochs(o)
+			if tc.wantBump < 0 {
+				if len(plan.Steps) != 0 || !strings.Contains(plan.Wait, "share config epoch 5") {
+					t.Fatalf("want no step and a wait naming the collision, got %+v", plan)
+				}
+				return
+			}
+			if len(plan.Steps) != 1 || plan.Steps[0].Kind != StepBumpEpoch || plan.Steps[0].On != pair[tc.wantBump] {
+				t.Fatalf("want BUMPEPOCH on %s, got %+v", pair[tc.wantBump], plan.Steps)
+			}
+		})
 	}
 }
