@@ -16,8 +16,9 @@ import (
 
 // rollPods replaces the pods of an OnDelete StatefulSet that run an old revision, one at a
 // time, in the order and under the conditions replicationplan.Roll decides: replicas first,
-// the master last once FAILOVER TO has handed its role to an updated replica. With sentinels
-// the old master is simply replaced and they fail over, as they would for any loss.
+// the master last once FAILOVER TO has handed its role to an updated replica; with sentinels
+// once they have failed it over when asked (handOverThroughSentinels), or, when none can be
+// asked, the old master is simply replaced and they fail over, as they would for any loss.
 func (r *RedisReplicationReconciler) rollPods(ctx context.Context, s *replicationScope) (bool, error) {
 	var sts appsv1.StatefulSet
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cr.Namespace, Name: s.cr.Name}, &sts); err != nil {
@@ -32,9 +33,17 @@ func (r *RedisReplicationReconciler) rollPods(ctx context.Context, s *replicatio
 		s.members[i].Outdated = pod != nil && pod.Labels[appsv1.ControllerRevisionHashLabelKey] != revision
 	}
 	action := replicationplan.Roll(s.members, int(*s.cr.Spec.Size), s.plan.Master, s.sentinels)
+	why := "for the rolling update to revision " + revision
 	switch {
+	case action.HandOverTo != "" && action.ThroughSentinels:
+		asked, err := r.handOverThroughSentinels(ctx, s, s.plan.Master, why)
+		if asked || err != nil {
+			return true, err
+		}
+		log.FromContext(ctx).Info("no sentinel can be asked to fail the master over: its pod is replaced and they fail over by themselves", "master", s.plan.Master)
+		action = replicationplan.RollAction{Delete: s.plan.Master}
 	case action.HandOverTo != "":
-		return true, r.handOver(ctx, s, s.plan.Master, action.HandOverTo, status.ReasonRollingUpdate, "for the rolling update to revision "+revision)
+		return true, r.handOver(ctx, s, s.plan.Master, action.HandOverTo, status.ReasonRollingUpdate, why)
 	case action.Wait != "":
 		log.FromContext(ctx).V(1).Info("rolling update waits", "reason", action.Wait)
 		return false, nil // health reports what is missing; pod events bring us back

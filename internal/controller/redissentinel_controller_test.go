@@ -26,8 +26,9 @@ import (
 )
 
 // createRedisSentinel creates the RedisSentinel "sn" of 3 sentinels watching the fixture's
-// replication "rr" (its password from the fixture's Secret), quick to fail over.
-func (f *replicationFixture) createRedisSentinel() *v1beta2.RedisSentinel {
+// replication "rr" (its password from the fixture's Secret), quick to fail over unless the
+// options change it.
+func (f *replicationFixture) createRedisSentinel(options ...func(*v1beta2.RedisSentinel)) *v1beta2.RedisSentinel {
 	f.t.Helper()
 	size := int32(3)
 	sn := &v1beta2.RedisSentinel{
@@ -42,6 +43,9 @@ func (f *replicationFixture) createRedisSentinel() *v1beta2.RedisSentinel {
 				SentinelConfig: v1beta2.SentinelConfig{Quorum: "2", DownAfterMilliseconds: "1000", FailoverTimeout: "5000", ParallelSyncs: "1"},
 			},
 		},
+	}
+	for _, o := range options {
+		o(sn)
 	}
 	if err := f.c.Create(f.ctx, sn); err != nil {
 		f.t.Fatal(err)

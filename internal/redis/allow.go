@@ -16,11 +16,12 @@ var ErrCommandNotAllowed = errors.New("command not allowed by the operator's Red
 // where the command has them. Anything that can erase a node's keys or cluster state is
 // absent on purpose; adding a method means adding its command here, in review.
 var allowedCommands = map[string][]string{
-	// Connection set-up that go-redis performs itself.
+	// Connection set-up that go-redis performs itself; CLIENT PAUSE of writes only (a hand-over
+	// through the sentinels, narrowArguments) and UNPAUSE.
 	"hello":  nil,
 	"auth":   nil,
 	"select": nil,
-	"client": {"setname", "setinfo"},
+	"client": {"setname", "setinfo", "pause", "unpause"},
 	// Commands of the typed methods.
 	"ping":      nil,
 	"info":      nil,
@@ -54,6 +55,15 @@ const sentinelResetSubcommand = "reset"
 // what it monitors), ACL SETUSER may add a password (or its SHA-256 hash) to the default user
 // and nothing else.
 var narrowArguments = map[string]func(args []any) bool{
+	"client pause": func(args []any) bool {
+		if len(args) != 4 || !argEquals(args[3], "write") {
+			return false
+		}
+		ms, ok := args[2].(string)
+		n, err := strconv.ParseInt(ms, 10, 64)
+		return ok && err == nil && n > 0
+	},
+	"client unpause": func(args []any) bool { return len(args) == 2 },
 	"sentinel set": func(args []any) bool {
 		if len(args) != 5 {
 			return false

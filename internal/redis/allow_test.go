@@ -39,6 +39,10 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"acl", "setuser", "redis-operator", "on", "nopass", "~*", "&*", "+@all"},
 		{"acl", "setuser", "redis-operator", "off", ">x", "~*", "&*", "+@all"},
 		{"acl", "setuser", "default", "on", ">x", "~*", "&*", "+@all"},
+		// A pause of anything but writes, or without a bound.
+		{"client", "pause", "1000"}, {"client", "pause", "1000", "all"}, {"client", "pause", "0", "write"},
+		{"client", "pause", "-1", "write"}, {"client", "pause", 1000, "write"}, {"client", "unpause", "x"},
+		{"client", "kill", "type", "normal"},
 	} {
 		if err := checkAllowed(args); !errors.Is(err, ErrCommandNotAllowed) {
 			t.Errorf("%v allowed", args)
@@ -54,7 +58,7 @@ func TestAllowListRefusesDestructiveCommands(t *testing.T) {
 		{"ACL", "SETUSER", "default", ">new pw"}, {"acl", "setuser", "default", "#" + strings.Repeat("0f", 32)},
 		{"acl", "setuser", "redis-operator", ">new pw"},
 		{"acl", "setuser", "redis-operator", "on", "#" + strings.Repeat("0f", 32), "~*", "&*", "+@all"},
-		{"acl", "load"}, {"acl", "users"},
+		{"acl", "load"}, {"acl", "users"}, {"client", "pause", "10000", "WRITE"}, {"CLIENT", "UNPAUSE"},
 	} {
 		if err := checkAllowed(args); err != nil {
 			t.Errorf("%v refused: %v", args, err)

@@ -590,6 +590,21 @@ func (c *Client) ReplicaOfNoOne(ctx context.Context) error {
 	return c.wrap("REPLICAOF NO ONE", c.rdb.ReplicaOf(ctx, "no", "one").Err())
 }
 
+// PauseWrites holds every client's writes on the node for up to d (CLIENT PAUSE WRITE): reads
+// go on, and a write waits, then runs on what the node is by then (a replica refuses it).
+func (c *Client) PauseWrites(ctx context.Context, d time.Duration) error {
+	const command = "CLIENT PAUSE"
+	if d < time.Millisecond {
+		return c.wrap(command, fmt.Errorf("invalid pause %s", d))
+	}
+	return c.wrap(command, c.rdb.Do(ctx, "client", "pause", strconv.FormatInt(d.Milliseconds(), 10), "write").Err())
+}
+
+// Unpause ends a CLIENT PAUSE before its time.
+func (c *Client) Unpause(ctx context.Context) error {
+	return c.wrap("CLIENT UNPAUSE", c.rdb.Do(ctx, "client", "unpause").Err())
+}
+
 // FailoverTo hands the master role of this node (outside cluster mode) to its replica at
 // host:port without losing a write (FAILOVER TO): the master pauses writes, waits up to timeout
 // for the replica to catch up, then the two swap roles. The command returns once the switch has

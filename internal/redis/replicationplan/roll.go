@@ -33,16 +33,19 @@ type RollAction struct {
 	Delete string
 	Left   int
 	// HandOverTo is the replica the outdated master hands its role to (FAILOVER TO) before it
-	// is replaced.
-	HandOverTo string
+	// is replaced. With ThroughSentinels the sentinels are asked to fail over instead, and
+	// pick the replica themselves: HandOverTo then only says that one in sync exists.
+	HandOverTo       string
+	ThroughSentinels bool
 	// Wait says why nothing is replaced now.
 	Wait string
 }
 
 // Roll chooses the next move of a rolling update, one pod at a time and only while every pod
 // that stays is ready and answers (a replacement while another pod is down could leave no
-// replica in sync). With sentinels the outdated master is simply replaced: they fail over, as
-// they would for any loss, and a hand-over by the operator would race them.
+// replica in sync). The outdated master goes last, once its role is handed over to a replica
+// in sync; with sentinels by asking them to fail over (a FAILOVER TO behind their back would
+// race them), and when no replica is in sync it is simply replaced, as for any loss.
 func Roll(members []Member, size int, master string, sentinels bool) RollAction {
 	order := RollOrder(members, size, master)
 	if len(order) == 0 {
@@ -64,12 +67,14 @@ func Roll(members []Member, size int, master string, sentinels bool) RollAction 
 		return RollAction{Wait: fmt.Sprintf("%d of %d pods ready, %d answer", ready, size, answering)}
 	}
 	next := order[0]
-	if next != master || sentinels {
+	if next != master {
 		return RollAction{Delete: next, Left: len(order) - 1}
 	}
 	switch h := PlanHandOver(master, members, size, RollingUpdate); {
 	case h.To != "":
-		return RollAction{HandOverTo: h.To}
+		return RollAction{HandOverTo: h.To, ThroughSentinels: sentinels}
+	case sentinels:
+		return RollAction{Delete: next, Left: len(order) - 1}
 	case h.Wait != "":
 		return RollAction{Wait: h.Wait}
 	}

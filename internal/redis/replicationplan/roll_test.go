@@ -88,7 +88,8 @@ func TestRoll(t *testing.T) {
 			m[2].Role.ReplicationOffset = 101
 			return m
 		}(), size: 3, want: RollAction{HandOverTo: "rr-2"}},
-		{name: "with sentinels the master is replaced and they fail over", members: replication(3, 0), size: 3, sentinels: true, want: RollAction{Delete: "rr-0"}},
+		{name: "with sentinels they are asked to fail the master over", members: replication(3, 0), size: 3, sentinels: true, want: RollAction{HandOverTo: "rr-1", ThroughSentinels: true}},
+		{name: "with sentinels and no replica in sync the master is replaced", members: syncing, size: 3, sentinels: true, want: RollAction{Delete: "rr-0"}},
 		{name: "a pod not ready stops the roll", members: notReady, size: 3, wait: "2 of 3 pods ready, 3 answer"},
 		{name: "a pod that does not answer stops the roll", members: silent, size: 3, wait: "3 of 3 pods ready, 2 answer"},
 		{name: "a missing pod stops the roll", members: replication(2, 1), size: 3, wait: "2 of 3 pods ready"},
