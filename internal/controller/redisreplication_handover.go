@@ -12,16 +12,22 @@ import (
 // handOverTerminating acts on a planned deletion of the master's pod (a drain, an eviction,
 // kubectl delete pod): the master role goes to a replica in sync by FAILOVER TO, which pauses
 // writes only until that replica has them all, instead of waiting for the master to be missed.
+// Where sentinels watch, they are asked to fail over instead (handOverThroughSentinels: they
+// pick the replica), or, when none can be, left to fail over by themselves.
 // The pod's preStop hook holds its process up until it is a replica (builder/handover.go).
-// Sentinels, where they watch, are left to fail over by themselves: they decide the master.
 // The other phases look at live pods only, so this one runs before them.
 func (r *RedisReplicationReconciler) handOverTerminating(ctx context.Context, s *replicationScope) (bool, error) {
 	live, going, err := podsWithTerminating(ctx, r.Client, s.cr.Namespace, s.cr.Name)
-	if err != nil || len(going) == 0 || s.cr.Spec.Sentinel != nil {
+	if err != nil || len(going) == 0 {
 		return false, err
 	}
-	if sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name); err != nil || len(sentinels) > 0 {
-		return false, err
+	watched := s.cr.Spec.Sentinel != nil
+	if !watched {
+		sentinels, err := listSentinelsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
+		if err != nil {
+			return false, err
+		}
+		watched = len(sentinels) > 0
 	}
 	// The pods are observed again in the pods phase; this view, the terminating pods
 	// included, only serves the hand-over.
@@ -31,12 +37,18 @@ func (r *RedisReplicationReconciler) handOverTerminating(ctx context.Context, s 
 	for _, pod := range going {
 		plan := replicationplan.PlanHandOver(pod.Name, s.members, int(*s.cr.Spec.Size), replicationplan.Deleted)
 		switch {
+		case plan.To != "" && watched:
+			if asked, err := r.handOverThroughSentinels(ctx, s, pod.Name, "before its pod stops"); asked || err != nil {
+				return true, err
+			}
 		case plan.To != "":
 			return true, r.handOver(ctx, s, pod.Name, plan.To, status.ReasonConverging, "before its pod stops")
 		case plan.Wait != "":
 			s.Requeue(ctx, whileConverging, plan.Wait)
 		}
-		r.followHandOver(s, pod.Name)
+		if !watched {
+			r.followHandOver(s, pod.Name)
+		}
 	}
 	return false, nil
 }
