@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,8 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
 )
@@ -174,4 +178,75 @@ func isOrdinal(s string) bool {
 		}
 	}
 	return true
+}
+
+// finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
+// lets the resource go by removing the finalizer. It needs only the resource's kind and name,
+// so that a resource with any spec the API server admitted can be deleted.
+func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, mem *Memory, obj client.Object, kind string, keepClaims bool,
+	requeue func(time.Duration, string)) error {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	if !keepClaims {
+		remaining, err := releaseWorkloads(ctx, c, obj, kind)
+		if err != nil {
+			return err
+		}
+		if len(remaining) > 0 {
+			// The StatefulSet and pod watches bring the resource back as they go.
+			requeue(whileDeleting, "waiting for "+strings.Join(remaining, ", ")+" to go before deleting the PVCs")
+			return nil
+		}
+		deleted, err := deleteClaims(ctx, c, obj, kind)
+		if err != nil {
+			return err
+		}
+		if len(deleted) > 0 {
+			rec.Eventf(obj, nil, corev1.EventTypeNormal, "DeletedPVCs", "Delete", "deleted PVCs %v", deleted)
+		}
+	}
+	if err := patchFinalizers(ctx, c, obj, func() { controllerutil.RemoveFinalizer(obj, Finalizer) }); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	mem.forget(obj.GetUID())
+	return nil
+}
+
+// addFinalizer makes sure deletion waits for finalize. It runs before a reconcile changes the
+// status, so the stored status that the update returns is the one read at the start.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+	if controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return nil
+	}
+	if err := patchFinalizers(ctx, c, obj, func() { controllerutil.AddFinalizer(obj, Finalizer) }); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	return nil
+}
+
+// patchFinalizers writes the change edit makes to obj's finalizers as a patch of
+// metadata.finalizers alone, guarded by the resourceVersion read (a list in a merge patch is
+// replaced whole, so a finalizer another controller added meanwhile must not be lost). An
+// Update would send the whole object: the spec as decoded, with every empty struct the Go
+// types serialize, which the API server stores as the operator's spec fields and counts as
+// a new generation.
+func patchFinalizers(ctx context.Context, c client.Client, obj client.Object, edit func()) error {
+	before := slices.Clone(obj.GetFinalizers())
+	edit()
+	finalizers := obj.GetFinalizers()
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion(),
+	}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		obj.SetFinalizers(before)
+		return err
+	}
+	return nil
 }
