@@ -24,10 +24,12 @@
 //  8. announce, stage_address.go: a node tells another the slots or role it missed.
 //  9. agree, stage_agree.go: every member sees every other as it is.
 //  10. distinctEpochs, stage_epochs.go: no two masters share a config epoch.
-//  11. rebalance, stage_reshard.go: each leader serves its share of the slots.
-//  12. replicasListed, stage_replicas.go: each master lists its replicas.
-//  13. depart, stage_reshard.go: departing pods serve nothing and wait to be removed.
-//  14. spread, stage_spread.go: each shard spans two Kubernetes nodes.
+//  11. slotMapsAgree, stage_slotmaps.go: every view maps each slot to the master that claims
+//     it, before anything moves.
+//  12. rebalance, stage_reshard.go: each leader serves its share of the slots.
+//  13. replicasListed, stage_replicas.go: each master lists its replicas.
+//  14. depart, stage_reshard.go: departing pods serve nothing and wait to be removed.
+//  15. spread, stage_spread.go: each shard spans two Kubernetes nodes.
 //
 // The other planners the controller asks, each from the members' observations: scalein.go
 // ([PlanScaleIn]: which departing pods may go), roll.go ([Roll]: a rolling update's next
@@ -190,7 +192,7 @@ func Compute(design Design, members []Member) Plan {
 	if !ok {
 		return plan
 	}
-	stages := []func(*observed) Plan{readdress, meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, distinctEpochs, rebalance, replicasListed, depart, spread}
+	stages := []func(*observed) Plan{readdress, meet, forget, finishMigrations, assignSlots, replicate, failBack, announce, agree, distinctEpochs, slotMapsAgree, rebalance, replicasListed, depart, spread}
 	for _, stage := range stages {
 		if p := stage(o); len(p.Steps) > 0 || p.Wait != "" || len(p.Problems) > 0 {
 			return p

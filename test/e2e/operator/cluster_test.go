@@ -222,16 +222,22 @@ func (c *cluster) diagnoseKey(key, what string) {
 		val, getErr := conn.Get(c.ctx, key).Result()
 		_ = conn.Close()
 		role, _ := rdb.Do(c.ctx, "ROLE").Slice()
-		c.t.Logf("after the %s, key %s (slot %d) on pod %s (%s, role %v): owner in its view %s; GET %q, %v",
-			what, key, slot, p.Name, p.Status.PodIP, firstOr(role, "?"), owner, val, getErr)
+		// A replica's ROLE names its master and its link's state.
+		c.t.Logf("after the %s, key %s (slot %d) on pod %s (%s, ROLE %v): owner in its view %s; GET %q, %v",
+			what, key, slot, p.Name, p.Status.PodIP, roleSummary(role), owner, val, getErr)
 	}
 }
 
-func firstOr(s []any, fallback any) any {
-	if len(s) == 0 {
-		return fallback
+// roleSummary is ROLE without a master's list of replicas: "master <offset>", or "slave
+// <master ip> <port> <link state> <offset>".
+func roleSummary(role []any) string {
+	switch {
+	case len(role) == 0:
+		return "?"
+	case role[0] == "master" && len(role) > 1:
+		return fmt.Sprintf("master %v", role[1])
 	}
-	return s[0]
+	return strings.TrimSuffix(strings.TrimPrefix(fmt.Sprint(role), "["), "]")
 }
 
 // slotOwnerIn names the node that CLUSTER NODES text maps slot to: its address, flags and epoch.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // A CLUSTER FAILOVER sent by hand to the replica of a healthy leader sticks: through the
@@ -89,7 +90,26 @@ func TestHandMadeClusterFailoverSticks(t *testing.T) {
 	if err := sb.Client.Patch(c.ctx, c.get(), client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatal(err)
 	}
-	c.waitReady(time.Time{})
+	// The resource is still Ready (HandMadeFailoverKept) until the operator acts on the patch:
+	// wait for the hand-back itself, and for every node to know only the six pods again (a
+	// MEET of the hand-back leaves a handshake entry for a moment), before the shape is checked.
+	sb.WaitFor(t, c.ns, leader+" master again, the cluster Ready without the record", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		cr := c.get()
+		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || ready.Reason == "HandMadeFailoverKept" || role(leader) != "master" || role(replica) != "slave" {
+			return false, fmt.Sprintf("ready %+v, %s %s, %s %s", ready, leader, role(leader), replica, role(replica)), nil
+		}
+		for _, p := range c.pods(ctx) {
+			text, err := c.redis(&p).ClusterInfo(ctx).Result()
+			if err != nil {
+				return false, "", err
+			}
+			if info, err := redis.ParseClusterInfo(text); err != nil || info.KnownNodes != 6 {
+				return false, fmt.Sprintf("%s knows %d nodes (%v)", p.Name, info.KnownNodes, err), nil
+			}
+		}
+		return true, "", nil
+	})
 	c.assertShape()
 	c.readKeys("h", 200)
 }

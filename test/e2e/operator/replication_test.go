@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/writecheck"
 )
 
 // The RedisReplication sample: a master and two replicas, writes through the -master Service;
@@ -30,8 +31,9 @@ func TestReplicationSampleServesAndFailsOver(t *testing.T) {
 }
 
 // The RedisReplication and RedisSentinel samples together: the sentinels are Ready on the
-// master, fail it over when its pod is deleted (the operator only follows), nothing acknowledged
-// is lost, and they are Ready again on the new master.
+// master, fail it over when its pod is deleted, asked by the operator while the pod's preStop
+// hook holds it up (event SentinelHandOver; the operator promotes nothing itself), nothing
+// acknowledged is lost, and they are Ready again on the new master.
 func TestSentinelSamplesFailOver(t *testing.T) {
 	// Alone, as before: beside two other tests under load, it failed once in a full run.
 	ns := sb.Namespace(t, "sentinel")
@@ -51,10 +53,96 @@ func TestSentinelSamplesFailOver(t *testing.T) {
 	if err := sb.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
+	handedOver := false
 	for _, e := range events.Items {
-		if e.Reason == "Promote" {
+		switch e.Reason {
+		case "Promote":
 			t.Errorf("the operator promoted a replica although sentinels monitor the replication: %s", e.Note)
+		case "SentinelHandOver":
+			t.Logf("%s event: %s", e.Type, e.Note)
+			handedOver = handedOver || e.Type == corev1.EventTypeNormal && strings.Contains(e.Note, "before its pod stops")
 		}
+	}
+	if !handedOver {
+		t.Error("no SentinelHandOver event: the sentinels were not asked to fail over while the master's pod stopped")
+	}
+}
+
+// The RedisReplication and RedisSentinel samples (down-after 30 s) through a change of the pod
+// template, under writers on the -master Service: the replicas are replaced first, then the
+// master's role is handed over through the sentinels (event SentinelHandOver) before its pod
+// is replaced, so no write a replica acknowledged is lost and writes wait far less than the
+// sentinels' own failover of a replaced master would make them (down-after and more).
+func TestSentinelWatchedReplicationRollsThroughTheSentinels(t *testing.T) {
+	ctx := context.Background()
+	ns := sb.Namespace(t, "sentinel-roll")
+	const name = "redis-replication"
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redisreplication_minimal.yaml"))
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redissentinel_minimal.yaml"))
+	cr := &v1beta2.RedisReplication{}
+	watched := sentinelWatched{ns: ns, name: name, sentinel: "redis-sentinel", cr: cr, timeout: 4 * time.Minute}
+	watched.waitReady(t, "before the update", time.Time{})
+	oldMaster := cr.Status.MasterNode
+
+	var svc corev1.Service
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-master"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	checker, err := writecheck.Start(ctx, sb.RedisAt(t, svc.Spec.ClusterIP, 6379), writecheck.Options{Prefix: "roll", Writers: 2, WaitReplicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+
+	fault := faultTime()
+	if err := sb.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+		t.Fatal(err)
+	}
+	cr.Spec.EnvVars = &[]corev1.EnvVar{{Name: "ROLLOUT", Value: "1"}}
+	if err := sb.Client.Update(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	sb.WaitFor(t, ns, "every pod on the new revision", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
+		var sts appsv1.StatefulSet
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sts); err != nil {
+			return false, "", err
+		}
+		var pods corev1.PodList
+		if err := sb.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": name}); err != nil {
+			return false, "", err
+		}
+		updated := 0
+		for _, p := range pods.Items {
+			if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision && p.DeletionTimestamp == nil {
+				updated++
+			}
+		}
+		return updated == 3 && len(pods.Items) == 3, fmt.Sprintf("%d of %d pods on %s", updated, len(pods.Items), sts.Status.UpdateRevision), nil
+	})
+	watched.waitReady(t, "after the update", fault)
+	t.Logf("rolled in %s; master %s -> %s", time.Since(fault).Round(time.Second), oldMaster, cr.Status.MasterNode)
+	report := checker.StopAndRequire(ctx, t, sb.Redis(t, getPod(t, ns, cr.Status.MasterNode)), "during the rolling update")
+	// The sentinels' own failover of a replaced master would hold writes for their down-after
+	// period (30 s) and more; a hand-over holds them about as long as a manual failover.
+	if longest := report.LongestPause(); longest > 10*time.Second {
+		t.Errorf("writes through the -master Service waited %s during the rolling update", longest.Round(time.Millisecond))
+	}
+	var events eventsv1.EventList
+	if err := sb.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	handedOver := false
+	for _, e := range events.Items {
+		switch e.Reason {
+		case "Promote":
+			t.Errorf("the operator promoted a replica although sentinels monitor the replication: %s", e.Note)
+		case "SentinelHandOver":
+			t.Logf("%s event: %s", e.Type, e.Note)
+			handedOver = handedOver || e.Type == corev1.EventTypeNormal && strings.Contains(e.Note, "for the rolling update")
+		}
+	}
+	if !handedOver {
+		t.Error("no SentinelHandOver event: the master's pod was replaced without a hand-over")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,6 +222,7 @@ spec:
 	}
 	writer := sb.RedisAt(t, svc.Spec.ClusterIP, 6379)
 	stop, done := make(chan struct{}), make(chan []string)
+	var acks atomic.Int64
 	go func() {
 		var acked []string
 		for i := 0; ; i++ {
@@ -233,19 +235,30 @@ spec:
 			k := "w-" + strconv.Itoa(i)
 			if writer.Set(ctx, k, i, 0).Err() == nil {
 				acked = append(acked, k)
+				acks.Add(1)
 			} else {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}
 	}()
-	time.Sleep(time.Second)
+	// The Service may still lead to the pod the StatefulSet controller replaced a moment ago:
+	// the upgrade starts once writes through it are answered (once, a CI run's writer had one
+	// acknowledged write in the second it was given).
+	writesAnswered := func(why string, atLeast int64) {
+		t.Helper()
+		sb.WaitFor(t, ns, fmt.Sprintf("%d writes through the Service answered %s", atLeast, why), 2*time.Minute, func(context.Context) (bool, string, error) {
+			n := acks.Load()
+			return n >= atLeast, fmt.Sprintf("%d answered", n), nil
+		})
+	}
+	writesAnswered("before the upgrade", 50)
 	skipResource(t, ns, "Redis", name, false)
 	sb.WaitFor(t, ns, "the pod on the current template", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
 		pods := replicationPods(t, ns, name)
 		return len(pods) == 1 && !argsOnly(&pods[0]) && pods[0].Status.PodIP != "", fmt.Sprintf("%d pods", len(pods)), nil
 	})
 	waitStandaloneReady(t, ns, name, 1)
-	time.Sleep(time.Second)
+	writesAnswered("after the upgrade", acks.Load()+50)
 	close(stop)
 	acked := <-done
 	reader := sb.Redis(t, &replicationPods(t, ns, name)[0])
