@@ -30,23 +30,7 @@ import (
 // replaced master would cost.
 func TestSentinelWatchedRollingUpdateHandsOverThroughThem(t *testing.T) {
 	t.Parallel()
-	f := newReplicationFixture(t)
-	f.waitReady("rr-0")
-	sn := f.createRedisSentinel(func(sn *v1beta2.RedisSentinel) {
-		sn.Spec.RedisSentinelConfig.DownAfterMilliseconds = "30000"
-		sn.Spec.RedisSentinelConfig.FailoverTimeout = "60000"
-	})
-	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
-	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
-	f.waitSentinelsReadyOn(sn, f.kubelet.pod("rr-0").ip)
-	f.waitReady("rr-0")
-	oldMaster := f.cr.Status.MasterNode
-
-	var addrs []string
-	for _, name := range sentinels.podNames() {
-		addrs = append(addrs, sentinels.pod(name).addr(builder.DefaultSentinelPort))
-	}
-	w := startSentinelWriter(t, addrs, f.password)
+	f, oldMaster, w := watchedBySlowSentinelsUnderWrites(t)
 
 	const revision = "rev-2"
 	sts := f.statefulSet()
@@ -113,22 +97,7 @@ func TestSentinelWatchedRollingUpdateHandsOverThroughThem(t *testing.T) {
 // acknowledged write and waits far less than the sentinels' own failover would make it.
 func TestSentinelWatchedMasterDeletedHandsOverThroughThem(t *testing.T) {
 	t.Parallel()
-	f := newReplicationFixture(t)
-	f.waitReady("rr-0")
-	sn := f.createRedisSentinel(func(sn *v1beta2.RedisSentinel) {
-		sn.Spec.RedisSentinelConfig.DownAfterMilliseconds = "30000"
-		sn.Spec.RedisSentinelConfig.FailoverTimeout = "60000"
-	})
-	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
-	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
-	f.waitSentinelsReadyOn(sn, f.kubelet.pod("rr-0").ip)
-	f.waitReady("rr-0")
-	oldMaster := f.cr.Status.MasterNode
-	var addrs []string
-	for _, name := range sentinels.podNames() {
-		addrs = append(addrs, sentinels.pod(name).addr(builder.DefaultSentinelPort))
-	}
-	w := startSentinelWriter(t, addrs, f.password)
+	f, oldMaster, w := watchedBySlowSentinelsUnderWrites(t)
 	time.Sleep(time.Second)
 
 	// Graceful: the pod stays terminating (no kubelet confirms it) and its process runs on.
@@ -187,6 +156,28 @@ func TestSentinelWatchedMasterDeletedHandsOverThroughThem(t *testing.T) {
 	f.replaceDeletedWithRevision("rr", "")
 	f.waitReady(master)
 	f.checkTopology(master, nil)
+}
+
+// watchedBySlowSentinelsUnderWrites is a Ready replication watched by a RedisSentinel whose
+// down-after period is 30 s, so that a failover within the test is the operator's hand-over,
+// and a writer through the sentinels; it returns the master.
+func watchedBySlowSentinelsUnderWrites(t *testing.T) (*replicationFixture, string, *sentinelWriter) {
+	t.Helper()
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	sn := f.createRedisSentinel(func(sn *v1beta2.RedisSentinel) {
+		sn.Spec.RedisSentinelConfig.DownAfterMilliseconds = "30000"
+		sn.Spec.RedisSentinelConfig.FailoverTimeout = "60000"
+	})
+	sentinels := f.sentinelKubelet("sn-sentinel", builder.DefaultMasterGroupName)
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "sn-sentinel")
+	f.waitSentinelsReadyOn(sn, f.kubelet.pod("rr-0").ip)
+	f.waitReady("rr-0")
+	var addrs []string
+	for _, name := range sentinels.podNames() {
+		addrs = append(addrs, sentinels.pod(name).addr(builder.DefaultSentinelPort))
+	}
+	return f, f.cr.Status.MasterNode, startSentinelWriter(t, addrs, f.password)
 }
 
 // replaceDeletedWithRevision does what the StatefulSet controller and the kubelet do for a
