@@ -301,18 +301,16 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	// program's name: their fields are handed to the apply manager, so that a field the spec
 	// no longer asks for leaves objects made before server-side apply too.
 	applier := apply.NewApplier(filepath.Base(os.Args[0]))
+	deps := controller.Dependencies{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool,
+		SecretWatch: secretWatch, Liveness: live, Memory: memory, Applier: applier}
 	controllers := []struct {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Redis", &controller.RedisReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, Applier: applier}},
-		{"RedisCluster", &controller.RedisClusterReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
-		{"RedisReplication", &controller.RedisReplicationReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
-		{"RedisSentinel", &controller.RedisSentinelReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool, SecretWatch: secretWatch, Liveness: live,
-			Memory: memory, Applier: applier, DNSDomain: opts.dnsDomain}},
+		{"Redis", &controller.RedisReconciler{Dependencies: deps}},
+		{"RedisCluster", &controller.RedisClusterReconciler{Dependencies: deps, DNSDomain: opts.dnsDomain}},
+		{"RedisReplication", &controller.RedisReplicationReconciler{Dependencies: deps, DNSDomain: opts.dnsDomain}},
+		{"RedisSentinel", &controller.RedisSentinelReconciler{Dependencies: deps, DNSDomain: opts.dnsDomain}},
 		// Backups reach the object store each one names, through the client S3Stores makes of
 		// its resolved settings.
 		{"RedisBackup", &controller.RedisBackupReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool,

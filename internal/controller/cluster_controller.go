@@ -9,15 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/clusterplan"
@@ -29,22 +24,8 @@ const SkipReconcileClusterAnnotation = builder.AnnotationSkipReconcileCluster
 
 // RedisClusterReconciler makes a RedisCluster's objects and Redis topology match its spec.
 type RedisClusterReconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
-	Redis    *redis.Pool
-	// SecretWatch reports changes of the Secrets the resources name; nil watches them
-	// through the manager's cache (which must then hold them).
-	SecretWatch *SecretWatch
-	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
-	// whose pods stops answering or answers again; nil: only the periodic health check does.
-	Liveness *liveness.Watcher
-	// Memory is what the operator remembers between reconciles, shared by its reconcilers
-	// (NewMemory); SetupWithManager refuses a reconciler without one.
-	Memory *Memory
-	// Applier writes the objects the resources own with server-side apply, shared by the
-	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
-	Applier *apply.Applier
+	// Dependencies are the clients and memory every kind's reconciler shares.
+	Dependencies
 	// DNSDomain is the cluster's DNS domain, in the names the nodes announce; "" is
 	// cluster.local.
 	DNSDomain string
@@ -141,7 +122,7 @@ func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clust
 	if s.cr.Spec.Storage != nil {
 		storage = &s.cr.Spec.Storage.Storage
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisCluster", storage, s.Requeuer(ctx))
+	return r.finalizeDeleted(ctx, s.cr, "RedisCluster", storage, s.Requeuer(ctx))
 }
 
 func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
@@ -198,7 +179,7 @@ func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScop
 }
 
 func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.Conditions)
+	return r.applyBuilt(ctx, s.cr, s.objects, s.buildErr, s.Conditions)
 }
 
 func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {
@@ -308,7 +289,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 		}
 		s.Conditions.Progressing(reason, message)
 	}
-	reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, append(slices.Clone(s.leaders), s.followers...), s.Requeuer(ctx))
+	r.reportPodTrouble(ctx, s.cr, s.Conditions, append(slices.Clone(s.leaders), s.followers...), s.Requeuer(ctx))
 }
 
 // outage reports that an established cluster does not serve as it should, with one Warning
@@ -323,7 +304,7 @@ func (r *RedisClusterReconciler) outage(s *clusterScope, message string) {
 }
 
 func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
+	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 

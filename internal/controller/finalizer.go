@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/builder"
 )
@@ -183,8 +182,8 @@ func isOrdinal(s string) bool {
 // finalize deletes the PVCs of the resource's StatefulSets unless asked to keep them, then
 // lets the resource go by removing the finalizer. It needs only the resource's kind and name,
 // so that a resource with any spec the API server admitted can be deleted.
-func finalize(ctx context.Context, c client.Client, rec recorder.EventRecorder, mem *Memory, obj client.Object, kind string, keepClaims bool,
-	requeue func(time.Duration, string)) error {
+func (d *Dependencies) finalize(ctx context.Context, obj client.Object, kind string, keepClaims bool, requeue func(time.Duration, string)) error {
+	c, rec, mem := d.Client, d.Recorder, d.Memory
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return nil
 	}

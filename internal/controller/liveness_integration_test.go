@@ -89,12 +89,12 @@ func startLivenessOperator(t *testing.T, namespace string, watch bool) *liveness
 	kubeClient := ReadNamedSecrets(mgr.GetClient(), mgr.GetAPIReader())
 	memory := NewMemory()
 	applier := apply.NewApplier(filepath.Base(os.Args[0]))
-	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Liveness: live, Memory: memory, Applier: applier}).SetupWithManager(mgr); err != nil {
+	deps := Dependencies{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
+		Liveness: live, Memory: memory, Applier: applier}
+	if err := (&RedisClusterReconciler{Dependencies: deps}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Liveness: live, Memory: memory, Applier: applier}).SetupWithManager(mgr); err != nil {
+	if err := (&RedisReconciler{Dependencies: deps}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -28,13 +28,12 @@ import (
 // finalizeDeleted runs when the resource is being deleted: it removes the PVCs of its
 // StatefulSets unless storage.keepAfterDelete, and lets the resource go. It reads nothing of
 // the spec but that flag.
-func finalizeDeleted(ctx context.Context, c client.Client, rec recorder.EventRecorder, mem *Memory, obj client.Object, kind string, storage *v1beta2.Storage,
-	requeue func(time.Duration, string)) (bool, error) {
+func (d *Dependencies) finalizeDeleted(ctx context.Context, obj client.Object, kind string, storage *v1beta2.Storage, requeue func(time.Duration, string)) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
 	}
 	keep := storage != nil && storage.KeepAfterDelete
-	return true, finalize(ctx, c, rec, mem, obj, kind, keep, requeue)
+	return true, d.finalize(ctx, obj, kind, keep, requeue)
 }
 
 // skipWhileAnnotated stops every later phase while the kind's skip annotation is "true".
@@ -65,15 +64,15 @@ func resolvePasswordOf(ctx context.Context, c client.Client, rec recorder.EventR
 // A change a StatefulSet cannot take in place, without the recreate annotation, does not stop
 // it: the resource goes on as it runs, Ready if it is, and the UpdatePending condition (with
 // one Warning event) says what waits and how to apply it.
-func applyBuilt(ctx context.Context, c client.Client, applier *apply.Applier, rec recorder.EventRecorder, warned *events.Warned, owner client.Object,
-	objects *builder.Objects, buildErr error, conditions status.Conditions) (bool, error) {
+func (d *Dependencies) applyBuilt(ctx context.Context, owner client.Object, objects *builder.Objects, buildErr error, conditions status.Conditions) (bool, error) {
+	rec := d.Recorder
 	if buildErr != nil {
 		conditions.Degraded(status.ReasonInvalidSpec, buildErr.Error())
 		rec.Eventf(owner, nil, corev1.EventTypeWarning, status.ReasonInvalidSpec, "Build", "%s", buildErr.Error())
 		return true, nil
 	}
-	pending, err := applyAll(ctx, c, applier, rec, owner, objects)
-	reportPendingUpdates(rec, warned, owner, pending, conditions)
+	pending, err := applyAll(ctx, d.Client, d.Applier, rec, owner, objects)
+	reportPendingUpdates(rec, d.Memory.warned, owner, pending, conditions)
 	var notOwned *apply.NotOwnedError
 	switch {
 	case errors.As(err, &notOwned):

@@ -14,10 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -138,8 +136,8 @@ func claimsOfTrouble(ctx context.Context, c client.Reader, namespace string, pod
 // pod and its message, and for an unschedulable pod why its claims are unbound) and reports
 // whether there was one. The Warning event is sent when the trouble is new, not on every
 // reconcile while it lasts.
-func reportPodTrouble(ctx context.Context, c client.Reader, rec recorder.EventRecorder, warned *events.Warned, obj client.Object, conditions status.Conditions,
-	pods []corev1.Pod, requeue func(time.Duration, string)) bool {
+func (d *Dependencies) reportPodTrouble(ctx context.Context, obj client.Object, conditions status.Conditions, pods []corev1.Pod, requeue func(time.Duration, string)) bool {
+	c, rec, warned := d.Client, d.Recorder, d.Memory.warned
 	trouble, recheck := troubleOf(pods, time.Now())
 	if recheck > 0 {
 		requeue(recheck, "a pod is unschedulable: trouble if it stays so")

@@ -13,13 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
@@ -47,22 +43,8 @@ const DefaultMasterPromotionGrace = 15 * time.Second
 
 // RedisReplicationReconciler runs a RedisReplication: one master, the other pods its replicas.
 type RedisReplicationReconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
-	Redis    *redis.Pool
-	// SecretWatch reports changes of the Secrets the resources name; nil watches them
-	// through the manager's cache (which must then hold them).
-	SecretWatch *SecretWatch
-	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
-	// whose pods stops answering or answers again; nil: only the periodic health check does.
-	Liveness *liveness.Watcher
-	// Memory is what the operator remembers between reconciles, shared by its reconcilers
-	// (NewMemory); SetupWithManager refuses a reconciler without one.
-	Memory *Memory
-	// Applier writes the objects the resources own with server-side apply, shared by the
-	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
-	Applier *apply.Applier
+	// Dependencies are the clients and memory every kind's reconciler shares.
+	Dependencies
 	// MasterPromotionGrace overrides DefaultMasterPromotionGrace (tests shorten it).
 	MasterPromotionGrace time.Duration
 	// OutageAfter and StuckAfter override DefaultOutageAfter and DefaultStuckAfter (tests
@@ -192,7 +174,7 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 		r.countedMaster.Delete(s.cr.UID)
 		r.served.Delete(s.cr.UID)
 	}
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisReplication", s.cr.Spec.Storage, s.Requeuer(ctx))
+	return r.finalizeDeleted(ctx, s.cr, "RedisReplication", s.cr.Spec.Storage, s.Requeuer(ctx))
 }
 
 func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
@@ -237,7 +219,7 @@ func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replica
 }
 
 func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.Conditions)
+	return r.applyBuilt(ctx, s.cr, s.objects, s.buildErr, s.Conditions)
 }
 
 func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {
@@ -265,7 +247,7 @@ func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, 
 }
 
 func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
+	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
@@ -407,7 +389,7 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 			message += "; " + silentPods(silent)
 		}
 		r.notReady(s, status.ReasonPodsNotReady, message)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
+		r.reportPodTrouble(ctx, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		if readySilent != "" {
 			// A pod cut off the network for less than its probes' threshold stays ready, so
 			// no pod event marks its return: only asking again finds it (a master to demote).

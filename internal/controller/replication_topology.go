@@ -32,7 +32,7 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	s.cr.Status.ReadyReplicas = countReady(s.pods)
 	if len(s.members) == 0 {
 		r.notReady(s, status.ReasonPodsNotReady, "waiting for pods of StatefulSet "+s.cr.Name)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
+		r.reportPodTrouble(ctx, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		return true, nil // the pod watch brings us back
 	}
 	return false, nil
@@ -228,7 +228,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 			message += "; " + s.stuckSentinels
 		}
 		r.notReady(s, status.ReasonRedisUnreachable, message)
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
+		r.reportPodTrouble(ctx, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		wait := min(whileConverging, outageAfter)
 		if !down {
 			wait = min(grace, outageAfter) // the promotion clock starts now
@@ -238,7 +238,7 @@ func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s
 	case s.plan.Wait != "":
 		r.boundedWait(ctx, s, "plan", s.plan.Wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
 		// A pod that cannot start (no volume, no image) is why no Redis answers: say so.
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
+		r.reportPodTrouble(ctx, s.cr, s.Conditions, s.pods, s.Requeuer(ctx))
 		s.Requeue(ctx, whileConverging, s.plan.Wait)
 		return true, nil
 	}

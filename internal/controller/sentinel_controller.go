@@ -10,17 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
@@ -45,22 +41,8 @@ const SkipReconcileSentinelAnnotation = builder.AnnotationSkipReconcileSentinel
 // RedisReplication it names (or nothing while it names none). The sentinels fail the master
 // over; the RedisReplication controller follows their choice.
 type RedisSentinelReconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
-	Redis    *redis.Pool
-	// SecretWatch reports changes of the Secrets the resources name; nil watches them
-	// through the manager's cache (which must then hold them).
-	SecretWatch *SecretWatch
-	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
-	// whose pods stops answering or answers again; nil: only the periodic health check does.
-	Liveness *liveness.Watcher
-	// Memory is what the operator remembers between reconciles, shared by its reconcilers
-	// (NewMemory); SetupWithManager refuses a reconciler without one.
-	Memory *Memory
-	// Applier writes the objects the resources own with server-side apply, shared by the
-	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
-	Applier *apply.Applier
+	// Dependencies are the clients and memory every kind's reconciler shares.
+	Dependencies
 	// StuckAfter overrides DefaultStuckAfter, the bound of every wait (tests shorten it).
 	StuckAfter time.Duration
 	// DNSDomain is the cluster's DNS domain, the end of the pod names sentinels that name
@@ -125,7 +107,7 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "RedisSentinel", nil, s.Requeuer(ctx))
+	return r.finalizeDeleted(ctx, s.cr, "RedisSentinel", nil, s.Requeuer(ctx))
 }
 
 func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
@@ -148,7 +130,7 @@ func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentin
 }
 
 func (r *RedisSentinelReconciler) resolveTLS(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
+	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
@@ -216,7 +198,7 @@ func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelS
 	if err == nil {
 		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.Conditions)
 	}
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, objects, err, s.Conditions)
+	return r.applyBuilt(ctx, s.cr, objects, err, s.Conditions)
 }
 
 func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {
@@ -229,7 +211,7 @@ func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelSc
 	s.cr.Status.ReadyReplicas = countReady(pods)
 	if want := builder.SentinelReplicas(s.cr); s.cr.Status.ReadyReplicas < want {
 		s.notReady(status.ReasonPodsNotReady, fmt.Sprintf("%d of %d sentinel pods ready", s.cr.Status.ReadyReplicas, want))
-		reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, pods, s.Requeuer(ctx))
+		r.reportPodTrouble(ctx, s.cr, s.Conditions, pods, s.Requeuer(ctx))
 		return true, nil // pod events bring us back
 	}
 	return false, nil

@@ -5,15 +5,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
-	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/reconcile"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -31,22 +26,8 @@ const SkipReconcileAnnotation = builder.AnnotationSkipReconcileRedis
 
 // RedisReconciler runs a standalone Redis: one pod, its Services, config and optional volume.
 type RedisReconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder recorder.EventRecorder
-	Redis    *redis.Pool
-	// SecretWatch reports changes of the Secrets the resources name; nil watches them
-	// through the manager's cache (which must then hold them).
-	SecretWatch *SecretWatch
-	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
-	// whose pods stops answering or answers again; nil: only the periodic health check does.
-	Liveness *liveness.Watcher
-	// Memory is what the operator remembers between reconciles, shared by its reconcilers
-	// (NewMemory); SetupWithManager refuses a reconciler without one.
-	Memory *Memory
-	// Applier writes the objects the resources own with server-side apply, shared by the
-	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
-	Applier *apply.Applier
+	// Dependencies are the clients and memory every kind's reconciler shares.
+	Dependencies
 }
 
 type redisScope struct {
@@ -96,7 +77,7 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	return finalizeDeleted(ctx, r.Client, r.Recorder, s.memory, s.cr, "Redis", s.cr.Spec.Storage, s.Requeuer(ctx))
+	return r.finalizeDeleted(ctx, s.cr, "Redis", s.cr.Spec.Storage, s.Requeuer(ctx))
 }
 
 func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
@@ -116,7 +97,7 @@ func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bo
 }
 
 func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.tls, stop, err = resolveTLSOf(ctx, r.Client, r.Recorder, s.memory.tls, r.Redis, s.cr, s.cr.Spec.TLS, s.Conditions)
+	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
 	return stop, err
 }
 
@@ -151,7 +132,7 @@ func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool,
 }
 
 func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	return applyBuilt(ctx, r.Client, r.Applier, r.Recorder, s.memory.warned, s.cr, s.objects, s.buildErr, s.Conditions)
+	return r.applyBuilt(ctx, s.cr, s.objects, s.buildErr, s.Conditions)
 }
 
 // restartStaleExporters gives the exporters a password rotation marked the password the
@@ -179,7 +160,7 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	if s.cr.Status.ReadyReplicas == 0 {
 		message := "waiting for pod " + builder.PodName(s.cr.Name, 0) + " to be ready"
 		switch {
-		case reportPodTrouble(ctx, r.Client, r.Recorder, s.memory.warned, s.cr, s.Conditions, pods, s.Requeuer(ctx)):
+		case r.reportPodTrouble(ctx, s.cr, s.Conditions, pods, s.Requeuer(ctx)):
 		case s.Conditions.HasServed():
 			s.Conditions.Degraded(status.ReasonPodsNotReady, message)
 		default:

@@ -182,21 +182,21 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 			t.Fatal(err)
 		}
 	}
-	if err := (&RedisClusterReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, Liveness: live}).SetupWithManager(mgr); err != nil {
+	deps := Dependencies{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch, Recorder: events, Redis: op.pool,
+		Memory: memory, Applier: applier}
+	withLive := deps
+	withLive.Liveness = live
+	if err := (&RedisClusterReconciler{Dependencies: withLive}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier}).SetupWithManager(mgr); err != nil {
+	if err := (&RedisReconciler{Dependencies: deps}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisReplicationReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, MasterPromotionGrace: 2 * time.Second,
-		OutageAfter: 3 * time.Second, StuckAfter: bound, Liveness: live}).SetupWithManager(mgr); err != nil {
+	if err := (&RedisReplicationReconciler{Dependencies: withLive, MasterPromotionGrace: 2 * time.Second,
+		OutageAfter: 3 * time.Second, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&RedisSentinelReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch,
-		Recorder: events, Redis: op.pool, Memory: memory, Applier: applier, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
+	if err := (&RedisSentinelReconciler{Dependencies: deps, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,

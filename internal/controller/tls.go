@@ -176,9 +176,9 @@ func readTLS(ctx context.Context, c client.Reader, cache *tlsCache, pool *redis.
 
 // resolveTLSOf reads the resource's TLS Secret; a Secret the user must fix stops the reconcile
 // with a condition and an event (the Secret watch brings it back).
-func resolveTLSOf(ctx context.Context, c client.Reader, rec recorder.EventRecorder, cache *tlsCache, pool *redis.Pool, obj client.Object,
-	spec *v1beta2.TLSConfig, conditions status.Conditions) (*tlsSettings, bool, error) {
-	settings, err := readTLS(ctx, c, cache, pool, obj.GetNamespace(), spec)
+func (d *Dependencies) resolveTLSOf(ctx context.Context, obj client.Object, spec *v1beta2.TLSConfig, conditions status.Conditions) (*tlsSettings, bool, error) {
+	rec := d.Recorder
+	settings, err := readTLS(ctx, d.Client, d.Memory.tls, d.Redis, obj.GetNamespace(), spec)
 	var invalid *TLSSecretError
 	if errors.As(err, &invalid) {
 		conditions.Degraded(status.ReasonTLSSecretInvalid, invalid.Error())

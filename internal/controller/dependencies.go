@@ -1,0 +1,34 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/rediskube/redis-operator/internal/apply"
+	"github.com/rediskube/redis-operator/internal/liveness"
+	"github.com/rediskube/redis-operator/internal/redis"
+)
+
+// Dependencies are what main builds once and hands every kind's reconciler: the clients, the
+// event recorder and the memory they share. Each of the four reconcilers embeds them, so the
+// phases the kinds share take them as one value, their receiver, rather than as a list of
+// parameters.
+type Dependencies struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Redis    *redis.Pool
+	// SecretWatch reports changes of the Secrets the resources name; nil watches them
+	// through the manager's cache (which must then hold them).
+	SecretWatch *SecretWatch
+	// Liveness PINGs the resources' pods between reconciles and brings back a resource one of
+	// whose pods stops answering or answers again; nil: only the periodic health check does.
+	Liveness *liveness.Watcher
+	// Memory is what the operator remembers between reconciles, shared by its reconcilers
+	// (NewMemory); SetupWithManager refuses a reconciler without one.
+	Memory *Memory
+	// Applier writes the objects the resources own with server-side apply, shared by the
+	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
+	Applier *apply.Applier
+}
