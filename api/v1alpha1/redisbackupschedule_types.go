@@ -72,6 +72,7 @@ type RedisBackupScheduleStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:resource:shortName=rbs
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a RedisBackupSchedule's name has 63 characters at most: it labels its backups"
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last Schedule",type=date,JSONPath=`.status.lastScheduleTime`

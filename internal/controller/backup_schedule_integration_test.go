@@ -198,6 +198,12 @@ func TestRedisBackupScheduleInvalid(t *testing.T) {
 	if err := c.Create(ctx, four); !apierrors.IsInvalid(err) {
 		t.Errorf("a four-field schedule: %v, want Invalid", err)
 	}
+	// Its name labels its backups: 63 characters at most.
+	long := &v1alpha1.RedisBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 64), Namespace: ns},
+		Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: "* * * * *", BackupTemplate: template}}
+	if err := c.Create(ctx, long); !apierrors.IsInvalid(err) {
+		t.Errorf("a name of 64 characters: %v, want Invalid", err)
+	}
 	for _, tc := range []struct{ name, cron, zone string }{
 		{"minute-61", "61 * * * *", ""},
 		{"on-mars", "0 3 * * *", "Mars/Olympus"},
