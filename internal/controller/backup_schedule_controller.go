@@ -86,11 +86,10 @@ func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, nil // its backups go with it, through their owner reference
 	}
 	s := &scheduleScope{schedule: &rbs, before: rbs.DeepCopy(), now: r.Clock.Now().UTC()}
-	if err := reconcile.Run(ctx, "RedisBackupSchedule", r.phases(), s, reconcileErrors); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.writeStatus(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	// What the phases before a failure found (a backup made, another pruned) is written too.
+	err := reconcile.Run(ctx, "RedisBackupSchedule", r.phases(), s, reconcileErrors)
+	if werr := r.writeStatus(ctx, s); werr != nil || err != nil {
+		return ctrl.Result{}, errors.Join(err, werr)
 	}
 	return s.result, nil
 }
