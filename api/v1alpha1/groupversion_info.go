@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the v1alpha1 API of the group redis.redis.opstreelabs.in: kinds new to
-// this operator, whose shape may still change (RedisBackup).
+// this operator, whose shape may still change (RedisBackup, RedisBackupSchedule).
 //
 // +kubebuilder:object:generate=true
 // +groupName=redis.redis.opstreelabs.in
@@ -25,6 +25,7 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion,
 		&RedisBackup{}, &RedisBackupList{},
+		&RedisBackupSchedule{}, &RedisBackupScheduleList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -26,6 +26,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -315,6 +316,8 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		// its resolved settings.
 		{"RedisBackup", &controller.RedisBackupReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool,
 			Stores: controller.S3Stores, Memory: memory}},
+		{"RedisBackupSchedule", &controller.RedisBackupScheduleReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder,
+			Clock: clock.RealClock{}}},
 	}
 	for _, c := range controllers {
 		if err := c.r.SetupWithManager(mgr); err != nil {

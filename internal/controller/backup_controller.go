@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -49,6 +50,20 @@ const (
 	S3AccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
 	S3SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY" //nolint:gosec // the name of a Secret key, not a credential
 	S3CAKey              = "ca.crt"
+)
+
+// BackupFinalizer keeps a RedisBackup until the operator has deleted the objects it stored.
+const BackupFinalizer = "redis.opstreelabs.in/backup-objects"
+
+// Events of a deleted RedisBackup.
+const (
+	// ReasonBackupObjectsDeleted: the backup's objects were deleted with it.
+	ReasonBackupObjectsDeleted = "ObjectsDeleted"
+	// ReasonBackupObjectsNotDeleted: the store could not be reached to delete them; tried again.
+	ReasonBackupObjectsNotDeleted = "ObjectsNotDeleted"
+	// ReasonBackupObjectsLeft: the store's settings are gone (its Secret): the backup is let go
+	// and its objects stay where they are.
+	ReasonBackupObjectsLeft = "ObjectsLeft"
 )
 
 // backupRetry is how soon a waiting backup (no target, Secret or ready pod yet) is tried again.
@@ -134,7 +149,13 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil // a backup owns nothing in the cluster; its objects outlive it
+		return r.releaseObjects(ctx, &b)
+	}
+	// Before the status changes, so that the status patch starts from what is stored.
+	if !controllerutil.ContainsFinalizer(&b, BackupFinalizer) {
+		if err := patchFinalizers(ctx, r.Client, &b, func() { controllerutil.AddFinalizer(&b, BackupFinalizer) }); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
 	}
 	s := &backupScope{backup: &b, before: b.DeepCopy()}
 	if err := reconcile.Run(ctx, "RedisBackup", r.phases(), s, reconcileErrors); err != nil {
@@ -229,21 +250,9 @@ func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScop
 
 // resolveStore reads the S3 credentials (and CA) Secrets and makes the store's client.
 func (r *RedisBackupReconciler) resolveStore(ctx context.Context, s *backupScope) (bool, error) {
-	spec := s.backup.Spec.Storage.S3
-	creds, problem, err := r.secretKeys(ctx, s.backup.Namespace, spec.CredentialsSecret.Name, S3AccessKeyIDKey, S3SecretAccessKeyKey)
+	cfg, problem, err := r.storeConfig(ctx, s.backup)
 	if err != nil || problem != "" {
 		return problem != "", errors.Join(err, r.waitIf(ctx, s, problem))
-	}
-	cfg := store.S3Config{
-		Endpoint: spec.Endpoint, Bucket: spec.Bucket, Region: spec.Region, ForcePathStyle: spec.ForcePathStyle,
-		AccessKeyID: creds[0], SecretAccessKey: creds[1],
-	}
-	if spec.CASecret != nil {
-		ca, problem, err := r.secretKeys(ctx, s.backup.Namespace, spec.CASecret.Name, S3CAKey)
-		if err != nil || problem != "" {
-			return problem != "", errors.Join(err, r.waitIf(ctx, s, problem))
-		}
-		cfg.CAPEM = []byte(ca[0])
 	}
 	s.store, err = r.Stores(cfg)
 	if err != nil {
@@ -252,6 +261,28 @@ func (r *RedisBackupReconciler) resolveStore(ctx context.Context, s *backupScope
 		return true, r.fail(ctx, s, ReasonBackupFailed, err.Error())
 	}
 	return false, nil
+}
+
+// storeConfig resolves the backup's S3 settings with its credentials (and CA) Secrets;
+// problem says what is missing.
+func (r *RedisBackupReconciler) storeConfig(ctx context.Context, b *v1alpha1.RedisBackup) (cfg store.S3Config, problem string, err error) {
+	spec := b.Spec.Storage.S3
+	creds, problem, err := r.secretKeys(ctx, b.Namespace, spec.CredentialsSecret.Name, S3AccessKeyIDKey, S3SecretAccessKeyKey)
+	if err != nil || problem != "" {
+		return cfg, problem, err
+	}
+	cfg = store.S3Config{
+		Endpoint: spec.Endpoint, Bucket: spec.Bucket, Region: spec.Region, ForcePathStyle: spec.ForcePathStyle,
+		AccessKeyID: creds[0], SecretAccessKey: creds[1],
+	}
+	if spec.CASecret != nil {
+		ca, problem, err := r.secretKeys(ctx, b.Namespace, spec.CASecret.Name, S3CAKey)
+		if err != nil || problem != "" {
+			return cfg, problem, err
+		}
+		cfg.CAPEM = []byte(ca[0])
+	}
+	return cfg, "", nil
 }
 
 // secretKeys reads keys of a Secret; problem says what is missing.
@@ -568,6 +599,94 @@ func (r *RedisBackupReconciler) writeStatus(ctx context.Context, s *backupScope)
 	}
 	s.before = s.backup.DeepCopy()
 	return nil
+}
+
+// releaseObjects deletes the objects a deleted backup lists (its shards'), then lets the
+// backup go. A store that cannot be reached keeps the backup, said in its Ready condition and
+// an event, and is tried again; a store whose Secret is gone can never be reached, so the
+// backup is let go with a Warning event naming what stays behind.
+func (r *RedisBackupReconciler) releaseObjects(ctx context.Context, b *v1alpha1.RedisBackup) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(b, BackupFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if len(b.Status.Shards) > 0 && b.Spec.Storage.S3 != nil {
+		if result, err := r.deleteObjects(ctx, b); err != nil || !result.IsZero() {
+			return result, err
+		}
+	}
+	if err := patchFinalizers(ctx, r.Client, b, func() { controllerutil.RemoveFinalizer(b, BackupFinalizer) }); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteObjects deletes the backup's objects, or says why it leaves them; a result or an
+// error means the backup is kept for now.
+func (r *RedisBackupReconciler) deleteObjects(ctx context.Context, b *v1alpha1.RedisBackup) (ctrl.Result, error) {
+	st, problem, err := r.openStore(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem != "" {
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupObjectsLeft, "Delete",
+			"the objects under %s are left in place: %s", b.Status.Location, problem)
+		return ctrl.Result{}, nil
+	}
+	deleted, err := r.deleteShards(ctx, st, b.Status.Shards)
+	if err != nil {
+		return r.objectsNotDeleted(ctx, b, err)
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupObjectsDeleted, "Delete",
+		"deleted %d objects under %s", deleted, b.Status.Location)
+	return ctrl.Result{}, nil
+}
+
+// openStore makes the client of a backup's store; problem says why there can be none (its
+// Secret is gone, its settings never worked).
+func (r *RedisBackupReconciler) openStore(ctx context.Context, b *v1alpha1.RedisBackup) (st BackupStore, problem string, err error) {
+	cfg, problem, err := r.storeConfig(ctx, b)
+	if err != nil || problem != "" {
+		return nil, problem, err
+	}
+	if st, err = r.Stores(cfg); err != nil {
+		return nil, err.Error(), nil // settings that never worked: nothing was stored through them
+	}
+	return st, "", nil
+}
+
+// deleteShards deletes each shard's object; an object already gone counts as deleted.
+func (r *RedisBackupReconciler) deleteShards(ctx context.Context, st BackupStore, shards []v1alpha1.ShardBackup) (int, error) {
+	var failures []error
+	deleted := 0
+	for _, sh := range shards {
+		key, ok := strings.CutPrefix(sh.Location, st.Location(""))
+		if !ok || key == "" {
+			// Not an object of this bucket: the status was not written by this operator.
+			continue
+		}
+		if err := st.Delete(ctx, key); err != nil {
+			failures = append(failures, err)
+			continue
+		}
+		deleted++
+	}
+	return deleted, errors.Join(failures...)
+}
+
+// objectsNotDeleted says in the Ready condition and an event why the objects are still there,
+// and comes back.
+func (r *RedisBackupReconciler) objectsNotDeleted(ctx context.Context, b *v1alpha1.RedisBackup, cause error) (ctrl.Result, error) {
+	why := "the objects could not be deleted: " + cause.Error()
+	if old := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady); old == nil || old.Message != why {
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupObjectsNotDeleted, "Delete", "%s", why)
+	}
+	s := &backupScope{backup: b, before: b.DeepCopy()}
+	r.condition(b, metav1.ConditionFalse, ReasonBackupObjectsNotDeleted, why)
+	if err := r.writeStatus(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("requeue", "after", backupRetry, "reason", why)
+	return ctrl.Result{RequeueAfter: backupRetry}, nil
 }
 
 // humanBytes is n in binary units, for kubectl get: "512 B", "1.5 MiB".

@@ -60,22 +60,41 @@ func (f *backupFixture) create(name, kind, target string, source v1alpha1.Backup
 	f.t.Helper()
 	b := &v1alpha1.RedisBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
-		Spec: v1alpha1.RedisBackupSpec{
-			Target: v1alpha1.BackupTarget{Kind: kind, Name: target},
-			Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{
-				Endpoint: f.s3.URL(), Bucket: f.s3.Bucket, Prefix: "/team-a/", Region: s3test.Region, ForcePathStyle: true,
-				CredentialsSecret: v1alpha1.SecretReference{Name: credentials},
-			}},
-			Source: source,
-		},
-	}
-	if f.caSecret != "" {
-		b.Spec.Storage.S3.CASecret = &v1alpha1.SecretReference{Name: f.caSecret}
+		Spec:       f.spec(kind, target, source, credentials),
 	}
 	if err := f.c.Create(context.Background(), b); err != nil {
 		f.t.Fatal(err)
 	}
 	return b
+}
+
+// spec is the spec of a backup of target into the fixture's bucket.
+func (f *backupFixture) spec(kind, target string, source v1alpha1.BackupSource, credentials string) v1alpha1.RedisBackupSpec {
+	spec := v1alpha1.RedisBackupSpec{
+		Target: v1alpha1.BackupTarget{Kind: kind, Name: target},
+		Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{
+			Endpoint: f.s3.URL(), Bucket: f.s3.Bucket, Prefix: "/team-a/", Region: s3test.Region, ForcePathStyle: true,
+			CredentialsSecret: v1alpha1.SecretReference{Name: credentials},
+		}},
+		Source: source,
+	}
+	if f.caSecret != "" {
+		spec.Storage.S3.CASecret = &v1alpha1.SecretReference{Name: f.caSecret}
+	}
+	return spec
+}
+
+// objects lists the keys in the fixture's bucket.
+func (f *backupFixture) objects() []string {
+	f.t.Helper()
+	var keys []string
+	for obj := range f.s3.Client(f.t).ListObjects(context.Background(), f.s3.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			f.t.Fatal(obj.Err)
+		}
+		keys = append(keys, obj.Key)
+	}
+	return keys
 }
 
 // waitPhase waits for the backup to reach phase, failing at once on another final phase.

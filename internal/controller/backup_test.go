@@ -80,3 +80,21 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+// A deleted backup's objects are the ones its shards list in this bucket; one already gone
+// counts as deleted, and a store that fails is reported.
+func TestDeleteShardsOfADeletedBackup(t *testing.T) {
+	st := &memoryStore{objects: map[string]bool{"ns/rb/a.rdb": true, "other.rdb": true}}
+	shards := []v1alpha1.ShardBackup{{Location: "s3://b/ns/rb/a.rdb"}, {Location: "s3://b/ns/rb/gone.rdb"}, {Location: "s3://elsewhere/x.rdb"}}
+	deleted, err := (&RedisBackupReconciler{}).deleteShards(context.Background(), st, shards)
+	if err != nil || deleted != 2 {
+		t.Fatalf("deleted %d, %v; want 2", deleted, err)
+	}
+	if len(st.objects) != 1 || !st.objects["other.rdb"] {
+		t.Errorf("left %v, want only other.rdb", st.objects)
+	}
+	st.deleteErr = errors.New("store down")
+	if _, err := (&RedisBackupReconciler{}).deleteShards(context.Background(), st, shards); err == nil {
+		t.Error("a failed deletion is not reported")
+	}
+}

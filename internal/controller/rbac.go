@@ -7,9 +7,15 @@ package controller
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis;redisclusters;redisreplications;redissentinels,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/status;redisclusters/status;redisreplications/status;redissentinels/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis/finalizers;redisclusters/finalizers;redisreplications/finalizers;redissentinels/finalizers,verbs=update
-// Backups: read them and write their status; the operator never creates or deletes them.
-// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackups,verbs=get;list;watch
+// Backups: read them, write their status and their finalizer (which deletes their objects);
+// schedules create the backups of their runs and delete those their retention lets go.
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackups,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackupschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackupschedules/status,verbs=get;update;patch
+// Owner references that block the owner's deletion need update on the owner's finalizers.
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackupschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // Pods: label their redis-role; delete them one by one for a role-aware rolling update.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -91,6 +92,7 @@ var readOnlyCommands = map[string]bool{
 type operatorSettings struct {
 	stuckAfter time.Duration // 0: the default
 	liveness   bool
+	clock      clock.PassiveClock // the schedules' clock; nil: the real one
 }
 
 type operatorOption func(*operatorSettings)
@@ -98,6 +100,11 @@ type operatorOption func(*operatorSettings)
 // stuckAfter shortens the bound of the waits (DefaultStuckAfter) of the operator it is given to.
 func stuckAfter(bound time.Duration) operatorOption {
 	return func(o *operatorSettings) { o.stuckAfter = bound }
+}
+
+// withClock gives the backup schedules of the operator a clock the test moves.
+func withClock(c clock.PassiveClock) operatorOption {
+	return func(o *operatorSettings) { o.clock = c }
 }
 
 // withLiveness runs the liveness watcher for the RedisReplications and RedisClusters, as main does.
@@ -201,6 +208,14 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 	}
 	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
 		Stores: S3Stores, Memory: memory}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	var scheduleClock clock.PassiveClock = clock.RealClock{}
+	if settings.clock != nil {
+		scheduleClock = settings.clock
+	}
+	if err := (&RedisBackupScheduleReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events,
+		Clock: scheduleClock}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,286 @@
+//go:build integration
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
+)
+
+// startPlainRedis makes the test's namespace, starts an operator on it and runs a standalone
+// Redis named plain without password, ready to back up.
+func startPlainRedis(t *testing.T, options ...operatorOption) (string, client.Client) {
+	t.Helper()
+	ns := testNamespace(t)
+	c := newClient(t)
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	startOperator(t, ns, options...)
+	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
+	kubelet.standalone = true
+	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.runStatefulSet(ctx, ns, "plain")
+	waitStandaloneReady(t, c, cr)
+	return ns, c
+}
+
+// scheduleBackups lists the RedisBackups of a schedule, by name.
+func scheduleBackups(t *testing.T, c client.Client, ns, name string) []v1alpha1.RedisBackup {
+	t.Helper()
+	var list v1alpha1.RedisBackupList
+	if err := c.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelBackupSchedule: name}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(list.Items, func(a, b v1alpha1.RedisBackup) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items
+}
+
+// touch wakes the schedule's reconciler (a fake clock moves no timer of controller-runtime).
+func touch(t *testing.T, c client.Client, rbs *v1alpha1.RedisBackupSchedule, edit func(*v1alpha1.RedisBackupSchedule)) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
+		t.Fatal(err)
+	}
+	if rbs.Annotations == nil {
+		rbs.Annotations = map[string]string{}
+	}
+	rbs.Annotations["test/touched"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+	if edit != nil {
+		edit(rbs)
+	}
+	if err := c.Update(ctx, rbs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A schedule of every minute with keep.last 2, over four runs (the fake clock moved a minute
+// each), makes four backups one after the other and leaves the two newest, with their
+// objects alone in the bucket. Suspended, it makes no more.
+func TestRedisBackupScheduleKeepsTheLastTwo(t *testing.T) {
+	t.Parallel()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	ns, c := startPlainRedis(t, withClock(clk))
+	ctx := context.Background()
+	f := newBackupFixture(t, c, ns)
+	two := int32(2)
+	rbs := &v1alpha1.RedisBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: ns},
+		Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: "* * * * *", Keep: &v1alpha1.BackupRetention{Last: &two},
+			BackupTemplate: f.spec(v1alpha1.TargetRedis, "plain", "", "s3-credentials")},
+	}
+	if err := c.Create(ctx, rbs); err != nil {
+		t.Fatal(err)
+	}
+	// From now on the fake time is after the schedule's creation: its first minute is a run.
+	clk.SetTime(time.Now())
+	waitUntil(t, 30*time.Second, "the schedule's first status", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionReady)
+		if ready == nil || ready.Reason != ReasonScheduled || rbs.Status.NextScheduleTime == nil {
+			return fmt.Errorf("conditions %s", describeConditions(rbs.Status.Conditions))
+		}
+		return nil
+	})
+	if got := scheduleBackups(t, c, ns, rbs.Name); len(got) != 0 {
+		t.Fatalf("%d backups before the first run", len(got))
+	}
+
+	var made []string
+	for run := 1; run <= 4; run++ {
+		clk.SetTime(clk.Now().Add(time.Minute))
+		touch(t, c, rbs, nil)
+		want := backupName(rbs.Name, clk.Now().UTC().Truncate(time.Minute))
+		made = append(made, want)
+		b := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: want, Namespace: ns}}
+		waitUntil(t, 30*time.Second, "RedisBackup "+want, func() error {
+			return c.Get(ctx, client.ObjectKeyFromObject(b), b)
+		})
+		if b.Labels[v1alpha1.LabelBackupSchedule] != rbs.Name || !metav1.IsControlledBy(b, rbs) {
+			t.Errorf("backup %s: labels %v, owners %v", b.Name, b.Labels, b.OwnerReferences)
+		}
+		f.waitPhase(b, v1alpha1.BackupCompleted)
+	}
+	waitUntil(t, 60*time.Second, "two backups and their objects", func() error {
+		var names []string
+		for _, b := range scheduleBackups(t, c, ns, rbs.Name) {
+			names = append(names, b.Name)
+		}
+		if !slices.Equal(names, made[2:]) {
+			return fmt.Errorf("backups %v, want %v", names, made[2:])
+		}
+		keys := f.objects()
+		if len(keys) != 2 || !strings.Contains(keys[0], "/"+made[2]+"/") || !strings.Contains(keys[1], "/"+made[3]+"/") {
+			return fmt.Errorf("objects %v, want one of each of %v", keys, made[2:])
+		}
+		return nil
+	})
+	waitUntil(t, 15*time.Second, "the events and the status", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
+			return err
+		}
+		if n := countEvents(t, c, ns, rbs.Name, ReasonBackupScheduled); n != 4 {
+			return fmt.Errorf("%d BackupScheduled events", n)
+		}
+		if n := countEvents(t, c, ns, rbs.Name, ReasonBackupPruned); n != 2 {
+			return fmt.Errorf("%d BackupPruned events", n)
+		}
+		if rbs.Status.LastSuccessfulBackup != made[3] || rbs.Status.LastScheduleTime == nil ||
+			backupName(rbs.Name, rbs.Status.LastScheduleTime.Time) != made[3] || rbs.Status.ObservedGeneration != rbs.Generation {
+			return fmt.Errorf("status %+v", rbs.Status)
+		}
+		if p := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionProgressing); p == nil || p.Status != metav1.ConditionFalse {
+			return fmt.Errorf("conditions %s, want Progressing False", describeConditions(rbs.Status.Conditions))
+		}
+		return nil
+	})
+
+	// Suspended: the minutes pass and no backup is made.
+	touch(t, c, rbs, func(s *v1alpha1.RedisBackupSchedule) { s.Spec.Suspend = true })
+	waitUntil(t, 15*time.Second, "the schedule suspended", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionReady)
+		if ready == nil || ready.Reason != ReasonSuspended || rbs.Status.NextScheduleTime != nil {
+			return fmt.Errorf("conditions %s, next %v", describeConditions(rbs.Status.Conditions), rbs.Status.NextScheduleTime)
+		}
+		return nil
+	})
+	for range 2 {
+		clk.SetTime(clk.Now().Add(time.Minute))
+		touch(t, c, rbs, nil)
+		time.Sleep(time.Second)
+	}
+	if got := scheduleBackups(t, c, ns, rbs.Name); len(got) != 2 {
+		t.Errorf("%d backups after two suspended minutes, want 2", len(got))
+	}
+}
+
+// A cron expression or time zone the schema lets through but cron cannot read stops the
+// schedule with Ready False InvalidSchedule and a Warning event, and no backup.
+func TestRedisBackupScheduleInvalid(t *testing.T) {
+	t.Parallel()
+	ns, _, c := operatorInNamespace(t)
+	ctx := context.Background()
+	template := v1alpha1.RedisBackupSpec{
+		Target: v1alpha1.BackupTarget{Kind: v1alpha1.TargetRedis, Name: "plain"},
+		Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{Endpoint: "http://127.0.0.1:1", Bucket: "backups",
+			CredentialsSecret: v1alpha1.SecretReference{Name: "s3-credentials"}}},
+	}
+	// The schema refuses what it can see is wrong: four fields.
+	four := &v1alpha1.RedisBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "four", Namespace: ns},
+		Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: "* * * *", BackupTemplate: template}}
+	if err := c.Create(ctx, four); !apierrors.IsInvalid(err) {
+		t.Errorf("a four-field schedule: %v, want Invalid", err)
+	}
+	// Its name labels its backups: 63 characters at most.
+	long := &v1alpha1.RedisBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 64), Namespace: ns},
+		Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: "* * * * *", BackupTemplate: template}}
+	if err := c.Create(ctx, long); !apierrors.IsInvalid(err) {
+		t.Errorf("a name of 64 characters: %v, want Invalid", err)
+	}
+	for _, tc := range []struct{ name, cron, zone string }{
+		{"minute-61", "61 * * * *", ""},
+		{"on-mars", "0 3 * * *", "Mars/Olympus"},
+	} {
+		rbs := &v1alpha1.RedisBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: ns},
+			Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: tc.cron, TimeZone: tc.zone, BackupTemplate: template}}
+		if err := c.Create(ctx, rbs); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 30*time.Second, tc.name+" InvalidSchedule", func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
+				return err
+			}
+			ready := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionReady)
+			if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != ReasonInvalidSchedule {
+				return fmt.Errorf("conditions %s", describeConditions(rbs.Status.Conditions))
+			}
+			return nil
+		})
+		waitForEvent(t, c, ns, tc.name, ReasonInvalidSchedule)
+		if got := scheduleBackups(t, c, ns, tc.name); len(got) != 0 {
+			t.Errorf("%s made %d backups", tc.name, len(got))
+		}
+	}
+}
+
+// Deleting a Completed RedisBackup deletes its objects; one whose credentials Secret is gone
+// is let go with a Warning event, its objects left in place.
+func TestRedisBackupDeletedRemovesItsObjects(t *testing.T) {
+	t.Parallel()
+	ns, c := startPlainRedis(t)
+	ctx := context.Background()
+	f := newBackupFixture(t, c, ns)
+	first := f.create("first", v1alpha1.TargetRedis, "plain", "", "s3-credentials")
+	second := f.create("second", v1alpha1.TargetRedis, "plain", "", "s3-credentials")
+	f.waitPhase(first, v1alpha1.BackupCompleted)
+	f.waitPhase(second, v1alpha1.BackupCompleted)
+	if keys := f.objects(); len(keys) != 2 {
+		t.Fatalf("objects %v, want 2", keys)
+	}
+	if !slices.Contains(first.Finalizers, BackupFinalizer) {
+		t.Errorf("finalizers %v, want %s", first.Finalizers, BackupFinalizer)
+	}
+
+	if err := c.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, first)
+	if keys := f.objects(); len(keys) != 1 || !strings.Contains(keys[0], "/second/") {
+		t.Errorf("objects %v, want only second's", keys)
+	}
+	waitForEvent(t, c, ns, "first", ReasonBackupObjectsDeleted)
+
+	if err := c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, second)
+	waitForEvent(t, c, ns, "second", ReasonBackupObjectsLeft)
+	if keys := f.objects(); len(keys) != 1 {
+		t.Errorf("objects %v, want second's left in place", keys)
+	}
+}
+
+// waitGone waits until obj no longer exists.
+func waitGone(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, obj.GetName()+" gone", func() error {
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there, finalizers %v", obj.GetFinalizers())
+	})
+}
