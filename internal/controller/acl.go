@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -211,8 +210,8 @@ func (a aclReload) afterLoad(ctx context.Context, c *redis.Client, ep redis.Endp
 	return c, keepOperatorLogin(ctx, c, password, operatorUser)
 }
 
-func (a aclReload) reload(ctx context.Context, owner client.Object, objects *builder.Objects, pods []corev1.Pod,
-	port int, password string, acl aclState, tlsConfig *tls.Config, requeue func(time.Duration, string)) error {
+func (a aclReload) reload(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
+	owner, objects, password, acl, requeue := w.spec.owner, w.objects, w.password, w.acl, w.Requeuer(ctx)
 	marker := ""
 	if objects != nil {
 		for _, s := range objects.Secrets {
@@ -231,7 +230,7 @@ func (a aclReload) reload(ctx context.Context, owner client.Object, objects *bui
 		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
 		}
-		ep := podEndpoint(pod, port, acl.auth(password)).WithTLS(tlsConfig)
+		ep := w.endpointOf(pod.Status.PodIP)
 		c, err := a.pool.Client(ep)
 		if err != nil {
 			return err

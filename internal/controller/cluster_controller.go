@@ -42,11 +42,6 @@ type clusterScope struct {
 	cr *v1beta2.RedisCluster
 	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
 	clusterStage string
-	password     string
-	tls          *tlsSettings
-	objects      *builder.Objects
-	buildErr     error
-	storage      storageOutcome
 	leaders      []corev1.Pod
 	followers    []corev1.Pod
 	members      []clusterplan.Member
@@ -74,22 +69,22 @@ type clusterScope struct {
 
 func (r *RedisClusterReconciler) phases() []reconcile.Phase[*clusterScope] {
 	return []reconcile.Phase[*clusterScope]{
-		{Name: "deletion", Run: r.reconcileDeletion},
-		{Name: "skip-reconcile", Run: r.skipReconcile},
-		{Name: "finalizer", Run: r.ensureFinalizer},
-		{Name: "password", Run: r.resolvePassword},
-		{Name: "tls", Run: r.resolveTLS},
-		{Name: "acl", Run: r.resolveACL},
+		sharedPhase[*clusterScope]("deletion", r.finalizeIfDeleted),
+		sharedPhase[*clusterScope]("skip-reconcile", r.skipIfAnnotated),
+		sharedPhase[*clusterScope]("finalizer", r.ensureFinalizer),
+		sharedPhase[*clusterScope]("password", r.resolvePassword),
+		sharedPhase[*clusterScope]("tls", r.resolveTLS),
+		sharedPhase[*clusterScope]("acl", r.resolveACL),
 		{Name: "node-ports", Run: r.readNodePorts},
 		{Name: "hand-over-terminating", Run: r.handOverTerminating},
-		{Name: "password-rotation", Run: r.rotatePassword},
+		sharedPhase[*clusterScope]("password-rotation", r.rotatePassword),
 		{Name: "scale-in", Run: r.holdScaleIn},
 		{Name: "node-port-services", Run: r.ensureNodePortServices},
 		{Name: "build", Run: r.buildObjects},
-		{Name: "storage", Run: r.growStorage},
-		{Name: "objects", Run: r.applyObjects},
-		{Name: "exporter-password", Run: r.restartStaleExporters},
-		{Name: "storage-wait", Run: r.waitForStorage},
+		sharedPhase[*clusterScope]("storage", r.growStorage),
+		sharedPhase[*clusterScope]("objects", r.applyObjects),
+		sharedPhase[*clusterScope]("exporter-password", r.restartStaleExporters),
+		sharedPhase[*clusterScope]("storage-wait", r.waitForStorage),
 		{Name: "pods", Run: r.observePods},
 		{Name: "tls-reload", Run: r.reloadTLS},
 		{Name: "acl-reload", Run: r.reloadACL},
@@ -108,40 +103,22 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return kindShell[*v1beta2.RedisCluster, *clusterScope]{
 		newObject: func() *v1beta2.RedisCluster { return &v1beta2.RedisCluster{} },
 		newScope: func(cr *v1beta2.RedisCluster, b workloadScope) *clusterScope {
-			return &clusterScope{workloadScope: b, cr: cr}
+			s := &clusterScope{workloadScope: b, cr: cr}
+			var storage *v1beta2.Storage
+			if cr.Spec.Storage != nil {
+				storage = &cr.Spec.Storage.Storage
+			}
+			s.spec = workloadSpec{owner: cr, kind: "RedisCluster", skipAnnotation: SkipReconcileClusterAnnotation, skipWhat: "cluster",
+				passwordSecret: cr.Spec.KubernetesConfig.ExistingPasswordSecret, tls: cr.Spec.TLS, acl: cr.Spec.ACL,
+				storage: storage, port: int(builder.ClusterPort(cr)),
+				pods: func(ctx context.Context) ([]corev1.Pod, error) { return r.allPods(ctx, s)() }}
+			return s
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
 		stage:    func(s *clusterScope) string { return s.clusterStage },
 		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
-}
-
-func (r *RedisClusterReconciler) reconcileDeletion(ctx context.Context, s *clusterScope) (bool, error) {
-	var storage *v1beta2.Storage
-	if s.cr.Spec.Storage != nil {
-		storage = &s.cr.Spec.Storage.Storage
-	}
-	return r.finalizeDeleted(ctx, s.cr, "RedisCluster", storage, s.Requeuer(ctx))
-}
-
-func (r *RedisClusterReconciler) skipReconcile(_ context.Context, s *clusterScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileClusterAnnotation, "cluster", s.Conditions), nil
-}
-
-func (r *RedisClusterReconciler) ensureFinalizer(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, addFinalizer(ctx, r.Client, s.cr)
-}
-
-func (r *RedisClusterReconciler) resolvePassword(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
-	return stop, err
-}
-
-// rotatePassword changes the running pods' password in place when the Secret's changed.
-func (r *RedisClusterReconciler) rotatePassword(ctx context.Context, s *clusterScope) (bool, error) {
-	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotate(ctx, s.cr, r.allPods(ctx, s), int(builder.ClusterPort(s.cr)), s.password, s.Conditions,
-		func(why string) { s.Requeue(ctx, whileBroken, why) })
 }
 
 // allPods lists the pods of both StatefulSets, leaders first.
@@ -154,37 +131,11 @@ func (r *RedisClusterReconciler) allPods(ctx context.Context, s *clusterScope) f
 	}
 }
 
-// restartStaleExporters gives the exporters a password rotation marked the password the
-// objects phase has just written to the auth Secret.
-func (r *RedisClusterReconciler) restartStaleExporters(ctx context.Context, s *clusterScope) (bool, error) {
-	pods, err := r.allPods(ctx, s)()
-	if err != nil {
-		return false, err
-	}
-	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
-}
-
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
 	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser, Pods: &s.pods,
 		NodePorts: s.nodePorts, ServicePods: &s.servicePods, DNSDomain: r.DNSDomain})
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
-}
-
-// growStorage grows the volumes to a larger storage request before the objects are applied.
-func (r *RedisClusterReconciler) growStorage(ctx context.Context, s *clusterScope) (bool, error) {
-	var err error
-	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.Conditions)
-	return false, err
-}
-
-func (r *RedisClusterReconciler) applyObjects(ctx context.Context, s *clusterScope) (bool, error) {
-	return r.applyBuilt(ctx, s.cr, s.objects, s.buildErr, s.Conditions)
-}
-
-func (r *RedisClusterReconciler) waitForStorage(ctx context.Context, s *clusterScope) (bool, error) {
-	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.Conditions,
-		s.Requeuer(ctx)), nil
 }
 
 func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScope) (bool, error) {
@@ -303,31 +254,19 @@ func (r *RedisClusterReconciler) outage(s *clusterScope, message string) {
 	s.Conditions.Degraded(status.ReasonOutage, message)
 }
 
-func (r *RedisClusterReconciler) resolveTLS(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
-	return stop, err
-}
-
-func (r *RedisClusterReconciler) resolveACL(ctx context.Context, s *clusterScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.Conditions)
-	return stop, err
-}
-
 // reloadACL brings an edit of the ACL Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadACL(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, append(slices.Clone(s.leaders), s.followers...),
-		int(builder.ClusterPort(s.cr)), s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
+	return false, r.reloadACLOn(ctx, &s.workloadScope, append(slices.Clone(s.leaders), s.followers...))
 }
 
 // reloadTLS brings a renewed TLS Secret into the running pods, without restarts.
 func (r *RedisClusterReconciler) reloadTLS(ctx context.Context, s *clusterScope) (bool, error) {
-	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, append(slices.Clone(s.leaders), s.followers...),
-		int(builder.ClusterPort(s.cr)), s.acl.auth(s.password), s.Requeuer(ctx))
+	return false, r.reloadTLSOn(ctx, &s.workloadScope, append(slices.Clone(s.leaders), s.followers...))
 }
 
 // endpoint is how to reach the Redis at ip:port of this cluster: its password, its TLS.
 func (s *clusterScope) endpoint(ip string, port int) redis.Endpoint {
-	return redis.NewEndpoint(ip, port, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
+	return redis.NewEndpoint(ip, port, s.auth()).WithTLS(s.tls.clientConfig())
 }
 
 // memberEndpoint is how to reach the Redis of a member: at its pod's address, whatever it
@@ -338,6 +277,6 @@ func (s *clusterScope) memberEndpoint(m *clusterplan.Member) redis.Endpoint {
 
 // withPods is a scope that observes only the given pods, with what it takes to reach them.
 func (s *clusterScope) withPods(leaders, followers []corev1.Pod) *clusterScope {
-	return &clusterScope{workloadScope: s.workloadScope, cr: s.cr, clusterStage: s.clusterStage, password: s.password, tls: s.tls, nodePorts: s.nodePorts,
+	return &clusterScope{workloadScope: s.workloadScope, cr: s.cr, clusterStage: s.clusterStage, nodePorts: s.nodePorts,
 		leaders: leaders, followers: followers}
 }

@@ -19,8 +19,10 @@ type workloadScope struct {
 	reconcile.Scope
 	// memory is the reconciler's Memory.
 	memory *Memory
-	// acl is what the acl phase found in spec.acl.secret.
-	acl aclState
+	// spec is what the shared phases read of the resource (workload_phases.go), resolved
+	// what they found.
+	spec workloadSpec
+	resolved
 }
 
 func (w *workloadScope) workload() *workloadScope { return w }

@@ -38,13 +38,6 @@ type passwordRotation struct {
 	acl aclState
 }
 
-// rotate returns stop when a pod is not running (it must not start, or go on, with the old
-// password unseen) and an error when a pod refuses both passwords.
-// listPods is called only when the password changes.
-func (p passwordRotation) rotate(ctx context.Context, owner client.Object, listPods func() ([]corev1.Pod, error), port int, want string, conditions status.Conditions, requeue func(string)) (bool, error) {
-	return p.rotateWatched(ctx, owner, listPods, nil, port, want, conditions, requeue)
-}
-
 // watchingSentinels is one set of sentinels that authenticates to the pods being rotated
 // (their auth-pass for masterGroup): their pods, and their own password and TLS to ask them.
 type watchingSentinels struct {
@@ -54,8 +47,10 @@ type watchingSentinels struct {
 	tls               *tls.Config
 }
 
-// rotateWatched is rotate for pods that sentinels watch; listSentinels (nil for none) is
-// called only when the password changes. Sentinels authenticate to the master and replicas
+// rotateWatched returns stop when a pod is not running (it must not start, or go on, with the
+// old password unseen) and an error when a pod refuses both passwords. listPods, and
+// listSentinels (nil when no sentinel watches the pods), are called only when the password
+// changes. Sentinels authenticate to the master and replicas
 // anew whenever a link drops, so they must never hold a password the pods refuse. With
 // sentinels the order is:
 //

@@ -69,15 +69,10 @@ type RedisReplicationReconciler struct {
 
 type replicationScope struct {
 	workloadScope
-	cr       *v1beta2.RedisReplication
-	password string
-	tls      *tlsSettings
-	objects  *builder.Objects
-	buildErr error
-	storage  storageOutcome
-	pods     []corev1.Pod
-	members  []replicationplan.Member
-	plan     replicationplan.Plan
+	cr      *v1beta2.RedisReplication
+	pods    []corev1.Pod
+	members []replicationplan.Member
+	plan    replicationplan.Plan
 	// sentinels is set when RedisSentinels monitor this replication; monitored is the master
 	// address more than half of their answering pods report.
 	sentinels bool
@@ -102,44 +97,23 @@ type replicationScope struct {
 	hosts     podHosts
 }
 
-// restartStaleExporters gives the exporters a password rotation marked the password the
-// objects phase has just written to the auth Secret.
-func (r *RedisReplicationReconciler) restartStaleExporters(ctx context.Context, s *replicationScope) (bool, error) {
-	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
-	if err != nil {
-		return false, err
-	}
-	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
-}
-
-// rotatePassword changes the running pods' password in place when the Secret's changed, and
-// that of every sentinel watching the replication (embedded or RedisSentinels) in step with it.
-func (r *RedisReplicationReconciler) rotatePassword(ctx context.Context, s *replicationScope) (bool, error) {
-	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotateWatched(ctx, s.cr, pods,
-		func() ([]watchingSentinels, error) { return r.watchingSentinels(ctx, s) },
-		builder.DefaultRedisPort, s.password, s.Conditions, func(why string) { s.Requeue(ctx, whileBroken, why) })
-}
-
 func (r *RedisReplicationReconciler) phases() []reconcile.Phase[*replicationScope] {
 	return []reconcile.Phase[*replicationScope]{
 		{Name: "deletion", Run: r.reconcileDeletion},
-		{Name: "skip-reconcile", Run: r.skipReconcile},
-		{Name: "finalizer", Run: func(ctx context.Context, s *replicationScope) (bool, error) {
-			return false, addFinalizer(ctx, r.Client, s.cr)
-		}},
-		{Name: "password", Run: r.resolvePassword},
-		{Name: "tls", Run: r.resolveTLS},
-		{Name: "acl", Run: r.resolveACL},
+		sharedPhase[*replicationScope]("skip-reconcile", r.skipIfAnnotated),
+		sharedPhase[*replicationScope]("finalizer", r.ensureFinalizer),
+		sharedPhase[*replicationScope]("password", r.resolvePassword),
+		sharedPhase[*replicationScope]("tls", r.resolveTLS),
+		sharedPhase[*replicationScope]("acl", r.resolveACL),
 		{Name: "hostnames", Run: r.resolveHostnames},
-		{Name: "password-rotation", Run: r.rotatePassword},
+		sharedPhase[*replicationScope]("password-rotation", r.rotatePassword),
 		{Name: "hand-over-terminating", Run: r.handOverTerminating},
 		{Name: "hand-over-before-scale-in", Run: r.handOverBeforeScaleIn},
 		{Name: "build", Run: r.buildObjects},
-		{Name: "storage", Run: r.growStorage},
-		{Name: "objects", Run: r.applyObjects},
-		{Name: "exporter-password", Run: r.restartStaleExporters},
-		{Name: "storage-wait", Run: r.waitForStorage},
+		sharedPhase[*replicationScope]("storage", r.growStorage),
+		sharedPhase[*replicationScope]("objects", r.applyObjects),
+		sharedPhase[*replicationScope]("exporter-password", r.restartStaleExporters),
+		sharedPhase[*replicationScope]("storage-wait", r.waitForStorage),
 		{Name: "pods", Run: r.observePods},
 		{Name: "tls-reload", Run: r.reloadTLS},
 		{Name: "acl-reload", Run: r.reloadACL},
@@ -159,7 +133,14 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	return kindShell[*v1beta2.RedisReplication, *replicationScope]{
 		newObject: func() *v1beta2.RedisReplication { return &v1beta2.RedisReplication{} },
 		newScope: func(cr *v1beta2.RedisReplication, b workloadScope) *replicationScope {
-			return &replicationScope{workloadScope: b, cr: cr}
+			b.spec = workloadSpec{owner: cr, kind: "RedisReplication", skipAnnotation: SkipReconcileReplicationAnnotation, skipWhat: "RedisReplication",
+				passwordSecret: cr.Spec.KubernetesConfig.ExistingPasswordSecret, tls: cr.Spec.TLS, acl: cr.Spec.ACL,
+				aclForSentinels: cr.Spec.Sentinel != nil, storage: cr.Spec.Storage, port: builder.DefaultRedisPort,
+				pods: func(ctx context.Context) ([]corev1.Pod, error) { return podsOf(ctx, r.Client, cr.Namespace, cr.Name) }}
+			s := &replicationScope{workloadScope: b, cr: cr}
+			// Embedded sentinels and RedisSentinels alike take a new password in step with the pods.
+			s.spec.sentinels = func(ctx context.Context) ([]watchingSentinels, error) { return r.watchingSentinels(ctx, s) }
+			return s
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
@@ -174,16 +155,7 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 		r.countedMaster.Delete(s.cr.UID)
 		r.served.Delete(s.cr.UID)
 	}
-	return r.finalizeDeleted(ctx, s.cr, "RedisReplication", s.cr.Spec.Storage, s.Requeuer(ctx))
-}
-
-func (r *RedisReplicationReconciler) skipReconcile(_ context.Context, s *replicationScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileReplicationAnnotation, "RedisReplication", s.Conditions), nil
-}
-
-func (r *RedisReplicationReconciler) resolvePassword(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
-	return stop, err
+	return r.finalizeIfDeleted(ctx, &s.workloadScope)
 }
 
 func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
@@ -211,22 +183,6 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 	return false, nil
 }
 
-// growStorage grows the volumes to a larger storage request before the objects are applied.
-func (r *RedisReplicationReconciler) growStorage(ctx context.Context, s *replicationScope) (bool, error) {
-	var err error
-	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.Conditions)
-	return false, err
-}
-
-func (r *RedisReplicationReconciler) applyObjects(ctx context.Context, s *replicationScope) (bool, error) {
-	return r.applyBuilt(ctx, s.cr, s.objects, s.buildErr, s.Conditions)
-}
-
-func (r *RedisReplicationReconciler) waitForStorage(ctx context.Context, s *replicationScope) (bool, error) {
-	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.Conditions,
-		s.Requeuer(ctx)), nil
-}
-
 // boundedWait reports a wait (report) until it has lasted StuckAfter, then as stuck, and
 // comes back at the bound to say so: nothing else may.
 func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replicationScope, key, message string, report func(string)) {
@@ -237,18 +193,13 @@ func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replica
 
 // client returns the pooled connection to a pod's Redis.
 func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
-	return r.dial(ip, builder.DefaultRedisPort, s.acl.auth(s.password), s.tls.clientConfig())
+	return r.Redis.Client(s.endpointOf(ip))
 }
 
 // dial returns the pooled connection to a port of a pod: every connection this controller
 // makes goes through here.
 func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, tlsConfig *tls.Config) (*redis.Client, error) {
 	return r.Redis.Client(redis.NewEndpoint(ip, port, auth).WithTLS(tlsConfig))
-}
-
-func (r *RedisReplicationReconciler) resolveTLS(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
-	return stop, err
 }
 
 // resolveHostnames finds whether the sentinels watching the replication name instances by DNS
@@ -262,21 +213,14 @@ func (r *RedisReplicationReconciler) resolveHostnames(ctx context.Context, s *re
 	return false, nil
 }
 
-func (r *RedisReplicationReconciler) resolveACL(ctx context.Context, s *replicationScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, s.cr.Spec.Sentinel != nil, s.Conditions)
-	return stop, err
-}
-
 // reloadACL brings an edit of the ACL Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadACL(ctx context.Context, s *replicationScope) (bool, error) {
-	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, s.pods,
-		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
+	return false, r.reloadACLOn(ctx, &s.workloadScope, s.pods)
 }
 
 // reloadTLS brings a renewed TLS Secret into the running Redis pods, without restarts.
 func (r *RedisReplicationReconciler) reloadTLS(ctx context.Context, s *replicationScope) (bool, error) {
-	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, s.pods,
-		builder.DefaultRedisPort, s.acl.auth(s.password), s.Requeuer(ctx))
+	return false, r.reloadTLSOn(ctx, &s.workloadScope, s.pods)
 }
 
 // notReady reports what is missing: a replication that was never Ready is initializing, one

@@ -60,14 +60,12 @@ func (r *RedisSentinelReconciler) boundedWait(ctx context.Context, s *sentinelSc
 
 // endpoint is how to reach the sentinel of the pod: its port, password and TLS.
 func (s *sentinelScope) endpoint(pod *corev1.Pod) redis.Endpoint {
-	return podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: s.password}).WithTLS(s.tls.clientConfig())
+	return s.endpointOf(pod.Status.PodIP)
 }
 
 type sentinelScope struct {
 	workloadScope
 	cr             *v1beta2.RedisSentinel
-	password       string
-	tls            *tlsSettings
 	masterPassword string
 	// masterHost is the address the sentinels should monitor the master by: its pod IP, or
 	// its DNS name when they name hosts (namesHosts).
@@ -78,15 +76,14 @@ type sentinelScope struct {
 
 func (r *RedisSentinelReconciler) phases() []reconcile.Phase[*sentinelScope] {
 	return []reconcile.Phase[*sentinelScope]{
-		{Name: "deletion", Run: r.reconcileDeletion},
-		{Name: "skip-reconcile", Run: r.skipReconcile},
-		{Name: "finalizer", Run: func(ctx context.Context, s *sentinelScope) (bool, error) {
-			return false, addFinalizer(ctx, r.Client, s.cr)
-		}},
-		{Name: "password", Run: r.resolvePassword},
-		{Name: "tls", Run: r.resolveTLS},
+		sharedPhase[*sentinelScope]("deletion", r.finalizeIfDeleted),
+		sharedPhase[*sentinelScope]("skip-reconcile", r.skipIfAnnotated),
+		sharedPhase[*sentinelScope]("finalizer", r.ensureFinalizer),
+		sharedPhase[*sentinelScope]("password", r.resolvePassword),
+		sharedPhase[*sentinelScope]("tls", r.resolveTLS),
 		{Name: "monitored-master", Run: r.resolveMaster},
-		{Name: "objects", Run: r.applyObjects},
+		{Name: "build", Run: r.buildObjects},
+		sharedPhase[*sentinelScope]("objects", r.applyObjects),
 		{Name: "pods", Run: r.observePods},
 		{Name: "tls-roll", Run: r.rollForTLS},
 		{Name: "health", Run: r.checkHealth},
@@ -98,20 +95,15 @@ func (r *RedisSentinelReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return kindShell[*v1beta2.RedisSentinel, *sentinelScope]{
 		newObject: func() *v1beta2.RedisSentinel { return &v1beta2.RedisSentinel{} },
 		newScope: func(cr *v1beta2.RedisSentinel, b workloadScope) *sentinelScope {
+			// Sentinels keep no data (no storage) and take no ACL file.
+			b.spec = workloadSpec{owner: cr, kind: "RedisSentinel", skipAnnotation: SkipReconcileSentinelAnnotation, skipWhat: "RedisSentinel",
+				passwordSecret: cr.Spec.KubernetesConfig.ExistingPasswordSecret, tls: cr.Spec.TLS, port: builder.DefaultSentinelPort}
 			return &sentinelScope{workloadScope: b, cr: cr}
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
 		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
-}
-
-func (r *RedisSentinelReconciler) reconcileDeletion(ctx context.Context, s *sentinelScope) (bool, error) {
-	return r.finalizeDeleted(ctx, s.cr, "RedisSentinel", nil, s.Requeuer(ctx))
-}
-
-func (r *RedisSentinelReconciler) skipReconcile(_ context.Context, s *sentinelScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileSentinelAnnotation, "RedisSentinel", s.Conditions), nil
 }
 
 // notReady reports what is missing: sentinels that were never Ready are initializing, ones
@@ -122,16 +114,6 @@ func (s *sentinelScope) notReady(reason, message string) {
 		return
 	}
 	s.Conditions.Progressing(reason, message)
-}
-
-func (r *RedisSentinelReconciler) resolvePassword(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
-	return stop, err
-}
-
-func (r *RedisSentinelReconciler) resolveTLS(ctx context.Context, s *sentinelScope) (stop bool, err error) {
-	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
-	return stop, err
 }
 
 // resolveMaster finds the address of the monitored RedisReplication's master and the password
@@ -192,13 +174,13 @@ func (r *RedisSentinelReconciler) invalidSpec(s *sentinelScope, message string) 
 	r.Recorder.Eventf(s.cr, nil, corev1.EventTypeWarning, status.ReasonInvalidSpec, "Validate", "%s", message)
 }
 
-func (r *RedisSentinelReconciler) applyObjects(ctx context.Context, s *sentinelScope) (bool, error) {
-	objects, err := builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
+func (r *RedisSentinelReconciler) buildObjects(_ context.Context, s *sentinelScope) (bool, error) {
+	s.objects, s.buildErr = builder.BuildRedisSentinel(builder.RedisSentinelInput{CR: s.cr, Password: s.password,
 		MasterPassword: s.masterPassword, MasterHost: s.masterHost})
-	if err == nil {
+	if s.buildErr == nil {
 		reportQuorum(r.Recorder, s.memory.warned, s.cr, builder.RedisSentinelQuorum(s.cr), builder.SentinelMonitors(s.cr), s.Conditions)
 	}
-	return r.applyBuilt(ctx, s.cr, objects, err, s.Conditions)
+	return false, nil
 }
 
 func (r *RedisSentinelReconciler) observePods(ctx context.Context, s *sentinelScope) (bool, error) {

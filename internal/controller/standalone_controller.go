@@ -32,31 +32,24 @@ type RedisReconciler struct {
 
 type redisScope struct {
 	workloadScope
-	cr       *v1beta2.Redis
-	password string
-	tls      *tlsSettings
-	objects  *builder.Objects
-	buildErr error
-	storage  storageOutcome
-	pod      *corev1.Pod
+	cr  *v1beta2.Redis
+	pod *corev1.Pod
 }
 
 func (r *RedisReconciler) phases() []reconcile.Phase[*redisScope] {
 	return []reconcile.Phase[*redisScope]{
-		{Name: "deletion", Run: r.reconcileDeletion},
-		{Name: "skip-reconcile", Run: r.skipReconcile},
-		{Name: "finalizer", Run: func(ctx context.Context, s *redisScope) (bool, error) {
-			return false, addFinalizer(ctx, r.Client, s.cr)
-		}},
-		{Name: "password", Run: r.resolvePassword},
-		{Name: "tls", Run: r.resolveTLS},
-		{Name: "acl", Run: r.resolveACL},
-		{Name: "password-rotation", Run: r.rotatePassword},
+		sharedPhase[*redisScope]("deletion", r.finalizeIfDeleted),
+		sharedPhase[*redisScope]("skip-reconcile", r.skipIfAnnotated),
+		sharedPhase[*redisScope]("finalizer", r.ensureFinalizer),
+		sharedPhase[*redisScope]("password", r.resolvePassword),
+		sharedPhase[*redisScope]("tls", r.resolveTLS),
+		sharedPhase[*redisScope]("acl", r.resolveACL),
+		sharedPhase[*redisScope]("password-rotation", r.rotatePassword),
 		{Name: "build", Run: r.buildObjects},
-		{Name: "storage", Run: r.growStorage},
-		{Name: "objects", Run: r.applyObjects},
-		{Name: "exporter-password", Run: r.restartStaleExporters},
-		{Name: "storage-wait", Run: r.waitForStorage},
+		sharedPhase[*redisScope]("storage", r.growStorage),
+		sharedPhase[*redisScope]("objects", r.applyObjects),
+		sharedPhase[*redisScope]("exporter-password", r.restartStaleExporters),
+		sharedPhase[*redisScope]("storage-wait", r.waitForStorage),
 		{Name: "pod", Run: r.observePod},
 		{Name: "tls-reload", Run: r.reloadTLS},
 		{Name: "acl-reload", Run: r.reloadACL},
@@ -69,85 +62,33 @@ func (r *RedisReconciler) phases() []reconcile.Phase[*redisScope] {
 func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return kindShell[*v1beta2.Redis, *redisScope]{
 		newObject: func() *v1beta2.Redis { return &v1beta2.Redis{} },
-		newScope:  func(cr *v1beta2.Redis, b workloadScope) *redisScope { return &redisScope{workloadScope: b, cr: cr} },
-		phases:    r.phases(),
-		liveness:  r.Liveness,
-		memory:    r.Memory,
+		newScope: func(cr *v1beta2.Redis, b workloadScope) *redisScope {
+			b.spec = workloadSpec{owner: cr, kind: "Redis", skipAnnotation: SkipReconcileAnnotation, skipWhat: "Redis",
+				passwordSecret: cr.Spec.KubernetesConfig.ExistingPasswordSecret, tls: cr.Spec.TLS, acl: cr.Spec.ACL,
+				storage: cr.Spec.Storage, port: builder.DefaultRedisPort,
+				pods: func(ctx context.Context) ([]corev1.Pod, error) { return podsOf(ctx, r.Client, cr.Namespace, cr.Name) }}
+			return &redisScope{workloadScope: b, cr: cr}
+		},
+		phases:   r.phases(),
+		liveness: r.Liveness,
+		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
-}
-
-func (r *RedisReconciler) reconcileDeletion(ctx context.Context, s *redisScope) (bool, error) {
-	return r.finalizeDeleted(ctx, s.cr, "Redis", s.cr.Spec.Storage, s.Requeuer(ctx))
-}
-
-func (r *RedisReconciler) skipReconcile(_ context.Context, s *redisScope) (bool, error) {
-	return skipWhileAnnotated(s.cr, SkipReconcileAnnotation, "Redis", s.Conditions), nil
-}
-
-func (r *RedisReconciler) resolvePassword(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.password, stop, err = resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.KubernetesConfig.ExistingPasswordSecret, s.Conditions)
-	return stop, err
-}
-
-// rotatePassword changes a running pod's password in place when the Secret's changed.
-func (r *RedisReconciler) rotatePassword(ctx context.Context, s *redisScope) (bool, error) {
-	pods := func() ([]corev1.Pod, error) { return podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name) }
-	return passwordRotation{client: r.Client, pool: r.Redis, recorder: r.Recorder, tls: s.tls.clientConfig(), acl: s.acl}.rotate(ctx, s.cr, pods, builder.DefaultRedisPort, s.password, s.Conditions,
-		func(why string) { s.Requeue(ctx, whileBroken, why) })
-}
-
-func (r *RedisReconciler) resolveTLS(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.tls, stop, err = r.resolveTLSOf(ctx, s.cr, s.cr.Spec.TLS, s.Conditions)
-	return stop, err
 }
 
 // reloadTLS brings a renewed TLS Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadTLS(ctx context.Context, s *redisScope) (bool, error) {
-	return false, tlsReload{client: r.Client, pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.tls, []corev1.Pod{*s.pod},
-		builder.DefaultRedisPort, s.acl.auth(s.password), s.Requeuer(ctx))
-}
-
-func (r *RedisReconciler) resolveACL(ctx context.Context, s *redisScope) (stop bool, err error) {
-	s.acl, stop, err = resolveACLOf(ctx, r.Client, r.Recorder, s.cr, s.cr.Spec.ACL, s.password, false, s.Conditions)
-	return stop, err
+	return false, r.reloadTLSOn(ctx, &s.workloadScope, []corev1.Pod{*s.pod})
 }
 
 // reloadACL brings an edit of the ACL Secret into the running pod, without a restart.
 func (r *RedisReconciler) reloadACL(ctx context.Context, s *redisScope) (bool, error) {
-	return false, aclReload{pool: r.Redis, recorder: r.Recorder}.reload(ctx, s.cr, s.objects, []corev1.Pod{*s.pod},
-		builder.DefaultRedisPort, s.password, s.acl, s.tls.clientConfig(), s.Requeuer(ctx))
+	return false, r.reloadACLOn(ctx, &s.workloadScope, []corev1.Pod{*s.pod})
 }
 
 func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, error) {
 	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser})
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
-}
-
-// growStorage grows the volumes to a larger storage request before the objects are applied.
-func (r *RedisReconciler) growStorage(ctx context.Context, s *redisScope) (bool, error) {
-	var err error
-	s.storage, err = storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.grow(ctx, s.cr, s.objects, s.Conditions)
-	return false, err
-}
-
-func (r *RedisReconciler) applyObjects(ctx context.Context, s *redisScope) (bool, error) {
-	return r.applyBuilt(ctx, s.cr, s.objects, s.buildErr, s.Conditions)
-}
-
-// restartStaleExporters gives the exporters a password rotation marked the password the
-// objects phase has just written to the auth Secret.
-func (r *RedisReconciler) restartStaleExporters(ctx context.Context, s *redisScope) (bool, error) {
-	pods, err := podsOf(ctx, r.Client, s.cr.Namespace, s.cr.Name)
-	if err != nil {
-		return false, err
-	}
-	return false, exporterRestart{client: r.Client, recorder: r.Recorder}.restartStale(ctx, s.cr, pods)
-}
-
-func (r *RedisReconciler) waitForStorage(ctx context.Context, s *redisScope) (bool, error) {
-	return storageGrowth{c: r.Client, rec: r.Recorder, warned: s.memory.warned}.wait(s.cr, s.storage, s.Conditions,
-		s.Requeuer(ctx)), nil
 }
 
 func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, error) {
@@ -182,7 +123,7 @@ func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
 
 // endpoint is how to reach the Redis of the pod: its port, password and TLS.
 func (r *RedisReconciler) endpoint(s *redisScope, pod *corev1.Pod) redis.Endpoint {
-	return podEndpoint(pod, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
+	return s.endpointOf(pod.Status.PodIP)
 }
 
 func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope) (bool, error) {

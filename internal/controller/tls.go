@@ -199,7 +199,8 @@ type tlsReload struct {
 	recorder recorder.EventRecorder
 }
 
-func (t tlsReload) reload(ctx context.Context, owner client.Object, settings *tlsSettings, pods []corev1.Pod, port int, auth redis.Auth, requeue func(time.Duration, string)) error {
+func (t tlsReload) reload(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
+	owner, settings, port, auth, requeue := w.spec.owner, w.tls, w.spec.port, w.auth(), w.Requeuer(ctx)
 	if settings == nil {
 		return nil
 	}
