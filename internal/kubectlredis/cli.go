@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
@@ -24,8 +25,11 @@ type option struct {
 	names   []string
 	key     string
 	boolean bool
-	value   string // the value's name in help
-	help    string
+	// toggle: a boolean that also takes =true or =false (--wait=false), read with
+	// invocation.enabled; a plain boolean takes no value.
+	toggle bool
+	value  string // the value's name in help
+	help   string
 }
 
 var options = []option{
@@ -37,6 +41,10 @@ var options = []option{
 	{names: []string{"--operator-namespace"}, key: "operator-namespace", value: "NAMESPACE", help: "namespace of the operator's pods, whose log lines are bundled (default: " + defaultOperatorNamespace + ")"},
 	{names: []string{"--tail"}, key: "tail", value: "N", help: "how many of the operator's last log lines to search for the resource's name (default: " + strconv.Itoa(defaultLogTail) + ")"},
 	{names: []string{"--master"}, key: "master", boolean: true, help: "the master: of POD's shard or replication, else (RedisCluster) the master serving slot 0"},
+	{names: []string{"--from-schedule"}, key: "from-schedule", value: "SCHEDULE", help: "take the storage settings from this RedisBackupSchedule's backupTemplate"},
+	{names: []string{"--like"}, key: "like", value: "BACKUP", help: "copy the storage settings of this RedisBackup"},
+	{names: []string{"--wait"}, key: "wait", boolean: true, toggle: true, help: "wait until the backup is Completed or Failed, printing its progress (default true; --wait=false returns once it is created)"},
+	{names: []string{"--timeout"}, key: "timeout", value: "DURATION", help: "how long --wait waits, \"30m\", \"1h30m\" (default: " + shortDuration(defaultBackupTimeout) + ")"},
 	{names: []string{"--kubeconfig"}, key: "kubeconfig", value: "FILE", help: "kubeconfig file (default: KUBECONFIG, then ~/.kube/config)"},
 	{names: []string{"--context"}, key: "context", value: "NAME", help: "kubeconfig context"},
 }
@@ -100,6 +108,9 @@ type invocation struct {
 
 func (inv invocation) value(key string) string { return inv.values[key] }
 func (inv invocation) set(key string) bool     { _, ok := inv.values[key]; return ok }
+
+// enabled reads a toggle: on when absent or given without a value, off with =false.
+func (inv invocation) enabled(key string) bool { return inv.values[key] != "false" }
 
 // arg is the i-th positional argument, "" when absent.
 func (inv invocation) arg(i int) string {
@@ -255,6 +266,52 @@ replied with an error. Commands go as typed: the plugin refuses none, FLUSHALL i
 			},
 		},
 		{
+			name: "backups", args: "[NAME]", min: 0, max: 1, flags: []string{"namespace", "all-namespaces", "kind", "output"},
+			flagDocs: map[string]flagDoc{"kind": {"KIND", "Redis, RedisCluster or RedisReplication, when a name is ambiguous"}},
+			summary:  "the RedisBackups of NAME (of the namespace without NAME), newest first",
+			help: `The RedisBackups whose spec.target names the resource NAME (--kind when a name is
+ambiguous), newest first: their phase, size, start (UTC), duration (so far, while Running) and
+the RedisBackupSchedule that made them (from their owner references; empty for one made by
+hand). Without NAME, every RedisBackup of the namespace (-A: of every namespace) with its
+target. The backups of a resource that no longer exists are still listed. -o json or
+-o yaml prints the same, with each backup's location and condition, as one document.`,
+			check: checkBackups,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Backups(ctx, inv.arg(0), inv.value("kind"), inv.set("all-namespaces"), inv.value("output"))
+			},
+		},
+		{
+			name: "backup", args: "NAME", min: 1, max: 1, flags: []string{"namespace", "kind", "from-schedule", "like", "wait", "timeout"},
+			flagDocs: map[string]flagDoc{"kind": {"KIND", "Redis, RedisCluster or RedisReplication, when a name is ambiguous"}},
+			summary:  "take a RedisBackup of NAME now, and wait for it",
+			help: `Create a RedisBackup of the resource NAME (a Redis, RedisReplication or RedisCluster: a
+RedisSentinel holds no data), named NAME-manual-<UTC time, yyyymmddhhmmss> (NAME shortened so
+that the name has 63 characters at most). Its storage and source are those of the
+backupTemplate of the RedisBackupSchedule --from-schedule names, or of the RedisBackup --like
+names; with neither, those of the one RedisBackupSchedule whose template targets NAME, else of
+its earlier RedisBackups when they all use the same storage (the plugin says which it took);
+otherwise it fails and lists the schedules and backups to choose from. The backup is not
+labelled nor owned by a schedule, so no schedule's retention deletes it.
+
+By default it then waits until the backup is Completed or Failed (--timeout, default
+` + shortDuration(defaultBackupTimeout) + `), printing a line each time its phase or progress changes, then its size,
+duration and location. A Failed backup (its condition's message is printed) or a timeout
+exits non-zero; the backup goes on in the cluster after a timeout or an interrupt.
+--wait=false returns once the backup is created.`,
+			check: checkBackup,
+			run: func(ctx context.Context, inv invocation, connect func() (Plugin, error), _ io.Writer) error {
+				p, err := connect()
+				if err != nil {
+					return err
+				}
+				return p.Backup(ctx, inv.arg(0), inv.value("kind"), backupOptions(inv))
+			},
+		},
+		{
 			name: "version", min: 0, max: 0, flags: []string{"client"},
 			summary: "the plugin's and the operator's versions, with a warning when they differ",
 			help: `The plugin's version and commit, then the version of each operator Deployment found
@@ -331,6 +388,12 @@ func splitArgs(args []string) (invocation, []string, error) {
 			return inv, nil, fmt.Errorf("unknown flag %s", name)
 		}
 		switch {
+		case o.toggle && hasValue:
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return inv, nil, fmt.Errorf("flag %s takes true or false, not %q", name, value)
+			}
+			value = strconv.FormatBool(b)
 		case o.boolean && hasValue:
 			return inv, nil, fmt.Errorf("flag %s takes no value", name)
 		case o.boolean:
@@ -512,13 +575,16 @@ func connect(inv invocation, out io.Writer) (Plugin, error) {
 	return Plugin{Config: config, Kube: kube, Client: c, Namespace: namespace, Out: out}, nil
 }
 
-// newScheme knows the built-in kinds and the four Redis kinds.
+// newScheme knows the built-in kinds, the four Redis kinds and the backup kinds.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
 	if err := v1beta2.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
 	return scheme, nil

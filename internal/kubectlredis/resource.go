@@ -68,6 +68,21 @@ func findResource(ctx context.Context, c client.Reader, namespace, name, kind st
 		}
 		candidates = []string{k}
 	}
+	return findAmong(ctx, c, namespace, name, candidates)
+}
+
+// notFoundError: no resource of the kinds looked up has the name.
+type notFoundError struct {
+	name, namespace string
+	kinds           []string
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("no %s named %q in namespace %q", strings.Join(e.kinds, ", "), e.name, e.namespace)
+}
+
+// findAmong gets the resource named name of the only kind among candidates that has one.
+func findAmong(ctx context.Context, c client.Reader, namespace, name string, candidates []string) (*resource, error) {
 	var found []*resource
 	for _, k := range candidates {
 		obj := newObject(k)
@@ -81,7 +96,7 @@ func findResource(ctx context.Context, c client.Reader, namespace, name, kind st
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("no %s named %q in namespace %q", strings.Join(candidates, ", "), name, namespace)
+		return nil, &notFoundError{name: name, namespace: namespace, kinds: candidates}
 	case 1:
 		return found[0], nil
 	}

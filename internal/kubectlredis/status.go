@@ -36,6 +36,8 @@ type Plugin struct {
 	Out       io.Writer
 	// Now is the clock, time.Now when nil.
 	Now func() time.Time
+	// PollInterval is how often backup --wait reads the backup; 2s when zero.
+	PollInterval time.Duration
 	// dial reaches Redis on a pod; nil is through a port-forward (dialPod). Tests give
 	// another.
 	dial func(ctx context.Context, res *resource, pod *corev1.Pod) (redisConn, error)
