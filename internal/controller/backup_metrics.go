@@ -66,14 +66,16 @@ func observeBackupCompleted(m *backupMemory, b *v1alpha1.RedisBackup) {
 	}
 	l := backupTargetLabels(b)
 	observeBackupCounters(l)
-	done := b.Status.CompletedAt.Time
+	// In whole seconds, as the stored status has them: the values the reconcile that ended the
+	// backup sets are the ones an operator started later reads back.
+	done := b.Status.CompletedAt.Truncate(time.Second)
 	if !m.newer(backupTargetKey(b.Namespace, b.Spec.Target.Kind, b.Spec.Target.Name), done) {
 		return
 	}
-	backupLastSuccess.With(l).Set(float64(done.UnixNano()) / 1e9)
+	backupLastSuccess.With(l).Set(float64(done.Unix()))
 	backupBytes.With(l).Set(float64(b.Status.TotalBytes))
 	if b.Status.StartedAt != nil {
-		backupDuration.With(l).Set(done.Sub(b.Status.StartedAt.Time).Seconds())
+		backupDuration.With(l).Set(done.Sub(b.Status.StartedAt.Truncate(time.Second)).Seconds())
 	}
 }
 
