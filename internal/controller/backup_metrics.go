@@ -32,16 +32,17 @@ func newBackupMemory() *backupMemory { return &backupMemory{newest: map[string]t
 
 func backupTargetKey(namespace, kind, name string) string { return namespace + "/" + kind + "/" + name }
 
-// newer reports whether a backup of the target that completed at t is newer than the one
-// recorded (or as new: setting the same values again is harmless), and records it if so.
-func (m *backupMemory) newer(key string, t time.Time) bool {
+// showIfNewer runs set, and records t, when a backup of the target that completed at t is at
+// least as new as the one recorded (setting the same values again is harmless). It holds the
+// lock while set runs, so that two backups of a target ending at once leave the newer shown.
+func (m *backupMemory) showIfNewer(key string, t time.Time, set func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.newest[key]; ok && t.Before(old) {
-		return false
+		return
 	}
 	m.newest[key] = t
-	return true
+	set()
 }
 
 // shown reports whether the gauges already show a backup of the target at least as new as t.
@@ -52,10 +53,13 @@ func (m *backupMemory) shown(key string, t time.Time) bool {
 	return ok && !t.After(old)
 }
 
-func (m *backupMemory) forget(key string) {
+// forget drops what is recorded of the target and runs drop (which deletes its series) under
+// the same lock, so that a backup ending meanwhile does not bring back half of them.
+func (m *backupMemory) forget(key string, drop func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.newest, key)
+	drop()
 }
 
 // observeBackupCompleted sets the target's gauges from a Completed backup's status, unless a
@@ -69,14 +73,13 @@ func observeBackupCompleted(m *backupMemory, b *v1alpha1.RedisBackup) {
 	// In whole seconds, as the stored status has them: the values the reconcile that ended the
 	// backup sets are the ones an operator started later reads back.
 	done := b.Status.CompletedAt.Truncate(time.Second)
-	if !m.newer(backupTargetKey(b.Namespace, b.Spec.Target.Kind, b.Spec.Target.Name), done) {
-		return
-	}
-	backupLastSuccess.With(l).Set(float64(done.Unix()))
-	backupBytes.With(l).Set(float64(b.Status.TotalBytes))
-	if b.Status.StartedAt != nil {
-		backupDuration.With(l).Set(done.Sub(b.Status.StartedAt.Truncate(time.Second)).Seconds())
-	}
+	m.showIfNewer(backupTargetKey(b.Namespace, b.Spec.Target.Kind, b.Spec.Target.Name), done, func() {
+		backupLastSuccess.With(l).Set(float64(done.Unix()))
+		backupBytes.With(l).Set(float64(b.Status.TotalBytes))
+		if b.Status.StartedAt != nil {
+			backupDuration.With(l).Set(done.Sub(b.Status.StartedAt.Truncate(time.Second)).Seconds())
+		}
+	})
 }
 
 // observeBackupCounters makes the target's counters exist at 0, so that increase() sees their
@@ -103,12 +106,13 @@ func countBackupEnded(b *v1alpha1.RedisBackup) {
 // forgetBackupTarget drops the backup series of a target that is gone, and what m remembers of it.
 func forgetBackupTarget(m *backupMemory, kind, namespace, name string) {
 	l := prometheus.Labels{"namespace": namespace, "target_kind": kind, "target": name}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		backupLastSuccess, backupDuration, backupBytes, backupsEnded,
-	} {
-		v.DeletePartialMatch(l)
-	}
-	m.forget(backupTargetKey(namespace, kind, name))
+	m.forget(backupTargetKey(namespace, kind, name), func() {
+		for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+			backupLastSuccess, backupDuration, backupBytes, backupsEnded,
+		} {
+			v.DeletePartialMatch(l)
+		}
+	})
 }
 
 // scheduleSeriesLabels are the labels of a schedule's series.
