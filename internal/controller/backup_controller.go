@@ -164,9 +164,44 @@ func (r *RedisBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return s.result, nil
 }
 
-// skipFinished stops at a backup that is Completed or Failed: a backup is taken once.
-func (r *RedisBackupReconciler) skipFinished(_ context.Context, s *backupScope) (bool, error) {
-	return s.backup.Finished(), nil
+// skipFinished stops at a backup that is Completed or Failed: a backup is taken once. A
+// Completed one newer than what the target's backup gauges show (the operator restarted) sets
+// them, while its target is there: the series of a target that is gone stay gone.
+func (r *RedisBackupReconciler) skipFinished(ctx context.Context, s *backupScope) (bool, error) {
+	b := s.backup
+	if !b.Finished() {
+		return false, nil
+	}
+	if b.Status.Phase != v1alpha1.BackupCompleted || b.Status.CompletedAt == nil ||
+		r.Memory.backups.shown(backupTargetKey(b.Namespace, b.Spec.Target.Kind, b.Spec.Target.Name), b.Status.CompletedAt.Time) {
+		return true, nil
+	}
+	target, ok := backupTargetObject(b.Spec.Target.Kind)
+	if !ok {
+		return true, nil
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Target.Name}, target); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return true, fmt.Errorf("read %s %s: %w", b.Spec.Target.Kind, b.Spec.Target.Name, err)
+	}
+	observeBackupCompleted(r.Memory.backups, b)
+	return true, nil
+}
+
+// backupTargetObject is an empty object of a backup's target kind, if it is one the operator
+// can back up.
+func backupTargetObject(kind string) (client.Object, bool) {
+	switch kind {
+	case v1alpha1.TargetRedis:
+		return &v1beta2.Redis{}, true
+	case v1alpha1.TargetRedisReplication:
+		return &v1beta2.RedisReplication{}, true
+	case v1alpha1.TargetRedisCluster:
+		return &v1beta2.RedisCluster{}, true
+	}
+	return nil, false
 }
 
 // refuseUnsupported fails, once and for good, a backup this version cannot take.
@@ -190,14 +225,9 @@ func (r *RedisBackupReconciler) refuseUnsupported(ctx context.Context, s *backup
 func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScope) (bool, error) {
 	t := s.backup.Spec.Target
 	key := client.ObjectKey{Namespace: s.backup.Namespace, Name: t.Name}
-	var target client.Object
-	switch t.Kind {
-	case v1alpha1.TargetRedis:
-		target = &v1beta2.Redis{}
-	case v1alpha1.TargetRedisCluster:
-		target = &v1beta2.RedisCluster{}
-	default:
-		target = &v1beta2.RedisReplication{}
+	target, ok := backupTargetObject(t.Kind)
+	if !ok {
+		return false, fmt.Errorf("target kind %q cannot be backed up", t.Kind) // refuseUnsupported failed it
 	}
 	if err := r.Client.Get(ctx, key, target); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -205,6 +235,8 @@ func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScop
 		}
 		return false, fmt.Errorf("read %s %s: %w", t.Kind, t.Name, err)
 	}
+	// The target is there: its backup counters exist from now, at 0 until a backup ends.
+	observeBackupCounters(backupTargetLabels(s.backup))
 	// The fields the two kinds share: how the operator logs in to their pods.
 	var kc *v1beta2.KubernetesConfig
 	var tlsSpec *v1beta2.TLSConfig
@@ -484,6 +516,8 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 	if err := r.writeStatus(ctx, s); err != nil {
 		return false, err
 	}
+	countBackupEnded(b)
+	observeBackupCompleted(r.Memory.backups, b)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupCompleted, "Backup", "%s", message)
 	log.FromContext(ctx).Info("backup completed", "shards", len(shards), "bytes", b.Status.TotalBytes, "location", b.Status.Location)
 	return false, nil
@@ -574,6 +608,7 @@ func (r *RedisBackupReconciler) fail(ctx context.Context, s *backupScope, reason
 	if err := r.writeStatus(ctx, s); err != nil {
 		return err
 	}
+	countBackupEnded(b)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupFailed, "Backup", "%s", why)
 	log.FromContext(ctx).Info("backup failed", "reason", reason, "cause", why)
 	return nil

@@ -272,6 +272,15 @@ func TestRedisBackupOfStandaloneRestoresEveryKey(t *testing.T) {
 	if !b.Status.StartedAt.Equal(startedAt) || countEvents(t, c, ns, "nightly", ReasonBackupStarted) != 1 {
 		t.Errorf("the completed backup was taken again: started at %v, then %v", startedAt, b.Status.StartedAt)
 	}
+	// Its metrics say what its status says, and it is counted once, read again or not.
+	target := map[string]string{"namespace": ns, "target_kind": v1alpha1.TargetRedis, "target": "cache"}
+	waitSamples(t, "the metrics of the completed backup", []wantSample{
+		sampleOf("redis_operator_backups_total", withLabel(target, "result", "completed"), 1),
+		sampleOf("redis_operator_backups_total", withLabel(target, "result", "failed"), 0),
+		sampleOf("redis_operator_backup_last_success_timestamp_seconds", target, float64(b.Status.CompletedAt.Unix())),
+		sampleOf("redis_operator_backup_duration_seconds", target, float64(b.Status.CompletedAt.Unix()-b.Status.StartedAt.Unix())),
+		sampleOf("redis_operator_backup_bytes", target, float64(b.Status.TotalBytes)),
+	})
 }
 
 // A replication's backup reads a replica in sync unless told to read the master.
@@ -366,6 +375,13 @@ func TestRedisBackupFailures(t *testing.T) {
 	for obj := range f.s3.Client(t).ListObjects(ctx, f.s3.Bucket, minio.ListObjectsOptions{Recursive: true}) {
 		t.Errorf("object %s (%v) in the bucket after backups that failed", obj.Key, obj.Err)
 	}
+	// Two failed backups of plain, counted once each; no success to show.
+	target := map[string]string{"namespace": ns, "target_kind": v1alpha1.TargetRedis, "target": "plain"}
+	waitSamples(t, "the metrics of the failed backups", []wantSample{
+		sampleOf("redis_operator_backups_total", withLabel(target, "result", "failed"), 2),
+		sampleOf("redis_operator_backups_total", withLabel(target, "result", "completed"), 0),
+		noSample("redis_operator_backup_last_success_timestamp_seconds", target),
+	})
 }
 
 // A store served over HTTPS by a private CA is reached with the CA of caSecret.

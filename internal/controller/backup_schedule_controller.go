@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,10 @@ type RedisBackupScheduleReconciler struct {
 	Recorder recorder.EventRecorder
 	// Clock says what time it is: main gives the real one, tests a fake they move.
 	Clock clock.PassiveClock
+
+	// seriesTarget is the target ("kind/name") each schedule's series were last set with, by
+	// namespace/name: a schedule whose target changes drops the series of the old one.
+	seriesTarget sync.Map
 }
 
 // scheduleScope is one reconcile of a RedisBackupSchedule.
@@ -80,9 +85,13 @@ func (r *RedisBackupScheduleReconciler) phases() []reconcile.Phase[*scheduleScop
 func (r *RedisBackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rbs v1alpha1.RedisBackupSchedule
 	if err := r.Client.Get(ctx, req.NamespacedName, &rbs); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetSeries(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rbs.DeletionTimestamp != nil {
+		r.forgetSeries(rbs.Namespace, rbs.Name)
 		return ctrl.Result{}, nil // its backups go with it, through their owner reference
 	}
 	s := &scheduleScope{schedule: &rbs, before: rbs.DeepCopy(), now: r.Clock.Now().UTC()}
@@ -120,6 +129,7 @@ func (r *RedisBackupScheduleReconciler) validate(ctx context.Context, s *schedul
 		r.Recorder.Eventf(s.schedule, nil, corev1.EventTypeWarning, ReasonInvalidSchedule, "Schedule", "%s", err.Error())
 	}
 	st.NextScheduleTime = nil
+	r.forgetSeries(s.schedule.Namespace, s.schedule.Name)
 	r.condition(s.schedule, v1beta2.ConditionReady, metav1.ConditionFalse, ReasonInvalidSchedule, err.Error())
 	r.condition(s.schedule, v1beta2.ConditionProgressing, metav1.ConditionFalse, ReasonInvalidSchedule, "no backup is scheduled")
 	log.FromContext(ctx).Info("invalid schedule", "cause", err.Error())
@@ -244,6 +254,7 @@ func (r *RedisBackupScheduleReconciler) runDue(ctx context.Context, s *scheduleS
 	st := &rbs.Status
 	if rbs.Spec.Suspend {
 		st.NextScheduleTime = nil
+		r.forgetSeries(rbs.Namespace, rbs.Name)
 		r.condition(rbs, v1beta2.ConditionReady, metav1.ConditionTrue, ReasonSuspended, "suspended: no new backup is made")
 		r.progressing(s)
 		return true, nil
@@ -261,6 +272,7 @@ func (r *RedisBackupScheduleReconciler) runDue(ctx context.Context, s *scheduleS
 	}
 	next := s.parsed.Next(s.now)
 	st.NextScheduleTime = &metav1.Time{Time: next}
+	r.observeSeries(rbs, s.parsed.Interval(s.now))
 	r.condition(rbs, v1beta2.ConditionReady, metav1.ConditionTrue, ReasonScheduled,
 		fmt.Sprintf("next backup at %s", next.Format(time.RFC3339)))
 	r.progressing(s)
@@ -298,6 +310,30 @@ func (r *RedisBackupScheduleReconciler) create(ctx context.Context, s *scheduleS
 		"created RedisBackup %s for the run of %s", b.Name, due.Format(time.RFC3339))
 	log.FromContext(ctx).Info("backup scheduled", "backup", b.Name, "run", due)
 	return nil
+}
+
+// observeSeries sets the schedule's interval and creation time, for the alert on targets whose
+// newest backup is older than two intervals; a schedule with no second run has no interval.
+func (r *RedisBackupScheduleReconciler) observeSeries(rbs *v1alpha1.RedisBackupSchedule, interval time.Duration) {
+	key := rbs.Namespace + "/" + rbs.Name
+	target := rbs.Spec.BackupTemplate.Target.Kind + "/" + rbs.Spec.BackupTemplate.Target.Name
+	if old, ok := r.seriesTarget.Load(key); ok && old.(string) != target {
+		forgetSchedule(rbs.Namespace, rbs.Name)
+	}
+	if interval <= 0 {
+		r.forgetSeries(rbs.Namespace, rbs.Name)
+		return
+	}
+	r.seriesTarget.Store(key, target)
+	l := scheduleSeriesLabels(rbs)
+	scheduleInterval.With(l).Set(interval.Seconds())
+	scheduleCreated.With(l).Set(float64(rbs.CreationTimestamp.Unix()))
+}
+
+// forgetSeries drops the series of a schedule that is gone, suspended or invalid.
+func (r *RedisBackupScheduleReconciler) forgetSeries(namespace, name string) {
+	r.seriesTarget.Delete(namespace + "/" + name)
+	forgetSchedule(namespace, name)
 }
 
 // progressing says whether a backup of the schedule is under way.

@@ -224,10 +224,46 @@ func TestRedisBackupScheduleInvalid(t *testing.T) {
 			return nil
 		})
 		waitForEvent(t, c, ns, tc.name, ReasonInvalidSchedule)
+		waitSamples(t, tc.name+" has no interval", []wantSample{noSample("redis_operator_backup_schedule_interval_seconds",
+			map[string]string{"namespace": ns, "schedule": tc.name, "target_kind": v1alpha1.TargetRedis, "target": "plain"})})
 		if got := scheduleBackups(t, c, ns, tc.name); len(got) != 0 {
 			t.Errorf("%s made %d backups", tc.name, len(got))
 		}
 	}
+}
+
+// A schedule's interval and creation time are metrics, labelled with its target, while it is
+// neither suspended nor deleted; they follow its cron.
+func TestRedisBackupScheduleMetrics(t *testing.T) {
+	t.Parallel()
+	ns, _, c := operatorInNamespace(t)
+	ctx := context.Background()
+	rbs := &v1alpha1.RedisBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "often", Namespace: ns},
+		Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: "*/5 * * * *", BackupTemplate: v1alpha1.RedisBackupSpec{
+			Target: v1alpha1.BackupTarget{Kind: v1alpha1.TargetRedis, Name: "plain"},
+			Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{Endpoint: "http://127.0.0.1:1", Bucket: "backups",
+				CredentialsSecret: v1alpha1.SecretReference{Name: "s3-credentials"}}}}}}
+	if err := c.Create(ctx, rbs); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"namespace": ns, "schedule": "often", "target_kind": v1alpha1.TargetRedis, "target": "plain"}
+	waitSamples(t, "the interval of */5 * * * *", []wantSample{
+		sampleOf("redis_operator_backup_schedule_interval_seconds", labels, 300),
+		sampleOf("redis_operator_backup_schedule_created_timestamp_seconds", labels, float64(rbs.CreationTimestamp.Unix())),
+	})
+	touch(t, c, rbs, func(s *v1alpha1.RedisBackupSchedule) { s.Spec.Schedule = "0 3 * * *" })
+	waitSamples(t, "the interval of 0 3 * * *", []wantSample{sampleOf("redis_operator_backup_schedule_interval_seconds", labels, 86400)})
+	touch(t, c, rbs, func(s *v1alpha1.RedisBackupSchedule) { s.Spec.Suspend = true })
+	waitSamples(t, "no interval while suspended", []wantSample{
+		noSample("redis_operator_backup_schedule_interval_seconds", labels),
+		noSample("redis_operator_backup_schedule_created_timestamp_seconds", labels),
+	})
+	touch(t, c, rbs, func(s *v1alpha1.RedisBackupSchedule) { s.Spec.Suspend = false })
+	waitSamples(t, "the interval once resumed", []wantSample{sampleOf("redis_operator_backup_schedule_interval_seconds", labels, 86400)})
+	if err := c.Delete(ctx, rbs); err != nil {
+		t.Fatal(err)
+	}
+	waitSamples(t, "no interval once deleted", []wantSample{noSample("redis_operator_backup_schedule_interval_seconds", labels)})
 }
 
 // Deleting a Completed RedisBackup deletes its objects; one whose credentials Secret is gone

@@ -92,7 +92,7 @@ func (k kindShell[T, S]) reconcile(ctx context.Context, c client.Client, req ctr
 		Phases:   k.phases,
 		Failures: reconcileErrors,
 		OnGone: func(_ context.Context, key types.NamespacedName) {
-			forgetResource(k.memory.counted, kind, key.Namespace, key.Name)
+			forgetResource(k.memory, kind, key.Namespace, key.Name)
 			k.liveness.Forget(liveness.Owner{Kind: kind, NamespacedName: key})
 		},
 		OnDeleting: func(_ context.Context, obj T) { k.liveness.Forget(livenessOwner(obj)) },

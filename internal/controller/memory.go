@@ -12,15 +12,17 @@ import (
 
 // Memory is what the reconcilers remember between reconciles and write nowhere: the clocks of
 // bounded waits, the troubles warned of, the actions told, the TLS client configurations, the
-// runs counted once. The operator makes one (NewMemory) and gives it to its four reconcilers,
-// which share it as one process would; each operator a test starts makes its own, so that
-// neither tests nor reconcilers share what they remember by accident.
+// runs counted once, the backup the backup gauges show. The operator makes one (NewMemory) and
+// gives it to its reconcilers, which share it as one process would; each operator a test
+// starts makes its own, so that neither tests nor reconcilers share what they remember by
+// accident.
 type Memory struct {
 	waits   *status.Clocks // since when each wait has lasted (bounded_wait.go)
 	warned  *events.Warned // which lasting trouble each resource was warned of
 	told    *events.Told   // when each action's event was last told
 	tls     *tlsCache      // one client configuration per TLS Secret and content (tls.go)
 	counted *onceMemory    // what the replaced operator's counters counted once (metrics.go)
+	backups *backupMemory  // which backup of each target the backup gauges show (backup_metrics.go)
 	// sightings are each cluster's last sighting of its shards' masters (rediscluster_handmade.go).
 	sightings *sightingMemory
 }
@@ -33,6 +35,7 @@ func NewMemory() *Memory {
 		told:      events.NewTold(),
 		tls:       &tlsCache{entries: map[string]*tlsSettings{}},
 		counted:   &onceMemory{seen: map[string]bool{}},
+		backups:   newBackupMemory(),
 		sightings: &sightingMemory{last: map[types.UID]lastSighting{}, since: time.Now()},
 	}
 }

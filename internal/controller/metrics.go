@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,43 @@ var (
 	}, []string{"kind", "phase"})
 )
 
+// Backups, by the namespace, kind and name of their target. The gauges say what the newest
+// Completed backup of each target recorded in its status (rebuilt from the statuses when the
+// operator starts); the counter counts the ends this operator made, once each. The duration is
+// a gauge of the last backup, not a histogram: a histogram's buckets would start empty at each
+// restart, and a backup every few hours fills them too slowly to say anything.
+var (
+	backupLabels = []string{"namespace", "target_kind", "target"}
+
+	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redis_operator_backup_last_success_timestamp_seconds",
+		Help: "Unix time the newest Completed RedisBackup of the target completed.",
+	}, backupLabels)
+	backupDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redis_operator_backup_duration_seconds",
+		Help: "How long the newest Completed RedisBackup of the target took, from the start of its snapshots to the last object stored.",
+	}, backupLabels)
+	backupBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redis_operator_backup_bytes",
+		Help: "Bytes the newest Completed RedisBackup of the target stored, all shards together.",
+	}, backupLabels)
+	backupsEnded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "redis_operator_backups_total",
+		Help: "RedisBackups of the target that ended, by result (completed or failed), each counted once when the operator ended it.",
+	}, append(slices.Clone(backupLabels), "result"))
+
+	scheduleLabels = []string{"namespace", "schedule", "target_kind", "target"}
+
+	scheduleInterval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redis_operator_backup_schedule_interval_seconds",
+		Help: "Seconds between the next two runs of a RedisBackupSchedule that is neither suspended nor invalid.",
+	}, scheduleLabels)
+	scheduleCreated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "redis_operator_backup_schedule_created_timestamp_seconds",
+		Help: "Unix time the RedisBackupSchedule was created, while it is neither suspended nor invalid: since when its target should have backups.",
+	}, scheduleLabels)
+)
+
 // The replaced operator's metrics, under its names, types and labels (namespace, and instance:
 // the resource's name), so that the alerts and dashboards of users who switch keep working.
 // Ours above say more; these are only kept in step with what the operator observes.
@@ -155,6 +193,7 @@ var (
 func init() {
 	metrics.Registry.MustRegister(apiWrites, resourceReady, resourceMasters, resourceReplicasLinked, resourceReplicasDesired,
 		clusterSlotsServed, replicationLagBytes, replicationLagSeconds, failovers, slotsMoved, keysMoved, reconcileErrors)
+	metrics.Registry.MustRegister(backupLastSuccess, backupDuration, backupBytes, backupsEnded, scheduleInterval, scheduleCreated)
 	metrics.Registry.MustRegister(clusterSkipReconcile, clusterHealthy, clusterPodsDesired, clusterRebalances, clusterReshards,
 		clusterRemoveFollowerAttempts, clusterAddNodeAttempts, replicationSkipReconcile, replicationPodsDesired,
 		replicationPodsCurrent, replicationPodsMismatch, replicationHasMaster, replicationMasterChanges, replicationConnectedReplicas)
@@ -237,8 +276,10 @@ func observeReady(obj statusHolder) {
 	}
 }
 
-// forgetResource drops the series of a resource that is gone, and what counted remembers of it.
-func forgetResource(counted *onceMemory, kind, namespace, name string) {
+// forgetResource drops the series of a resource that is gone (those of its backups too), and
+// what memory remembers of it for them.
+func forgetResource(memory *Memory, kind, namespace, name string) {
+	counted := memory.counted
 	l := prometheus.Labels{"kind": kind, "namespace": namespace, "name": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		resourceReady, resourceMasters, resourceReplicasLinked, resourceReplicasDesired, clusterSlotsServed, replicationLagBytes,
@@ -258,6 +299,7 @@ func forgetResource(counted *onceMemory, kind, namespace, name string) {
 	for _, v := range series {
 		v.Delete(compat)
 	}
+	forgetBackupTarget(memory.backups, kind, namespace, name)
 }
 
 // onceMemory remembers what a counter of the replaced operator's has counted (Memory.counted),

@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -44,6 +45,69 @@ func compatSample(t *testing.T, name string, obj client.Object) (float64, bool) 
 		}
 	}
 	return 0, false
+}
+
+// registrySample is the value the operator's /metrics registry holds for the series of the
+// metric with exactly these labels, false when it has none.
+func registrySample(t *testing.T, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range families {
+		if family.GetName() != name {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if !maps.Equal(labels, got) {
+				continue
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// waitSamples waits for each series (metric name and labels) to hold its value; a value of
+// nil wants no such series.
+func waitSamples(t *testing.T, what string, want []wantSample) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, what, func() error {
+		for _, w := range want {
+			got, ok := registrySample(t, w.name, w.labels)
+			switch {
+			case w.value == nil && ok:
+				return fmt.Errorf("%s%v = %v, want no series", w.name, w.labels, got)
+			case w.value != nil && !ok:
+				return fmt.Errorf("no series %s%v", w.name, w.labels)
+			case w.value != nil && got != *w.value:
+				return fmt.Errorf("%s%v = %v, want %v", w.name, w.labels, got, *w.value)
+			}
+		}
+		return nil
+	})
+}
+
+type wantSample struct {
+	name   string
+	labels map[string]string
+	value  *float64 // nil: no series
+}
+
+func sampleOf(name string, labels map[string]string, value float64) wantSample {
+	return wantSample{name: name, labels: labels, value: &value}
+}
+
+func noSample(name string, labels map[string]string) wantSample {
+	return wantSample{name: name, labels: labels}
 }
 
 // waitCompat waits for each of the replaced operator's metrics of the resource to hold its

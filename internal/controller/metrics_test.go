@@ -58,7 +58,7 @@ func TestObserveClusterMembers(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	forgetResource(NewMemory().counted, "RedisCluster", "metrics-ns", "shop")
+	forgetResource(NewMemory(), "RedisCluster", "metrics-ns", "shop")
 	// Delete says whether the series was still there (operators of other tests in this
 	// package keep their own resources' series, so only this one's are looked at).
 	for name, vec := range map[string]interface {
@@ -90,7 +90,7 @@ func TestObserveReplicationMembers(t *testing.T) {
 	if got := testutil.ToFloat64(replicationLagBytes.With(l)); got != 4000 {
 		t.Errorf("lag = %v, want 4000", got)
 	}
-	forgetResource(NewMemory().counted, "RedisReplication", "metrics-ns", "cache")
+	forgetResource(NewMemory(), "RedisReplication", "metrics-ns", "cache")
 }
 
 // The lags a master lists in INFO replication, by replica address; other keys are ignored.

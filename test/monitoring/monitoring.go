@@ -25,6 +25,15 @@ const (
 // Generated is the set of series Prometheus itself makes, which no scrape exposes.
 var Generated = []string{"up"}
 
+// OnlyWithBackups are the operator's series that exist only once a RedisBackup has completed or
+// a RedisBackupSchedule runs (a labelled metric with no series is not exposed at all), which a
+// scrape of an operator that backs nothing up does not have.
+var OnlyWithBackups = []string{
+	"redis_operator_backup_last_success_timestamp_seconds",
+	"redis_operator_backup_schedule_created_timestamp_seconds",
+	"redis_operator_backup_schedule_interval_seconds",
+}
+
 // RuleExprs returns the expression of every rule in the rules file.
 func RuleExprs(root string) ([]string, error) {
 	data, err := os.ReadFile(filepath.Join(root, RulesFile))

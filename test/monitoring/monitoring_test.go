@@ -66,3 +66,17 @@ func TestScrapedNames(t *testing.T) {
 		}
 	}
 }
+
+// The metrics the scrape check lets off are ones the rules or the dashboard use: a name left
+// in the list after its last query went would hide nothing, but would say something untrue.
+func TestOnlyWithBackupsAreUsed(t *testing.T) {
+	used, err := UsedMetrics(repo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range OnlyWithBackups {
+		if !slices.Contains(used, m) {
+			t.Errorf("%s is in OnlyWithBackups but no rule or panel uses it", m)
+		}
+	}
+}

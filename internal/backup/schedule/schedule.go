@@ -90,3 +90,18 @@ func (s Schedule) Due(last, now time.Time) (time.Time, bool) {
 	}
 	return latest, true
 }
+
+// Interval is the time between the two scheduled times that follow t, how long a backup is
+// expected to stay the newest; zero when the schedule has not two more times in the next five
+// years. A schedule of uneven gaps ("0 3,9 * * *") gives the gap that comes next.
+func (s Schedule) Interval(t time.Time) time.Duration {
+	first := s.Next(t)
+	if first.IsZero() {
+		return 0
+	}
+	second := s.Next(first)
+	if second.IsZero() {
+		return 0
+	}
+	return second.Sub(first)
+}

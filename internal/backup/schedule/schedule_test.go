@@ -116,3 +116,31 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestInterval(t *testing.T) {
+	for _, tc := range []struct {
+		expr, zone string
+		from       string
+		want       time.Duration
+	}{
+		{"*/5 * * * *", "", "2026-01-01T00:02:00Z", 5 * time.Minute},
+		{"0 3 * * *", "", "2026-01-01T12:00:00Z", 24 * time.Hour},
+		{"@hourly", "", "2026-01-01T00:00:00Z", time.Hour},
+		{"0 0 * * 0", "", "2026-01-01T00:00:00Z", 7 * 24 * time.Hour},
+		// Uneven gaps: the one that comes next.
+		{"0 3,9 * * *", "", "2026-01-01T01:00:00Z", 6 * time.Hour},
+		{"0 3,9 * * *", "", "2026-01-01T05:00:00Z", 18 * time.Hour},
+		// A day of 23 hours in the schedule's zone (Paris moves to summer time on 29 March 2026: 03:00 on the 28th to 03:00 on the 29th).
+		{"0 3 * * *", "Europe/Paris", "2026-03-27T12:00:00Z", 23 * time.Hour},
+		// No time in the next five years.
+		{"0 0 30 2 *", "", "2026-01-01T00:00:00Z", 0},
+	} {
+		s, err := Parse(tc.expr, tc.zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Interval(at(tc.from)); got != tc.want {
+			t.Errorf("Interval of %q in %q from %s = %s, want %s", tc.expr, tc.zone, tc.from, got, tc.want)
+		}
+	}
+}

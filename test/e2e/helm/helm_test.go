@@ -333,7 +333,7 @@ func installOtherCharts(t *testing.T, operatorIP string, clusterPods []corev1.Po
 		}
 		var missing []string
 		for _, m := range used {
-			if !scraped[m] && !slices.Contains(monitoring.Generated, m) {
+			if !scraped[m] && !slices.Contains(monitoring.Generated, m) && !slices.Contains(monitoring.OnlyWithBackups, m) {
 				missing = append(missing, m)
 			}
 		}
