@@ -275,8 +275,8 @@ func TestRedisBackupOfStandaloneRestoresEveryKey(t *testing.T) {
 	// Its metrics say what its status says, and it is counted once, read again or not.
 	target := map[string]string{"namespace": ns, "target_kind": v1alpha1.TargetRedis, "target": "cache"}
 	waitSamples(t, "the metrics of the completed backup", []wantSample{
-		sampleOf("redis_operator_backups_total", withLabel(target, "result", "completed"), 1),
-		sampleOf("redis_operator_backups_total", withLabel(target, "result", "failed"), 0),
+		sampleOf("redis_operator_backups_total", withResult(target, "completed"), 1),
+		sampleOf("redis_operator_backups_total", withResult(target, "failed"), 0),
 		sampleOf("redis_operator_backup_last_success_timestamp_seconds", target, float64(b.Status.CompletedAt.Unix())),
 		sampleOf("redis_operator_backup_duration_seconds", target, float64(b.Status.CompletedAt.Unix()-b.Status.StartedAt.Unix())),
 		sampleOf("redis_operator_backup_bytes", target, float64(b.Status.TotalBytes)),
@@ -378,8 +378,8 @@ func TestRedisBackupFailures(t *testing.T) {
 	// Two failed backups of plain, counted once each; no success to show.
 	target := map[string]string{"namespace": ns, "target_kind": v1alpha1.TargetRedis, "target": "plain"}
 	waitSamples(t, "the metrics of the failed backups", []wantSample{
-		sampleOf("redis_operator_backups_total", withLabel(target, "result", "failed"), 2),
-		sampleOf("redis_operator_backups_total", withLabel(target, "result", "completed"), 0),
+		sampleOf("redis_operator_backups_total", withResult(target, "failed"), 2),
+		sampleOf("redis_operator_backups_total", withResult(target, "completed"), 0),
 		noSample("redis_operator_backup_last_success_timestamp_seconds", target),
 	})
 }

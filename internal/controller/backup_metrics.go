@@ -86,7 +86,7 @@ func observeBackupCompleted(m *backupMemory, b *v1alpha1.RedisBackup) {
 // first backup.
 func observeBackupCounters(l prometheus.Labels) {
 	for _, result := range []string{backupResultCompleted, backupResultFailed} {
-		backupsEnded.With(withLabel(l, "result", result))
+		backupsEnded.With(withResult(l, result))
 	}
 }
 
@@ -100,7 +100,7 @@ func countBackupEnded(b *v1alpha1.RedisBackup) {
 	if b.Status.Phase == v1alpha1.BackupCompleted {
 		result = backupResultCompleted
 	}
-	backupsEnded.With(withLabel(l, "result", result)).Inc()
+	backupsEnded.With(withResult(l, result)).Inc()
 }
 
 // forgetBackupTarget drops the backup series of a target that is gone, and what m remembers of it.
@@ -128,11 +128,12 @@ func forgetSchedule(namespace, name string) {
 	scheduleCreated.DeletePartialMatch(l)
 }
 
-func withLabel(l prometheus.Labels, name, value string) prometheus.Labels {
+// withResult is a target's labels with the result of a backup that ended.
+func withResult(l prometheus.Labels, result string) prometheus.Labels {
 	out := make(prometheus.Labels, len(l)+1)
 	for k, v := range l {
 		out[k] = v
 	}
-	out[name] = value
+	out["result"] = result
 	return out
 }

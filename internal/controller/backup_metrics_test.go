@@ -69,8 +69,8 @@ func TestBackupGaugesFromCompletedBackups(t *testing.T) {
 		{"last success", testutil.ToFloat64(backupLastSuccess.With(l)), float64(t0.Add(24*time.Hour + 90*time.Second).Unix())},
 		{"duration", testutil.ToFloat64(backupDuration.With(l)), 90},
 		{"bytes", testutil.ToFloat64(backupBytes.With(l)), 4096},
-		{"completed", testutil.ToFloat64(backupsEnded.With(withLabel(l, "result", backupResultCompleted))), 0},
-		{"failed", testutil.ToFloat64(backupsEnded.With(withLabel(l, "result", backupResultFailed))), 0},
+		{"completed", testutil.ToFloat64(backupsEnded.With(withResult(l, backupResultCompleted))), 0},
+		{"failed", testutil.ToFloat64(backupsEnded.With(withResult(l, backupResultFailed))), 0},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -89,7 +89,7 @@ func TestBackupGaugesFromCompletedBackups(t *testing.T) {
 			t.Errorf("the %s series is left after the target is gone", name)
 		}
 	}
-	if backupsEnded.Delete(withLabel(l, "result", backupResultCompleted)) {
+	if backupsEnded.Delete(withResult(l, backupResultCompleted)) {
 		t.Error("the counter is left after the target is gone")
 	}
 	if memory.backups.shown(backupTargetKey(ns, v1alpha1.TargetRedisReplication, "cache"), t0) {
@@ -111,8 +111,8 @@ func TestBackupEndCountedOnce(t *testing.T) {
 	r := &RedisBackupReconciler{Client: c, Scheme: scheme, Recorder: events.NewFakeRecorder(10), Memory: NewMemory()}
 	ctx := context.Background()
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(unsupported)}
-	failed := withLabel(backupLabelsOf(ns, v1alpha1.TargetRedis, "solo"), "result", backupResultFailed)
-	completed := withLabel(backupLabelsOf(ns, v1alpha1.TargetRedis, "solo"), "result", backupResultCompleted)
+	failed := withResult(backupLabelsOf(ns, v1alpha1.TargetRedis, "solo"), backupResultFailed)
+	completed := withResult(backupLabelsOf(ns, v1alpha1.TargetRedis, "solo"), backupResultCompleted)
 	for range 3 {
 		if _, err := r.Reconcile(ctx, req); err != nil {
 			t.Fatal(err)
@@ -154,10 +154,10 @@ func TestCountBackupEnded(t *testing.T) {
 	countBackupEnded(b)
 	observeBackupCompleted(memory.backups, b)
 	l := backupLabelsOf(ns, v1alpha1.TargetRedisReplication, "cache")
-	if got := testutil.ToFloat64(backupsEnded.With(withLabel(l, "result", backupResultCompleted))); got != 1 {
+	if got := testutil.ToFloat64(backupsEnded.With(withResult(l, backupResultCompleted))); got != 1 {
 		t.Errorf("completed = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(backupsEnded.With(withLabel(l, "result", backupResultFailed))); got != 0 {
+	if got := testutil.ToFloat64(backupsEnded.With(withResult(l, backupResultFailed))); got != 0 {
 		t.Errorf("failed = %v, want 0", got)
 	}
 	if got := testutil.ToFloat64(backupDuration.With(l)); got != 120 {
