@@ -150,7 +150,8 @@ $(CYCLONEDX_GOMOD):
 
 # versitygw (github.com/versity/versitygw, Apache-2.0), a maintained S3 gateway, is the real S3
 # server of the backup tests (internal/s3test): its posix backend keeps each bucket in a folder
-# of a temporary directory. The tests find it through VERSITYGW.
+# of a temporary directory. The tests find it through VERSITYGW. The sandbox runs it for the
+# image versity/versitygw (test/sandbox/images), so make sandbox and make e2e build it too.
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW := $(BIN)/versitygw-$(VERSITYGW_VERSION)
 $(VERSITYGW):
@@ -308,7 +309,7 @@ sandbox-bin: ## Build bin/sandbox from the test module.
 	cd $(TEST_MODULE) && CGO_ENABLED=0 go build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
 
 .PHONY: sandbox
-sandbox: packages server-roots control-plane sandbox-bin ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample; MONITORING=1 adds Prometheus.
+sandbox: packages server-roots control-plane sandbox-bin $(VERSITYGW) ## Start Kubernetes with 3 virtual nodes, the CRDs, the operator (when it builds) and a sample; MONITORING=1 adds Prometheus.
 	@if [ -f cmd/redis-operator/main.go ]; then $(MAKE) --no-print-directory build || echo ">> the operator does not build: starting the sandbox without it"; fi
 	$(BIN)/sandbox up --dir $(SANDBOX_DIR) --slot $(SANDBOX_SLOT) --operator-image $(IMG) \
 		$(if $(SANDBOX_RELEASE),--push $(DIST)/image --operator-from-registry redis-operator:$(SANDBOX_RELEASE)) \
@@ -359,5 +360,5 @@ FAILSUMMARY_BUILD := go build -o $(FAILSUMMARY) ./cmd/failsummary
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
-e2e: packages server-roots control-plane build kubectl-redis chainsaw helm chart-deps ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
+e2e: packages server-roots control-plane build kubectl-redis chainsaw helm chart-deps $(VERSITYGW) ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
 	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS) 2>&1 | $(FAILSUMMARY)

@@ -127,6 +127,66 @@ func TestSamplesAreAccepted(t *testing.T) {
 	}
 }
 
+// The backup samples (config/samples/backup): the kustomization applies the S3 store, and
+// every manifest of the folder is namespace-agnostic and accepted, object by object (the
+// store's Secret, Service and Deployment, the RedisBackup, the RedisBackupSchedule).
+func TestBackupSamplesAreAccepted(t *testing.T) {
+	dir := filepath.Join("..", "..", "config", "samples", "backup")
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(data, &kustomization); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifests []string
+	for _, f := range files {
+		if filepath.Base(f) != "kustomization.yaml" {
+			manifests = append(manifests, filepath.Base(f))
+		}
+	}
+	if !slices.Equal(kustomization.Resources, []string{"s3-store.yaml"}) {
+		t.Errorf("kustomization.yaml lists %q, want the store alone (the backups are applied once it is ready)", kustomization.Resources)
+	}
+	for _, r := range kustomization.Resources {
+		if !slices.Contains(manifests, r) {
+			t.Errorf("kustomization.yaml lists %s, which the folder does not have", r)
+		}
+	}
+	ensureNamespace(t, "samples-backup")
+	kinds := map[string]int{}
+	for _, file := range manifests {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range decodeAll(t, string(data)) {
+			if obj.GetNamespace() != "" {
+				t.Errorf("%s: %s %s names the namespace %s: the samples go where they are applied", file, obj.GetKind(),
+					obj.GetName(), obj.GetNamespace())
+			}
+			obj.SetNamespace("samples-backup")
+			if err := k8sClient.Create(context.Background(), obj); err != nil {
+				t.Errorf("%s: %s %s was refused: %v", file, obj.GetKind(), obj.GetName(), err)
+				continue
+			}
+			kinds[obj.GetKind()]++
+		}
+	}
+	for _, kind := range []string{"Secret", "Service", "Deployment", "RedisBackup", "RedisBackupSchedule"} {
+		if kinds[kind] != 1 {
+			t.Errorf("want one %s among the backup samples accepted, got %d", kind, kinds[kind])
+		}
+	}
+}
+
 func TestDefaultsAreApplied(t *testing.T) {
 	ensureNamespace(t, "defaults")
 	obj := decode(t, `

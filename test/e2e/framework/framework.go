@@ -146,6 +146,11 @@ func Start(opts Options) (*Sandbox, error) {
 	if out, err := exec.Command(filepath.Join(repo, "hack", "build-server-roots.sh"), filepath.Join(bin, "roots")).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("hack/build-server-roots.sh: %w\n%s", err, out)
 	}
+	// The versitygw the image versity/versitygw runs (the backup tests' S3 store), built by
+	// the Makefile's own target into the bin/ the image table reads (instant once built).
+	if out, err := exec.Command("make", "--no-print-directory", "-C", repo, "versitygw", "BIN="+bin).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("make versitygw: %w\n%s", err, out)
+	}
 	tempBin, err := os.MkdirTemp("", "rediskube-sandbox-bin-")
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/test/e2e/framework"
@@ -24,6 +25,9 @@ var sb *framework.Sandbox
 func TestMain(m *testing.M) {
 	framework.Main(m, framework.Options{Operator: true}, func(s *framework.Sandbox) {
 		if err := v1beta2.AddToScheme(s.Scheme); err != nil {
+			panic(err)
+		}
+		if err := v1alpha1.AddToScheme(s.Scheme); err != nil {
 			panic(err)
 		}
 		if err := v1beta1.AddToScheme(s.Scheme); err != nil {

@@ -143,3 +143,28 @@ func TestBitnamiEntrypoint(t *testing.T) {
 		t.Errorf("bitnami with arguments runs %q %v, want them as given", got, err)
 	}
 }
+
+// The versitygw image's entrypoint runs the gateway with the container's arguments, or with
+// arguments made of its VGW_* variables, and exits 1 with neither.
+func TestVersitygwEntrypoint(t *testing.T) {
+	ep := &Entrypoint{Path: "/usr/local/bin/docker-entrypoint.sh", Behaviour: versitygw}
+	args, user, err := ep.beforeUser([]string{ep.Path, "--port", ":8333", "posix", "/data"}, &User{UID: 10001, GID: 10001})
+	if err != nil || user == nil || user.UID != 10001 {
+		t.Fatalf("beforeUser: %q %+v %v, want the container's own user", args, user, err)
+	}
+	got, err := ep.afterUser(args, []string{"ROOT_ACCESS_KEY=a"})
+	if want := []string{versitygwBinary, "--port", ":8333", "posix", "/data"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("with arguments: %q %v, want %q", got, err, want)
+	}
+	got, err = ep.afterUser(nil, []string{"VGW_BACKEND=posix", "VGW_ARGS=--port :8333  --quiet", "VGW_BACKEND_ARG=/data",
+		"VGW_BACKEND_ARGS=--nometa"})
+	if want := []string{versitygwBinary, "--port", ":8333", "--quiet", "posix", "/data", "--nometa"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("from the environment: %q %v, want %q", got, err, want)
+	}
+	for _, env := range [][]string{nil, {"VGW_BACKEND=ceph"}} {
+		var exit *exitError
+		if _, err := ep.afterUser(nil, env); !errors.As(err, &exit) || exit.code != 1 {
+			t.Errorf("no arguments, environment %q: %v, want exit 1", env, err)
+		}
+	}
+}

@@ -17,7 +17,7 @@ type Entrypoint struct {
 	// Path is the image's ENTRYPOINT[0], as a container's command names it.
 	Path string `json:"path"`
 	// Behaviour is one of the images package's constants (docker-library, opstree-redis,
-	// opstree-sentinel, bitnami).
+	// opstree-sentinel, bitnami, versitygw).
 	Behaviour string `json:"behaviour"`
 	// Server is the docker-library image's server program (redis-server or valkey-server).
 	Server string `json:"server,omitempty"`
@@ -33,6 +33,7 @@ const (
 	opstreeRedis    = "opstree-redis"
 	opstreeSentinel = "opstree-sentinel"
 	bitnami         = "bitnami"
+	versitygw       = "versitygw"
 )
 
 const (
@@ -149,9 +150,38 @@ func (e *Entrypoint) afterUser(args []string, env []string) ([]string, error) {
 			out = append(out, "--requirepass", pw, "--masterauth", pw)
 		}
 		return out, nil
+	case versitygw:
+		return versitygwArgs(args, get)
 	default:
 		return args, nil
 	}
+}
+
+// versitygwBinary is where the versitygw image has the gateway.
+const versitygwBinary = "/usr/local/bin/versitygw"
+
+// versitygwArgs is what the versitygw image's docker-entrypoint.sh runs: the gateway with the
+// container's arguments when it has any; otherwise the global flags of VGW_ARGS, the backend
+// VGW_BACKEND names, its directory VGW_BACKEND_ARG and its flags VGW_BACKEND_ARGS (the lists
+// split at white space, as the script's unquoted expansions split them).
+func versitygwArgs(args []string, get func(string) string) ([]string, error) {
+	if len(args) > 0 {
+		return append([]string{versitygwBinary}, args...), nil
+	}
+	backend := get("VGW_BACKEND")
+	switch backend {
+	case "posix", "scoutfs", "s3", "azure", "plugin", "iam":
+	case "":
+		return nil, &exitError{code: 1, msg: "docker-entrypoint.sh: no arguments and no VGW_BACKEND: set VGW_BACKEND (posix, scoutfs, s3, azure, plugin or iam) or give the gateway's arguments"}
+	default:
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("docker-entrypoint.sh: VGW_BACKEND %q is not a backend", backend)}
+	}
+	out := append([]string{versitygwBinary}, strings.Fields(get("VGW_ARGS"))...)
+	out = append(out, backend)
+	if dir := get("VGW_BACKEND_ARG"); dir != "" {
+		out = append(out, dir)
+	}
+	return append(out, strings.Fields(get("VGW_BACKEND_ARGS"))...), nil
 }
 
 func appendLine(path, line string) error {

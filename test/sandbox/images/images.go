@@ -16,6 +16,9 @@
 //	valkey/valkey:7.2.*, 8.0.*          the host's Valkey 8.0 (bookworm-backports)
 //	valkey/valkey:8.1.*, 8, latest, no tag  Valkey 8.1.1 from the trixie root
 //
+// versity/versitygw (an S3 server, for backups) runs the versitygw the Makefile builds into
+// bin/ (VersitygwVersion) for that release's tag, latest and no tag (versitygw.go).
+//
 // Each version may carry the variants the registries publish (-alpine, -alpine3.21,
 // -bookworm, ...). A tag no release has (redis:6.9.9, valkey/valkey:9.9) is refused as
 // "manifest unknown"; a release the sandbox has no server for (older than Redis 6, Valkey 9)
@@ -50,6 +53,8 @@ const (
 	Exporter Kind = "exporter"
 	Tools    Kind = "tools"
 	Pause    Kind = "pause"
+	// ObjectStore is an S3 server (versity/versitygw).
+	ObjectStore Kind = "object-store"
 )
 
 // Entrypoint behaviours the sandbox emulates (containerinit runs them when a container's
@@ -64,6 +69,9 @@ const (
 	OpstreeSentinel = "opstree-sentinel"
 	// Bitnami is bitnami/redis's entrypoint.sh and run.sh.
 	Bitnami = "bitnami"
+	// Versitygw is versity/versitygw's docker-entrypoint.sh: the gateway with the
+	// container's arguments, or with arguments made of its VGW_* variables.
+	Versitygw = "versitygw"
 )
 
 // Bind makes a host file appear at a path inside the container.
@@ -254,13 +262,15 @@ func (t Table) Resolve(ref string) (Image, error) {
 		// Client pods of the tests: the host's shell and tools, redis-cli included.
 		img.Kind = Tools
 		img.Cmd = []string{"sh"}
+	case path == versitygwPath:
+		err = t.versitygw(&img, ref)
 	case repo == "pause":
 		img.Kind = Pause
 		img.Entrypoint = []string{"sleep", "infinity"}
 	default:
 		return Image{}, &NotFoundError{Ref: ref, Reason: "not in the sandbox's image table (known: redis, valkey/valkey, " +
 			"bitnami/redis, quay.io/opstree/redis, quay.io/opstree/redis-sentinel, *redis_exporter*, *redis-exporter*, " +
-			"redis-operator, busybox, alpine, debian, ubuntu, pause)"}
+			"redis-operator, versity/versitygw, busybox, alpine, debian, ubuntu, pause)"}
 	}
 	if err != nil {
 		var nf *NotFoundError

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -156,5 +158,90 @@ func TestRootLinkStaysInRoot(t *testing.T) {
 	var nf *NotFoundError
 	if !errors.As(err, &nf) || !strings.Contains(nf.Reason, "out of its root") {
 		t.Errorf("redis:8.0.2 with redis-cli linking to the host: %v, want refused", err)
+	}
+}
+
+// versitygwTable is a table whose bin/ holds the versitygw the Makefile builds.
+func versitygwTable(t *testing.T) Table {
+	t.Helper()
+	tbl := Table{BinDir: t.TempDir(), HostBin: fakeHost(t)}
+	if err := os.WriteFile(tbl.VersitygwBinary(), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// versity/versitygw runs the versitygw built into bin/ for its release's tag, latest and no
+// tag, from any registry, as the image has it: root, the entrypoint script emulated, the
+// gateway at /usr/local/bin/versitygw and no Redis program.
+func TestVersitygwTags(t *testing.T) {
+	tbl := versitygwTable(t)
+	for _, ref := range []string{"versity/versitygw:" + VersitygwVersion, "docker.io/versity/versitygw:" + VersitygwVersion,
+		"versity/versitygw:latest", "versity/versitygw", "registry.example:5000/versity/versitygw:" + VersitygwVersion} {
+		img, err := tbl.Resolve(ref)
+		if err != nil {
+			t.Errorf("%s: %v", ref, err)
+			continue
+		}
+		if img.Kind != ObjectStore || img.Behaviour != Versitygw || img.User != nil || img.Scratch ||
+			!reflect.DeepEqual(img.Entrypoint, []string{"/usr/local/bin/docker-entrypoint.sh"}) || len(img.Cmd) != 0 {
+			t.Errorf("%s: kind %s behaviour %q user %+v scratch %v entrypoint %q cmd %q, want the versitygw image", ref, img.Kind,
+				img.Behaviour, img.User, img.Scratch, img.Entrypoint, img.Cmd)
+		}
+		if want := []Bind{{Source: tbl.VersitygwBinary(), Target: "/usr/local/bin/versitygw"}}; !reflect.DeepEqual(img.Binds, want) {
+			t.Errorf("%s: binds %+v, want %+v", ref, img.Binds, want)
+		}
+		if !reflect.DeepEqual(img.Lacks, hostServerBinaries) {
+			t.Errorf("%s: lacks %q: the host's Redis programs must not show through", ref, img.Lacks)
+		}
+		// Its image ID resolves to the same image, as every other's does.
+		pinned, err := tbl.Resolve(img.ID)
+		if err != nil || pinned.Kind != ObjectStore || pinned.ID != img.ID {
+			t.Errorf("%s: its ID %s resolves to %+v %v", ref, img.ID, pinned, err)
+		}
+	}
+}
+
+// Tags no release has, and digests the sandbox never reported, are refused as the registry
+// refuses them; an older release is refused because the sandbox has no build of it; and
+// without the binary the reason says how to build it.
+func TestVersitygwTagsRefused(t *testing.T) {
+	tbl := versitygwTable(t)
+	for _, ref := range []string{"versity/versitygw:v99.0.0", "versity/versitygw:v1.8.1", "versity/versitygw:1.8",
+		"versity/versitygw:nonsense", "versity/versitygw:v1.8.0-alpine",
+		"versity/versitygw@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"} {
+		_, err := tbl.Resolve(ref)
+		var nf *NotFoundError
+		if !errors.As(err, &nf) || !strings.Contains(nf.Reason, "manifest unknown") {
+			t.Errorf("Resolve(%q) = %v, want a NotFoundError reading manifest unknown", ref, err)
+		}
+	}
+	for _, ref := range []string{"versity/versitygw:v1.7.0", "versity/versitygw:v1.0.0"} {
+		_, err := tbl.Resolve(ref)
+		var nf *NotFoundError
+		if !errors.As(err, &nf) || !strings.Contains(nf.Reason, "no versitygw") || strings.Contains(nf.Reason, "manifest unknown") {
+			t.Errorf("Resolve(%q) = %v, want a NotFoundError saying the sandbox has no build of it", ref, err)
+		}
+	}
+	bare := Table{BinDir: t.TempDir(), HostBin: fakeHost(t)}
+	_, err := bare.Resolve("versity/versitygw:" + VersitygwVersion)
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || !strings.Contains(nf.Reason, "make versitygw") {
+		t.Errorf("versitygw not built: %v, want a NotFoundError naming make versitygw", err)
+	}
+}
+
+// The version the table runs is the one the Makefile builds: bin/ has no other.
+func TestVersitygwVersionIsTheMakefiles(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^VERSITYGW_VERSION\s*:?=\s*(\S+)\s*$`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("the Makefile sets no VERSITYGW_VERSION")
+	}
+	if string(m[1]) != VersitygwVersion {
+		t.Errorf("the Makefile builds versitygw %s, the image table runs %s: change VersitygwVersion with it", m[1], VersitygwVersion)
 	}
 }

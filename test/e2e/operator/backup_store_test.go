@@ -1,0 +1,126 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/rediskube/redis-operator/api/v1alpha1"
+)
+
+// TestBackupToTheSampleStore takes a backup into the S3 store users are given to try backups
+// with (config/samples/backup, versitygw's published image), of the sample Redis holding keys,
+// and reads the object back through the store's Service: it is whole, of the size and SHA-256
+// the status records, an RDB file holding the keys.
+func TestBackupToTheSampleStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := sb.Namespace(t, "backup-store")
+	sb.Apply(t, ns, sample(t, "backup/s3-store.yaml"))
+	sb.Apply(t, ns, sample(t, "redis_v1beta2_redis_minimal.yaml"))
+	sb.WaitPodsReady(t, ns, "app.kubernetes.io/name=s3-store", 1, 3*time.Minute)
+	pod := sb.WaitPodReady(t, ns, "redis-standalone-0", 3*time.Minute)
+
+	rdb := sb.Redis(t, pod)
+	keys := make([]string, 50)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("backup-key-%02d", i)
+		if err := rdb.Set(ctx, keys[i], fmt.Sprintf("value %d", i), 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", keys[i], err)
+		}
+	}
+
+	// The operator reaches the store from its own namespace: the sample's short name is
+	// qualified with the test's namespace, as the sample says to do.
+	backup := strings.Replace(sample(t, "backup/redisbackup.yaml"), "http://s3-store:8333", "http://s3-store."+ns+":8333", 1)
+	if !strings.Contains(backup, "http://s3-store."+ns+":8333") {
+		t.Fatal("config/samples/backup/redisbackup.yaml no longer names the endpoint http://s3-store:8333")
+	}
+	sb.Apply(t, ns, backup)
+	const name = "redis-standalone-backup"
+	b := &v1alpha1.RedisBackup{}
+	sb.WaitFor(t, ns, "RedisBackup "+name+" Completed", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
+			return false, "", client.IgnoreNotFound(err)
+		}
+		if b.Status.Phase == v1alpha1.BackupFailed {
+			return false, "", fmt.Errorf("the backup failed: %+v", b.Status.Conditions)
+		}
+		return b.Status.Phase == v1alpha1.BackupCompleted, fmt.Sprintf("phase %q, conditions %+v", b.Status.Phase, b.Status.Conditions), nil
+	})
+	if len(b.Status.Shards) != 1 {
+		t.Fatalf("a Redis backup has %d shards, want 1: %+v", len(b.Status.Shards), b.Status.Shards)
+	}
+	shard := b.Status.Shards[0]
+	if shard.Node != pod.Name || shard.Bytes <= 0 || b.Status.TotalBytes != shard.Bytes || len(shard.SHA256) != 64 {
+		t.Fatalf("status %+v: want the shard of %s with its bytes and SHA-256, and the total its bytes", b.Status, pod.Name)
+	}
+	key, ok := strings.CutPrefix(shard.Location, "s3://backups/")
+	if want := ns + "/" + name + "/" + pod.Name + ".rdb"; !ok || key != want {
+		t.Fatalf("the shard's object is %s, want s3://backups/%s", shard.Location, want)
+	}
+
+	// Read the object back as any S3 client would, through the store's Service, with the
+	// credentials of the sample's Secret.
+	var secret corev1.Secret
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s3-store-credentials"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	var svc corev1.Service
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s3-store"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := minio.New(net.JoinHostPort(svc.Spec.ClusterIP, "8333"), &minio.Options{
+		Creds: credentials.NewStaticV4(string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]), ""),
+		// versitygw's default region.
+		Region:       "us-east-1",
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := readObject(ctx, s3, "backups", key)
+	if err != nil {
+		t.Fatalf("read %s back through the Service %s: %v", shard.Location, svc.Spec.ClusterIP, err)
+	}
+	sum := sha256.Sum256(data)
+	if int64(len(data)) != shard.Bytes || hex.EncodeToString(sum[:]) != shard.SHA256 {
+		t.Errorf("the object has %d bytes, SHA-256 %x; the status records %d bytes, %s", len(data), sum, shard.Bytes, shard.SHA256)
+	}
+	if !strings.HasPrefix(string(data), "REDIS") {
+		t.Errorf("the object starts with %q, not an RDB header", data[:min(len(data), 9)])
+	}
+	// Short keys are stored as they are in an RDB file.
+	for _, k := range keys {
+		if !strings.Contains(string(data), k) {
+			t.Errorf("the snapshot does not hold the key %s", k)
+		}
+	}
+}
+
+// readObject reads an object whole.
+func readObject(ctx context.Context, s3 *minio.Client, bucket, key string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	obj, err := s3.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get %s/%s: %w", bucket, key, err)
+	}
+	defer func() { _ = obj.Close() }()
+	data, err := io.ReadAll(obj)
+	if err != nil {
+		return nil, fmt.Errorf("read %s/%s: %w", bucket, key, err)
+	}
+	return data, nil
+}
