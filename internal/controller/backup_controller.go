@@ -304,7 +304,7 @@ func (r *RedisBackupReconciler) storeConfig(ctx context.Context, b *v1alpha1.Red
 		return cfg, problem, err
 	}
 	cfg = store.S3Config{
-		Endpoint: spec.Endpoint, Bucket: spec.Bucket, Region: spec.Region, ForcePathStyle: spec.ForcePathStyle,
+		Endpoint: store.InNamespace(spec.Endpoint, b.Namespace), Bucket: spec.Bucket, Region: spec.Region, ForcePathStyle: spec.ForcePathStyle,
 		AccessKeyID: creds[0], SecretAccessKey: creds[1],
 	}
 	if spec.CASecret != nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -299,4 +300,32 @@ func (s *S3) wrap(op, key string, err error) error {
 		return fmt.Errorf("s3 %s %s at %s: %w: %w", op, s.Location(key), s.endpoint, kind, err)
 	}
 	return fmt.Errorf("s3 %s %s at %s: %w", op, s.Location(key), s.endpoint, err)
+}
+
+// InNamespace qualifies an endpoint whose host is a bare Service name (no dot, not an IP,
+// not localhost) with namespace, the namespace of the resource that names it: the operator
+// reaches the store from its own pod, where a bare name would resolve in the operator's
+// namespace, not in the one the user meant. Anything else is returned as it is.
+func InNamespace(endpoint, namespace string) string {
+	scheme, rest := "", endpoint
+	if i := strings.Index(endpoint, "://"); i >= 0 {
+		scheme, rest = endpoint[:i+3], endpoint[i+3:]
+	}
+	hostPort, path, _ := strings.Cut(rest, "/")
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		host, port = hostPort, ""
+	}
+	if namespace == "" || host == "" || strings.Contains(host, ".") || strings.Contains(host, ":") ||
+		host == "localhost" || net.ParseIP(host) != nil {
+		return endpoint
+	}
+	qualified := host + "." + namespace
+	if port != "" {
+		qualified = net.JoinHostPort(qualified, port)
+	}
+	if path != "" || strings.HasSuffix(rest, "/") {
+		qualified += "/" + path
+	}
+	return scheme + qualified
 }

@@ -50,3 +50,27 @@ func TestNewS3Refuses(t *testing.T) {
 		}
 	}
 }
+
+// A bare Service name is the Service of the backup's namespace; anything else names a host
+// the operator reaches as it is.
+func TestInNamespaceQualifiesBareServiceNames(t *testing.T) {
+	for _, tc := range []struct{ endpoint, want string }{
+		{"http://s3-store:8333", "http://s3-store.team-a:8333"},
+		{"https://s3-store", "https://s3-store.team-a"},
+		{"s3-store:8333", "s3-store.team-a:8333"},
+		{"http://s3-store:8333/", "http://s3-store.team-a:8333/"},
+		{"http://s3-store.other:8333", "http://s3-store.other:8333"},
+		{"https://s3.eu-west-1.amazonaws.com", "https://s3.eu-west-1.amazonaws.com"},
+		{"http://10.0.0.7:9000", "http://10.0.0.7:9000"},
+		{"http://[fd00::7]:9000", "http://[fd00::7]:9000"},
+		{"http://localhost:9000", "http://localhost:9000"},
+		{"", ""},
+	} {
+		if got := InNamespace(tc.endpoint, "team-a"); got != tc.want {
+			t.Errorf("InNamespace(%q) = %q, want %q", tc.endpoint, got, tc.want)
+		}
+	}
+	if got := InNamespace("http://s3-store:8333", ""); got != "http://s3-store:8333" {
+		t.Errorf("without a namespace the endpoint must stay as it is, got %q", got)
+	}
+}
