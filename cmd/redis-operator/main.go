@@ -44,12 +44,21 @@ import (
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/metricsauth"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/restore"
 	"github.com/rediskube/redis-operator/internal/version"
 	conversionwebhook "github.com/rediskube/redis-operator/internal/webhook"
 )
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
+	if len(os.Args) > 1 && os.Args[1] == restore.Command {
+		// The init container of a restored resource: fill the data directory, then exit.
+		if err := restore.RunCommand(ctx, os.Args[2:], os.Getenv, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "redis-operator:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], nil); err != nil {
 		fmt.Fprintln(os.Stderr, "redis-operator:", err)
 		os.Exit(1)
