@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -225,5 +226,9 @@ func (d *Dependencies) markRestored(w *workloadScope, state *restoreState) {
 	}
 	message := fmt.Sprintf("the data of RedisBackup %s was restored and Redis is Ready on it", dec.input.BackupName)
 	w.Conditions.Set(ConditionRestored, metav1.ConditionTrue, status.ReasonRestored, message)
+	// A reconcile that read an older status from the cache tells it no second time.
+	if !w.memory.told.FirstTelling(w.spec.owner.GetUID(), message, time.Now()) {
+		return
+	}
 	d.Recorder.Eventf(w.spec.owner, nil, corev1.EventTypeNormal, status.ReasonRestored, "Restore", "%s", message)
 }
