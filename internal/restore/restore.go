@@ -236,6 +236,12 @@ func restoreAOF(ctx context.Context, src Source, opts Options) error {
 		cleanup()
 		return fmt.Errorf("restore: %w", err)
 	}
+	// The same snapshot as dump.rdb too, a link that takes no space: a Redis whose own
+	// additional config turns appendonly off loads that instead. Redis replaces either file
+	// by a rename, never writes into it, so the two never share a change.
+	if err := os.Link(filepath.Join(opts.DataDir, AppendDir, baseName()), filepath.Join(opts.DataDir, DumpFile)); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
 	return syncDir(opts.DataDir)
 }
 

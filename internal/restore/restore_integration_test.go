@@ -155,6 +155,17 @@ func TestRestoreIntoRedis(t *testing.T) {
 			if err := f.run(t, dir, "backups/ns/b1/redis-0.rdb", f.sum, len(f.rdb), appendOnly); err != nil {
 				t.Fatal(err)
 			}
+			if appendOnly {
+				// Loaded from the AOF, whose base the snapshot is: the dump.rdb beside it,
+				// which a Redis with appendonly no would load, is the same snapshot.
+				sum, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
+				if err != nil || !bytes.Equal(sum, f.rdb) {
+					t.Fatalf("dump.rdb beside the AOF: %v", err)
+				}
+				if err := os.Remove(filepath.Join(dir, "dump.rdb")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			verifyKeys(t, dir, appendOnly)
 			// Redis has run on the data since: a second run (a restarted pod) leaves it alone.
 			before := listDir(t, dir)
