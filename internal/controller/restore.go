@@ -214,7 +214,11 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 // phases said, until spec.restore is removed or names the backup it was created from.
 func finishRestore(w *workloadScope, state *restoreState) {
 	if dec := state.decision; dec.action == restoreRefuseRunning {
-		w.Conditions.Degraded(dec.reason, dec.message)
+		// Set one by one, not with Degraded, which would also forget that the pod said it was
+		// Ready: the health phase would then tell RedisReady again at every reconcile.
+		w.Conditions.Set(v1beta2.ConditionReady, metav1.ConditionFalse, dec.reason, dec.message)
+		w.Conditions.Set(v1beta2.ConditionProgressing, metav1.ConditionFalse, dec.reason, dec.message)
+		w.Conditions.Set(v1beta2.ConditionDegraded, metav1.ConditionTrue, dec.reason, dec.message)
 	}
 }
 
