@@ -60,6 +60,8 @@ type restoreFacts struct {
 	backup *v1alpha1.RedisBackup
 	// operatorImage runs the restore (Dependencies.OperatorImage).
 	operatorImage string
+	// unsupported: the operator cannot restore into this kind yet.
+	unsupported bool
 }
 
 // restoreDecision is what the restore phase does, and why.
@@ -80,6 +82,15 @@ func decideRestore(f restoreFacts) restoreDecision {
 		return restoreDecision{action: restoreNone, restoredFrom: f.restoredFrom}
 	}
 	name := f.spec.BackupName
+	if f.unsupported {
+		message := fmt.Sprintf("spec.restore names RedisBackup %s, but restoring into a %s is not supported yet", name, f.kind)
+		if f.statefulSetExists {
+			return restoreDecision{action: restoreRefuseRunning, reason: status.ReasonRestoreUnsupported, restoredFrom: f.restoredFrom,
+				message: message + ": the running resource is left as it is; remove spec.restore"}
+		}
+		return restoreDecision{action: restoreRefuse, reason: status.ReasonRestoreUnsupported,
+			message: message + ": nothing is created, so that no empty resource starts in its place; remove spec.restore"}
+	}
 	if f.statefulSetExists && f.restoredFrom != name {
 		return restoreDecision{action: restoreRefuseRunning, reason: status.ReasonRestoreRefused, restoredFrom: f.restoredFrom,
 			message: fmt.Sprintf("spec.restore names RedisBackup %s, but the %s runs already and was not created from it: "+
@@ -155,22 +166,25 @@ type restoreState struct {
 	decision restoreDecision
 }
 
-// resolveRestore is the restore phase of a kind: it reads the StatefulSet and the backup,
-// decides, writes the conditions and events, and stops the reconcile when nothing may be
-// created yet.
-func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kind string, spec *v1beta2.RestoreSpec, state *restoreState) (bool, error) {
+// resolveRestore is the restore phase of a kind: it reads the StatefulSet (statefulSet, the
+// first the kind creates) and the backup, decides, writes the conditions and events, and
+// stops the reconcile when nothing may be created yet. A kind the operator cannot restore
+// into yet (supported false) refuses spec.restore the same way.
+func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kind, statefulSet string, supported bool,
+	spec *v1beta2.RestoreSpec, state *restoreState,
+) (bool, error) {
 	owner := w.spec.owner
-	facts := restoreFacts{kind: kind, spec: spec, operatorImage: d.OperatorImage,
+	facts := restoreFacts{kind: kind, spec: spec, operatorImage: d.OperatorImage, unsupported: !supported,
 		restored: meta.IsStatusConditionTrue(w.Conditions.List(), ConditionRestored)}
 	var sts appsv1.StatefulSet
-	err := d.Client.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: owner.GetName()}, &sts)
+	err := d.Client.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: statefulSet}, &sts)
 	switch {
 	case err == nil:
 		facts.statefulSetExists, facts.restoredFrom = true, sts.Annotations[builder.AnnotationRestoredFrom]
 	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("read StatefulSet %s: %w", owner.GetName(), err)
+		return false, fmt.Errorf("read StatefulSet %s: %w", statefulSet, err)
 	}
-	if spec != nil {
+	if spec != nil && supported {
 		var b v1alpha1.RedisBackup
 		err := d.Client.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: spec.BackupName}, &b)
 		switch {

@@ -145,3 +145,48 @@ func TestRestoreIntoRedis(t *testing.T) {
 		t.Errorf("the running source got %+v, annotations %v", sts.Spec.Template.Spec.InitContainers, sts.Annotations)
 	}
 }
+
+// A RedisReplication or RedisCluster cannot be restored into yet: spec.restore is refused and
+// nothing is created, rather than an empty resource in the restore's place.
+func TestRestoreRefusedForOtherKinds(t *testing.T) {
+	t.Parallel()
+	ns, _, c := operatorInNamespace(t)
+	ctx := context.Background()
+	size := int32(2)
+	kc := v1beta2.KubernetesConfig{Image: "redis:7.0.15"}
+	restore := &v1beta2.RestoreSpec{BackupName: "nightly"}
+	repl := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "repl", Namespace: ns},
+		Spec: v1beta2.RedisReplicationSpec{Size: &size, KubernetesConfig: kc, Restore: restore}}
+	cluster := &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cl", Namespace: ns},
+		Spec: v1beta2.RedisClusterSpec{Size: &size, KubernetesConfig: kc, Restore: restore}}
+	for _, obj := range []client.Object{repl, cluster} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		obj        client.Object
+		conditions func() []metav1.Condition
+		sts        string
+	}{
+		{repl, func() []metav1.Condition { return repl.Status.Conditions }, "repl"},
+		{cluster, func() []metav1.Condition { return cluster.Status.Conditions }, "cl-leader"},
+	} {
+		waitUntil(t, 30*time.Second, tc.obj.GetName()+" refuses the restore", func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.obj), tc.obj); err != nil {
+				return err
+			}
+			restored := meta.FindStatusCondition(tc.conditions(), ConditionRestored)
+			degraded := meta.FindStatusCondition(tc.conditions(), v1beta2.ConditionDegraded)
+			if restored != nil && restored.Reason == status.ReasonRestoreUnsupported &&
+				degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == status.ReasonRestoreUnsupported {
+				return nil
+			}
+			return fmt.Errorf("conditions %s", describeConditions(tc.conditions()))
+		})
+		var sts appsv1.StatefulSet
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.sts}, &sts); !apierrors.IsNotFound(err) {
+			t.Errorf("StatefulSet %s: %v, want none", tc.sts, err)
+		}
+	}
+}

@@ -61,6 +61,10 @@ func TestDecideRestore(t *testing.T) {
 				b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "c"}
 			})}, restoreRefuse, status.ReasonRestoreUnsupported},
 		{"no operator image", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis")}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"replication, new", restoreFacts{kind: "RedisReplication", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"replication, running", restoreFacts{kind: "RedisReplication", spec: spec, unsupported: true, statefulSetExists: true},
+			restoreRefuseRunning, status.ReasonRestoreUnsupported},
+		{"cluster without restore", restoreFacts{kind: "RedisCluster", unsupported: true, statefulSetExists: true}, restoreNone, ""},
 		{"restored, backup gone since", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
 			statefulSetExists: true, restoredFrom: "nightly", restored: true}, restoreDone, ""},
 		{"restoring, backup gone before Ready", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",

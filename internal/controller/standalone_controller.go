@@ -99,7 +99,7 @@ func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, 
 
 // resolveRestoreOf decides what becomes of spec.restore before the build.
 func (r *RedisReconciler) resolveRestoreOf(ctx context.Context, s *redisScope) (bool, error) {
-	return r.resolveRestore(ctx, &s.workloadScope, "Redis", s.cr.Spec.Restore, &s.restore)
+	return r.resolveRestore(ctx, &s.workloadScope, "Redis", s.cr.Name, true, s.cr.Spec.Restore, &s.restore)
 }
 
 // markRestoredOf says Restored once the pod is Ready after a restore.
