@@ -41,8 +41,8 @@ type RedisClusterSpec struct {
 	ServiceAccountName  *string                      `json:"serviceAccountName,omitempty"`
 	PersistenceEnabled  *bool                        `json:"persistenceEnabled,omitempty"`
 	EnvVars             *[]corev1.EnvVar             `json:"env,omitempty"`
-	// Restore fills the new resource's data from a RedisBackup before Redis first starts (not
-	// yet acted on for this kind: see the README's Backups section).
+	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
+	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
 	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 

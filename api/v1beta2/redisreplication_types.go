@@ -31,8 +31,8 @@ type RedisReplicationSpec struct {
 	ServiceAccountName            *string                    `json:"serviceAccountName,omitempty"`
 	TerminationGracePeriodSeconds *int64                     `json:"terminationGracePeriodSeconds,omitempty"`
 	EnvVars                       *[]corev1.EnvVar           `json:"env,omitempty"`
-	// Restore fills the new resource's data from a RedisBackup before Redis first starts (not
-	// yet acted on for this kind: see the README's Backups section).
+	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
+	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
 	Restore                   *RestoreSpec                      `json:"restore,omitempty"`
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	HostPort                  *int                              `json:"hostPort,omitempty"`
