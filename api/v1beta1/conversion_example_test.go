@@ -96,6 +96,7 @@ func TestV1beta2OnlyFieldsTravelInTheAnnotation(t *testing.T) {
 		SecurityContext:               &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)},
 		PodSecurityContext:            &corev1.PodSecurityContext{FSGroup: ptr.To[int64](1000)},
 		TerminationGracePeriodSeconds: ptr.To[int64](60),
+		Restore:                       &v1beta2.RestoreSpec{BackupName: "nightly-1"},
 	}}
 	var old Redis
 	if err := old.ConvertFrom(&hub); err != nil {
@@ -104,7 +105,7 @@ func TestV1beta2OnlyFieldsTravelInTheAnnotation(t *testing.T) {
 	if got := old.Spec.SecurityContext; got == nil || ptr.Deref(got.FSGroup, 0) != 1000 {
 		t.Errorf("v1beta1 securityContext = %+v, want the pod security context", got)
 	}
-	const want = `{"securityContext":{"readOnlyRootFilesystem":true},"terminationGracePeriodSeconds":60}`
+	const want = `{"restore":{"backupName":"nightly-1"},"securityContext":{"readOnlyRootFilesystem":true},"terminationGracePeriodSeconds":60}`
 	if got := old.Annotations[V1beta2FieldsAnnotation]; got != want {
 		t.Errorf("annotation %s = %s, want %s", V1beta2FieldsAnnotation, got, want)
 	}

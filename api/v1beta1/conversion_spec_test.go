@@ -20,9 +20,9 @@ func TestHubOnlyFieldsAreThoseV1beta1CannotExpress(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"Redis", redisSpecs.hubOnly, []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env"}},
-		{"RedisCluster", redisClusterSpecs.hubOnly, []string{"hostNetwork", "hostPort", "port", "redisConfig", "podManagementPolicy", "acl", "initContainer", "env"}},
-		{"RedisReplication", redisReplicationSpecs.hubOnly, []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env",
+		{"Redis", redisSpecs.hubOnly, []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env", "restore"}},
+		{"RedisCluster", redisClusterSpecs.hubOnly, []string{"hostNetwork", "hostPort", "port", "redisConfig", "podManagementPolicy", "acl", "initContainer", "env", "restore"}},
+		{"RedisReplication", redisReplicationSpecs.hubOnly, []string{"hostPort", "securityContext", "acl", "initContainer", "terminationGracePeriodSeconds", "env", "restore",
 			"pdb", "podManagementPolicy", "sentinel", "topologySpreadConstraints"}},
 		{"RedisSentinel", redisSentinelSpecs.hubOnly, []string{"hostPort", "securityContext", "initContainer", "terminationGracePeriodSeconds", "env",
 			"podManagementPolicy", "redisExporter", "topologySpreadConstraints", "volumeMount"}},

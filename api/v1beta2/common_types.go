@@ -168,3 +168,13 @@ type CommonStatus struct {
 // writes it typed, without reflection: GetCommonStatus and CompatibleState point at the status's
 // CommonStatus and its state and reason, to be written in place; SetStatusFrom gives a resource
 // the whole status of another, as an assignment does (slices shared), for the status patch.
+
+// RestoreSpec names the RedisBackup a new resource's data is restored from, in the resource's
+// namespace. The backup must be Completed and of the same kind as the resource.
+type RestoreSpec struct {
+	// BackupName is the RedisBackup's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	BackupName string `json:"backupName"`
+}

@@ -28,6 +28,10 @@ type RedisSpec struct {
 	// TerminationGracePeriodSeconds lets Redis finish writing its snapshot on shutdown.
 	TerminationGracePeriodSeconds *int64           `json:"terminationGracePeriodSeconds,omitempty"`
 	EnvVars                       *[]corev1.EnvVar `json:"env,omitempty"`
+	// Restore fills the new resource's data from a RedisBackup before Redis first starts. It
+	// applies only when the resource's StatefulSet is created: a running resource is never
+	// overwritten.
+	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 
 // RedisStatus is the observed state of a standalone Redis.

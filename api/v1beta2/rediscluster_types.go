@@ -41,6 +41,9 @@ type RedisClusterSpec struct {
 	ServiceAccountName  *string                      `json:"serviceAccountName,omitempty"`
 	PersistenceEnabled  *bool                        `json:"persistenceEnabled,omitempty"`
 	EnvVars             *[]corev1.EnvVar             `json:"env,omitempty"`
+	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
+	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
+	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 
 // ClusterStorage adds the node-conf volume, which keeps nodes.conf (the node's identity)

@@ -44,12 +44,21 @@ import (
 	"github.com/rediskube/redis-operator/internal/liveness"
 	"github.com/rediskube/redis-operator/internal/metricsauth"
 	"github.com/rediskube/redis-operator/internal/redis"
+	"github.com/rediskube/redis-operator/internal/restore"
 	"github.com/rediskube/redis-operator/internal/version"
 	conversionwebhook "github.com/rediskube/redis-operator/internal/webhook"
 )
 
 func main() {
 	ctx := ctrl.SetupSignalHandler()
+	if len(os.Args) > 1 && os.Args[1] == restore.Command {
+		// The init container of a restored resource: fill the data directory, then exit.
+		if err := restore.RunCommand(ctx, os.Args[2:], os.Getenv, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "redis-operator:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, os.Args[1:], nil); err != nil {
 		fmt.Fprintln(os.Stderr, "redis-operator:", err)
 		os.Exit(1)
@@ -76,6 +85,8 @@ type options struct {
 	// livenessInterval is the time between two PINGs of each pod by the liveness watcher.
 	livenessInterval time.Duration
 	pprofAddr        string
+	// operatorImage is the image the operator runs, which the restore init containers run too.
+	operatorImage string
 	// version: print the version and commit, then exit without starting anything.
 	version bool
 	webhook conversionwebhook.Options
@@ -134,6 +145,8 @@ func newFlagSet(opts *options) (*flag.FlagSet, error) {
 		"Time between two PINGs (each bounded by 1s) of every Redis and sentinel pod, so that a pod that stops answering without any Kubernetes event is on its resource's status within seconds.")
 	fs.StringVar(&opts.pprofAddr, "pprof-bind-address", "",
 		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
+	fs.StringVar(&opts.operatorImage, "operator-image", os.Getenv("OPERATOR_IMAGE"),
+		"The image the operator runs (default from OPERATOR_IMAGE): the init container that restores a backup into a new resource runs it; empty: restores are refused.")
 	fs.BoolVar(&opts.version, "version", false, "Print the operator's version and commit, then exit.")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
@@ -303,7 +316,7 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 	// no longer asks for leaves objects made before server-side apply too.
 	applier := apply.NewApplier(filepath.Base(os.Args[0]))
 	deps := controller.Dependencies{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool,
-		SecretWatch: secretWatch, Liveness: live, Memory: memory, Applier: applier}
+		SecretWatch: secretWatch, Liveness: live, Memory: memory, Applier: applier, OperatorImage: opts.operatorImage}
 	controllers := []struct {
 		kind string
 		r    interface{ SetupWithManager(ctrl.Manager) error }

@@ -180,6 +180,7 @@ func (w *workload) renderRedisConf(c redisConf) *corev1.ConfigMap {
 
 // redisConfFor assembles the redis.conf settings that every redis-server workload shares.
 func (w *workload) redisConfFor(rc *v1beta2.RedisConfig, persistence bool) (redisConf, error) {
+	w.persistence = persistence
 	c := redisConf{
 		port:        w.port,
 		persistence: persistence,

@@ -239,6 +239,10 @@ func (w *workload) initContainers() []corev1.Container {
 		}
 		out = append(out, c)
 	}
+	if w.server == redisServer && w.restore != nil {
+		// After the user's own init container, which may prepare the volume's permissions.
+		out = append(out, w.restoreContainer())
+	}
 	if w.server == redisServer && w.acl != nil && w.acl.Secret == nil && w.acl.PersistentVolumeClaim != nil {
 		// After the user's own init container (which may prepare the claim's permissions):
 		// Redis refuses to start when its aclfile is missing: a new, empty claim gets an

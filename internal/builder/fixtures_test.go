@@ -1,6 +1,8 @@
 package builder
 
 import (
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -407,6 +409,16 @@ func fullSentinel() *v1beta2.RedisSentinel {
 	}}
 }
 
+// testRestore is a resolved restore with every setting.
+func testRestore() *RestoreInput {
+	return &RestoreInput{
+		BackupName: "nightly-1", Image: "ghcr.io/rediskube/redis-operator:v1.2.3",
+		Endpoint: "https://s3.example:9000", Bucket: "backups", Region: "eu-west-1", ForcePathStyle: true,
+		Key: "redis/default/nightly-1/cache-0.rdb", SHA256: strings.Repeat("ab", 32), Bytes: 4096,
+		CredentialsSecret: "s3-credentials", CASecret: "s3-ca",
+	}
+}
+
 // buildCase is one input of the golden and secret tests.
 type buildCase struct {
 	name  string
@@ -418,6 +430,11 @@ func allCases() []buildCase {
 		{"redis-minimal", func() (*Objects, error) { return BuildRedis(RedisInput{CR: minimalRedis()}) }},
 		{"redis-full", func() (*Objects, error) {
 			return BuildRedis(RedisInput{CR: fullRedis(), Password: testPassword})
+		}},
+		{"redis-restore-full", func() (*Objects, error) {
+			cr := fullRedis()
+			cr.Spec.Restore = &v1beta2.RestoreSpec{BackupName: "nightly-1"}
+			return BuildRedis(RedisInput{CR: cr, Password: testPassword, Restore: testRestore()})
 		}},
 		{"rediscluster-minimal", func() (*Objects, error) { return BuildRedisCluster(RedisClusterInput{CR: minimalCluster()}) }},
 		{"rediscluster-full", func() (*Objects, error) {

@@ -20,6 +20,13 @@ type RedisInput struct {
 	// its own user (redis.OperatorUser) with the password, and replicas (masteruser), the
 	// pods' hooks and the exporter log in as it.
 	ACLOperatorUser bool
+	// Restore, when set, restores a backup into the pod's data before Redis first starts: the
+	// controller sets it only for spec.restore, and only while the StatefulSet is new or was
+	// created by that restore.
+	Restore *RestoreInput
+	// RestoredFrom is the backup the StatefulSet was created from (AnnotationRestoredFrom),
+	// kept on it once the restore is done; Restore's BackupName when Restore is set.
+	RestoredFrom string
 }
 
 // BuildRedis returns the desired objects of a standalone Redis: StatefulSet <name> (one pod),
@@ -33,6 +40,14 @@ func BuildRedis(in RedisInput) (*Objects, error) {
 	w, err := newRedisServer(cr, "Redis", SetupStandalone, RoleStandalone, &cr.Spec, in.Password)
 	if err != nil {
 		return nil, err
+	}
+	if in.Restore != nil {
+		if err := in.Restore.check(); err != nil {
+			return nil, err
+		}
+		w.restore, w.restoredFrom = in.Restore, in.Restore.BackupName
+	} else {
+		w.restoredFrom = in.RestoredFrom
 	}
 	return w.redisServerObjects(cr.Spec.RedisConfig, in.Password, in.ACL, in.ACLOperatorUser)
 }

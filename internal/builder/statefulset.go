@@ -26,6 +26,12 @@ func (w *workload) statefulSet() *appsv1.StatefulSet {
 			PersistentVolumeClaimRetentionPolicy: w.pvcRetention.DeepCopy(),
 		},
 	}
+	if w.restoredFrom != "" {
+		if sts.Annotations == nil {
+			sts.Annotations = map[string]string{}
+		}
+		sts.Annotations[AnnotationRestoredFrom] = w.restoredFrom
+	}
 	if w.dataClaim != nil {
 		sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, w.claimTemplate(w.name, w.dataClaim))
 	}

@@ -34,6 +34,7 @@ func (w *workload) volumes() []corev1.Volume {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: *w.acl.PersistentVolumeClaim},
 		}})
 	}
+	out = append(out, w.restoreVolumes()...)
 	if w.nodePorts {
 		// Every key, not listed items: a pod added by a scale-out brings a new key, which
 		// must not change the pod template.

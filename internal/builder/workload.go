@@ -86,7 +86,13 @@ type workload struct {
 	readinessProbe         *corev1.Probe
 	livenessProbe          *corev1.Probe
 	initContainer          *v1beta2.InitContainer // nil unless enabled
-	sidecars               []v1beta2.Sidecar
+	// restore, when set, adds the init container that restores a backup (RestoreInput);
+	// restoredFrom is the backup named on the StatefulSet (AnnotationRestoredFrom).
+	restore      *RestoreInput
+	restoredFrom string
+	// persistence: redis.conf says appendonly yes.
+	persistence bool
+	sidecars    []v1beta2.Sidecar
 
 	exporter *v1beta2.RedisExporter // nil unless enabled
 

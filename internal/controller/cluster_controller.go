@@ -39,7 +39,9 @@ type RedisClusterReconciler struct {
 // clusterScope is what the phases of one reconcile share.
 type clusterScope struct {
 	workloadScope
-	cr *v1beta2.RedisCluster
+	// restore is what the restore phase decided of spec.restore (refused: not supported yet).
+	restore restoreState
+	cr      *v1beta2.RedisCluster
 	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
 	clusterStage string
 	leaders      []corev1.Pod
@@ -80,6 +82,7 @@ func (r *RedisClusterReconciler) phases() []reconcile.Phase[*clusterScope] {
 		sharedPhase[*clusterScope]("password-rotation", r.rotatePassword),
 		{Name: "scale-in", Run: r.holdScaleIn},
 		{Name: "node-port-services", Run: r.ensureNodePortServices},
+		{Name: "restore", Run: r.refuseRestore},
 		{Name: "build", Run: r.buildObjects},
 		sharedPhase[*clusterScope]("storage", r.growStorage),
 		sharedPhase[*clusterScope]("objects", r.applyObjects),
@@ -117,6 +120,7 @@ func (r *RedisClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		phases:   r.phases(),
 		liveness: r.Liveness,
 		stage:    func(s *clusterScope) string { return s.clusterStage },
+		finish:   func(_ context.Context, s *clusterScope) { finishRestore(&s.workloadScope, &s.restore) },
 		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
@@ -279,4 +283,10 @@ func (s *clusterScope) memberEndpoint(m *clusterplan.Member) redis.Endpoint {
 func (s *clusterScope) withPods(leaders, followers []corev1.Pod) *clusterScope {
 	return &clusterScope{workloadScope: s.workloadScope, cr: s.cr, clusterStage: s.clusterStage, nodePorts: s.nodePorts,
 		leaders: leaders, followers: followers}
+}
+
+// refuseRestore refuses spec.restore, which a RedisCluster cannot act on yet: a new one is not
+// created empty in the restore's place, a running one is left as it is.
+func (r *RedisClusterReconciler) refuseRestore(ctx context.Context, s *clusterScope) (bool, error) {
+	return r.resolveRestore(ctx, &s.workloadScope, "RedisCluster", builder.ClusterStatefulSetName(s.cr.Name, builder.RoleLeader), false, s.cr.Spec.Restore, &s.restore)
 }

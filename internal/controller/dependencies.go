@@ -31,4 +31,7 @@ type Dependencies struct {
 	// Applier writes the objects the resources own with server-side apply, shared by the
 	// reconcilers (apply.NewApplier); SetupWithManager refuses a reconciler without one.
 	Applier *apply.Applier
+	// OperatorImage is the image the operator runs (--operator-image): a restore's init
+	// container runs its binary. Empty: restores are refused.
+	OperatorImage string
 }

@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -27,6 +28,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
+	"github.com/rediskube/redis-operator/internal/restore"
 )
 
 // fakeKubelet stands in for the StatefulSet controller and the kubelet of a real cluster: for
@@ -131,6 +133,7 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 		}
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
+	k.runRestoreInit(ctx, sts, dataDir)
 	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: append(slices.Clone(k.args), replicaOfArgs(sts)...)}
 	k.run(ctx, sts.Namespace, p)
 
@@ -406,5 +409,33 @@ func (p *fakePod) stop(signal syscall.Signal) {
 	case <-time.After(10 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.exited
+	}
+}
+
+// runRestoreInit runs the pod template's restore init container, if it has one, as the
+// kubelet would before Redis: the operator binary's restore subcommand (here in process) on
+// the pod's volume, with the credentials of the Secret its environment names.
+func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSet, dataDir string) {
+	k.t.Helper()
+	for _, c := range sts.Spec.Template.Spec.InitContainers {
+		if c.Name != "restore" {
+			continue
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			ref := e.ValueFrom.SecretKeyRef
+			var secret corev1.Secret
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: ref.Name}, &secret); err != nil {
+				k.t.Fatalf("restore init container: %v", err)
+			}
+			env[e.Name] = string(secret.Data[ref.Key])
+		}
+		args := slices.Clone(c.Command[2:]) // after /redis-operator restore
+		if i := slices.Index(args, "--data-dir"); i >= 0 {
+			args[i+1] = dataDir
+		}
+		if err := restore.RunCommand(ctx, args, func(name string) string { return env[name] }, io.Discard); err != nil {
+			k.t.Fatalf("restore init container of %s: %v", sts.Name, err)
+		}
 	}
 }

@@ -69,6 +69,8 @@ type RedisReplicationReconciler struct {
 
 type replicationScope struct {
 	workloadScope
+	// restore is what the restore phase decided of spec.restore (refused: not supported yet).
+	restore restoreState
 	cr      *v1beta2.RedisReplication
 	pods    []corev1.Pod
 	members []replicationplan.Member
@@ -109,6 +111,7 @@ func (r *RedisReplicationReconciler) phases() []reconcile.Phase[*replicationScop
 		sharedPhase[*replicationScope]("password-rotation", r.rotatePassword),
 		{Name: "hand-over-terminating", Run: r.handOverTerminating},
 		{Name: "hand-over-before-scale-in", Run: r.handOverBeforeScaleIn},
+		{Name: "restore", Run: r.refuseRestore},
 		{Name: "build", Run: r.buildObjects},
 		sharedPhase[*replicationScope]("storage", r.growStorage),
 		sharedPhase[*replicationScope]("objects", r.applyObjects),
@@ -144,8 +147,11 @@ func (r *RedisReplicationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
-		finish:   r.degradeWhileSilent,
-		memory:   r.Memory,
+		finish: func(ctx context.Context, s *replicationScope) {
+			r.degradeWhileSilent(ctx, s)
+			finishRestore(&s.workloadScope, &s.restore)
+		},
+		memory: r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
 
@@ -387,4 +393,10 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		s.Requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
 	}
 	return false, nil
+}
+
+// refuseRestore refuses spec.restore, which a RedisReplication cannot act on yet: a new one
+// is not created empty in the restore's place, a running one is left as it is.
+func (r *RedisReplicationReconciler) refuseRestore(ctx context.Context, s *replicationScope) (bool, error) {
+	return r.resolveRestore(ctx, &s.workloadScope, "RedisReplication", s.cr.Name, false, s.cr.Spec.Restore, &s.restore)
 }

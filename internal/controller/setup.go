@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/builder"
@@ -55,7 +56,22 @@ func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return b.Complete(r)
+	// A RedisBackup that appears or completes lets the Redis that restores it go on.
+	c := mgr.GetClient()
+	return b.Watches(&v1alpha1.RedisBackup{}, handler.EnqueueRequestsFromMapFunc(
+		func(ctx context.Context, obj client.Object) []reconcile.Request {
+			var list v1beta2.RedisList
+			if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for i := range list.Items {
+				if rs := list.Items[i].Spec.Restore; rs != nil && rs.BackupName == obj.GetName() {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+			return out
+		})).Complete(r)
 }
 
 // SetupWithManager registers the RedisReplication controller.

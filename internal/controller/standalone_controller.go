@@ -34,6 +34,8 @@ type redisScope struct {
 	workloadScope
 	cr  *v1beta2.Redis
 	pod *corev1.Pod
+	// restore is what the restore phase decided of spec.restore.
+	restore restoreState
 }
 
 func (r *RedisReconciler) phases() []reconcile.Phase[*redisScope] {
@@ -45,12 +47,14 @@ func (r *RedisReconciler) phases() []reconcile.Phase[*redisScope] {
 		sharedPhase[*redisScope]("tls", r.resolveTLS),
 		sharedPhase[*redisScope]("acl", r.resolveACL),
 		sharedPhase[*redisScope]("password-rotation", r.rotatePassword),
+		{Name: "restore", Run: r.resolveRestoreOf},
 		{Name: "build", Run: r.buildObjects},
 		sharedPhase[*redisScope]("storage", r.growStorage),
 		sharedPhase[*redisScope]("objects", r.applyObjects),
 		sharedPhase[*redisScope]("exporter-password", r.restartStaleExporters),
 		sharedPhase[*redisScope]("storage-wait", r.waitForStorage),
 		{Name: "pod", Run: r.observePod},
+		{Name: "restored", Run: r.markRestoredOf},
 		{Name: "tls-reload", Run: r.reloadTLS},
 		{Name: "acl-reload", Run: r.reloadACL},
 		{Name: "dynamic-config", Run: r.applyDynamicConfig},
@@ -71,6 +75,7 @@ func (r *RedisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		},
 		phases:   r.phases(),
 		liveness: r.Liveness,
+		finish:   func(_ context.Context, s *redisScope) { finishRestore(&s.workloadScope, &s.restore) },
 		memory:   r.Memory,
 	}.reconcile(ctx, r.Client, req)
 }
@@ -86,8 +91,20 @@ func (r *RedisReconciler) reloadACL(ctx context.Context, s *redisScope) (bool, e
 }
 
 func (r *RedisReconciler) buildObjects(_ context.Context, s *redisScope) (bool, error) {
-	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser})
+	s.objects, s.buildErr = builder.BuildRedis(builder.RedisInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser,
+		Restore: s.restore.decision.input, RestoredFrom: s.restore.decision.restoredFrom})
 	s.acl.keepIn(s.objects, s.cr.Name)
+	return false, nil
+}
+
+// resolveRestoreOf decides what becomes of spec.restore before the build.
+func (r *RedisReconciler) resolveRestoreOf(ctx context.Context, s *redisScope) (bool, error) {
+	return r.resolveRestore(ctx, &s.workloadScope, "Redis", s.cr.Name, true, s.cr.Spec.Restore, &s.restore)
+}
+
+// markRestoredOf says Restored once the pod is Ready after a restore.
+func (r *RedisReconciler) markRestoredOf(_ context.Context, s *redisScope) (bool, error) {
+	r.markRestored(&s.workloadScope, &s.restore)
 	return false, nil
 }
 

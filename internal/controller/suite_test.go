@@ -190,7 +190,7 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		}
 	}
 	deps := Dependencies{Client: kubeClient, Scheme: mgr.GetScheme(), SecretWatch: secretWatch, Recorder: events, Redis: op.pool,
-		Memory: memory, Applier: applier}
+		Memory: memory, Applier: applier, OperatorImage: "redis-operator:test"}
 	withLive := deps
 	withLive.Liveness = live
 	if err := (&RedisClusterReconciler{Dependencies: withLive}).SetupWithManager(mgr); err != nil {

@@ -46,6 +46,10 @@ var needsAHuman = map[string]bool{
 	ReasonStorageNotExpandable: true,
 	ReasonTLSSecretInvalid:     true,
 	ReasonError:                true,
+	ReasonRestoreBackupFailed:  true,
+	ReasonRestoreMismatch:      true,
+	ReasonRestoreUnsupported:   true,
+	ReasonRestoreRefused:       true,
 	// The pod reasons of reportPodTrouble: an image that cannot be pulled, a container that
 	// cannot be created or keeps crashing, a pod no node can take.
 	"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "CrashLoopBackOff": true,

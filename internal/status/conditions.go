@@ -29,6 +29,29 @@ const (
 	ReasonApplyFailed      = "ApplyFailed"
 )
 
+// Reasons of a restore (spec.restore), in the Restored condition and, when the resource waits
+// or is refused, in the three standard ones.
+const (
+	// ReasonRestoring: the pod is being created with the restore's init container.
+	ReasonRestoring = "Restoring"
+	// ReasonRestored: the pod is Ready on the restored data.
+	ReasonRestored = "Restored"
+	// ReasonRestoreBackupNotFound: no RedisBackup of that name yet; nothing is created meanwhile.
+	ReasonRestoreBackupNotFound = "RestoreBackupNotFound"
+	// ReasonRestoreBackupNotReady: the RedisBackup is Pending or Running.
+	ReasonRestoreBackupNotReady = "RestoreBackupNotReady"
+	// ReasonRestoreBackupFailed: the RedisBackup failed; there is nothing to restore.
+	ReasonRestoreBackupFailed = "RestoreBackupFailed"
+	// ReasonRestoreMismatch: the backup is not of this kind of resource, or not of one shard.
+	ReasonRestoreMismatch = "RestoreMismatch"
+	// ReasonRestoreUnsupported: the backup cannot be restored yet (a PersistentVolumeClaim's),
+	// or the operator does not know the image that restores.
+	ReasonRestoreUnsupported = "RestoreUnsupported"
+	// ReasonRestoreRefused: the resource runs already and was not created from the backup: a
+	// running resource is never overwritten.
+	ReasonRestoreRefused = "RestoreRefused"
+)
+
 // ReadyMemory remembers, across reconciles, which resources said they were Ready.
 type ReadyMemory interface {
 	// FirstReady reports whether the resource has not said it was Ready since it last was

@@ -1,0 +1,123 @@
+package builder
+
+import (
+	"errors"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	// AnnotationRestoredFrom on a StatefulSet names the RedisBackup its pods' data was
+	// restored from when the StatefulSet was created: a StatefulSet without it was not
+	// created by a restore, and is never restored into.
+	AnnotationRestoredFrom = "redis.opstreelabs.in/restored-from"
+
+	// restoreInitName is the init container that restores the data before Redis starts.
+	restoreInitName = "restore"
+	// restoreCAVolume holds the store's CA bundle for the restore init container.
+	restoreCAVolume = "restore-ca"
+	restoreCADir    = "/etc/restore-ca"
+	// RestoreCAKey is the key of the CA Secret that holds the PEM bundle, as for backups.
+	RestoreCAKey = "ca.crt"
+	// RestoreAccessKeyIDKey and RestoreSecretAccessKeyKey are the keys of the credentials
+	// Secret, as for backups, and the variables the restore reads them from.
+	RestoreAccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
+	RestoreSecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY" //nolint:gosec // a key's name, not a credential
+	// operatorBinary is the operator's executable in its image.
+	operatorBinary = "/redis-operator"
+)
+
+// RestoreInput is a restore the controller resolved from spec.restore and its RedisBackup:
+// where the snapshot is, what it must be, and the image that restores it.
+type RestoreInput struct {
+	// BackupName is the RedisBackup's name, kept on the StatefulSet (AnnotationRestoredFrom).
+	BackupName string
+	// Image is the operator's image, whose binary runs the restore subcommand.
+	Image           string
+	ImagePullPolicy corev1.PullPolicy
+	// The object: the store's endpoint, bucket, region, addressing and key.
+	Endpoint, Bucket, Region, Key string
+	ForcePathStyle                bool
+	// SHA256 and Bytes are the snapshot's, as the backup recorded them.
+	SHA256 string
+	Bytes  int64
+	// CredentialsSecret holds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; CASecret, when
+	// set, ca.crt.
+	CredentialsSecret, CASecret string
+}
+
+// restoreArgs are the subcommand's arguments: every setting but the credentials, which come
+// from the environment (a process's arguments are visible to anyone on the node).
+func (in *RestoreInput) restoreArgs(appendOnly bool) []string {
+	args := []string{"restore",
+		"--endpoint", in.Endpoint, "--bucket", in.Bucket, "--key", in.Key,
+		"--sha256", in.SHA256, "--bytes", strconv.FormatInt(in.Bytes, 10), "--data-dir", dataDir}
+	if in.Region != "" {
+		args = append(args, "--region", in.Region)
+	}
+	if in.ForcePathStyle {
+		args = append(args, "--force-path-style")
+	}
+	if in.CASecret != "" {
+		args = append(args, "--ca-file", restoreCADir+"/"+RestoreCAKey)
+	}
+	if appendOnly {
+		args = append(args, "--appendonly")
+	}
+	return args
+}
+
+// restoreContainer is the init container that fills the data volume from the backup before
+// Redis first starts; a pod that restarts finds the data restored and leaves it alone.
+func (w *workload) restoreContainer() corev1.Container {
+	in := w.restore
+	secretEnv := func(key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: in.CredentialsSecret}, Key: key,
+		}}}
+	}
+	mounts := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
+	if in.CASecret != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: restoreCAVolume, MountPath: restoreCADir, ReadOnly: true})
+	}
+	return corev1.Container{
+		Name:            restoreInitName,
+		Image:           in.Image,
+		ImagePullPolicy: pullPolicy(in.ImagePullPolicy, in.Image),
+		Command:         append([]string{operatorBinary}, in.restoreArgs(w.persistence)...),
+		Env:             []corev1.EnvVar{secretEnv(RestoreAccessKeyIDKey), secretEnv(RestoreSecretAccessKeyKey)},
+		Resources:       derefResources(w.resources),
+		SecurityContext: w.ownSecurityContext(w.securityContext),
+		VolumeMounts:    mounts,
+	}
+}
+
+// restoreVolumes is the CA bundle's volume, when the store has one.
+func (w *workload) restoreVolumes() []corev1.Volume {
+	if w.restore == nil || w.restore.CASecret == "" {
+		return nil
+	}
+	return []corev1.Volume{{Name: restoreCAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  w.restore.CASecret,
+		DefaultMode: w.secretFileMode(),
+		Items:       []corev1.KeyToPath{{Key: RestoreCAKey, Path: RestoreCAKey}},
+	}}}}
+}
+
+// check refuses a restore the pod could not run.
+func (in *RestoreInput) check() error {
+	switch {
+	case in.BackupName == "":
+		return errors.New("restore: no backup name")
+	case in.Image == "":
+		return errors.New("restore: the operator's image is unknown (set --operator-image or OPERATOR_IMAGE)")
+	case in.Endpoint == "" || in.Bucket == "" || in.Key == "":
+		return errors.New("restore: no endpoint, bucket or key")
+	case in.SHA256 == "" || in.Bytes <= 0:
+		return errors.New("restore: no checksum or size")
+	case in.CredentialsSecret == "":
+		return errors.New("restore: no credentials Secret")
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package builder
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestRestoreInitContainer(t *testing.T) {
+	initNames := func(o *Objects) []string {
+		var names []string
+		for _, c := range o.StatefulSets[0].Spec.Template.Spec.InitContainers {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	o, err := BuildRedis(RedisInput{CR: minimalRedis(), Restore: testRestore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := initNames(o); !slices.Equal(got, []string{restoreInitName}) {
+		t.Errorf("init containers = %v, want the restore", got)
+	}
+	if got := o.StatefulSets[0].Annotations[AnnotationRestoredFrom]; got != "nightly-1" {
+		t.Errorf("annotation %s = %q, want nightly-1", AnnotationRestoredFrom, got)
+	}
+	for _, c := range o.StatefulSets[0].Spec.Template.Spec.InitContainers {
+		for _, arg := range c.Command {
+			if arg == "--access-key-id" || arg == "--secret-access-key" {
+				t.Errorf("a credential in the command: %v", c.Command)
+			}
+		}
+	}
+
+	// Once restored, the StatefulSet keeps naming its backup without the init container.
+	o, err = BuildRedis(RedisInput{CR: minimalRedis(), RestoredFrom: "nightly-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := initNames(o); len(got) != 0 {
+		t.Errorf("init containers = %v, want none", got)
+	}
+	if got := o.StatefulSets[0].Annotations[AnnotationRestoredFrom]; got != "nightly-1" {
+		t.Errorf("annotation %s = %q, want nightly-1", AnnotationRestoredFrom, got)
+	}
+
+	for name, change := range map[string]func(*RestoreInput){
+		"no image":       func(in *RestoreInput) { in.Image = "" },
+		"no key":         func(in *RestoreInput) { in.Key = "" },
+		"no checksum":    func(in *RestoreInput) { in.SHA256 = "" },
+		"no credentials": func(in *RestoreInput) { in.CredentialsSecret = "" },
+	} {
+		in := testRestore()
+		change(in)
+		if _, err := BuildRedis(RedisInput{CR: minimalRedis(), Restore: in}); err == nil {
+			t.Errorf("%s: built", name)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/status"
+)
+
+func restorableBackup(kind string) *v1alpha1.RedisBackup {
+	b := &v1alpha1.RedisBackup{}
+	b.Name = "nightly"
+	b.Spec.Target = v1alpha1.BackupTarget{Kind: kind, Name: "cache"}
+	b.Spec.Storage.S3 = &v1alpha1.S3Storage{Endpoint: "http://s3:9000", Bucket: "backups", Region: "r1", ForcePathStyle: true,
+		CredentialsSecret: v1alpha1.SecretReference{Name: "creds"}, CASecret: &v1alpha1.SecretReference{Name: "ca"}}
+	b.Status.Phase = v1alpha1.BackupCompleted
+	b.Status.Shards = []v1alpha1.ShardBackup{{Node: "cache-0", Location: "s3://backups/p/ns/nightly/cache-0.rdb",
+		Bytes: 99, SHA256: strings.Repeat("ab", 32)}}
+	return b
+}
+
+func TestDecideRestore(t *testing.T) {
+	spec := &v1beta2.RestoreSpec{BackupName: "nightly"}
+	with := func(change func(*v1alpha1.RedisBackup)) *v1alpha1.RedisBackup {
+		b := restorableBackup("Redis")
+		change(b)
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		facts  restoreFacts
+		action restoreAction
+		reason string
+	}{
+		{"no restore", restoreFacts{kind: "Redis"}, restoreNone, ""},
+		{"new resource", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1"}, restoreBuild, ""},
+		{"created by this restore", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1",
+			statefulSetExists: true, restoredFrom: "nightly"}, restoreBuild, ""},
+		{"running, not restored", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1",
+			statefulSetExists: true}, restoreRefuseRunning, status.ReasonRestoreRefused},
+		{"running, restored from another backup", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1",
+			statefulSetExists: true, restoredFrom: "weekly"}, restoreRefuseRunning, status.ReasonRestoreRefused},
+		{"no backup", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1"}, restoreWait, status.ReasonRestoreBackupNotFound},
+		{"backup pending", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) { b.Status.Phase = "" })}, restoreWait, status.ReasonRestoreBackupNotReady},
+		{"backup running", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) { b.Status.Phase = v1alpha1.BackupRunning })}, restoreWait, status.ReasonRestoreBackupNotReady},
+		{"backup failed", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) { b.Status.Phase = v1alpha1.BackupFailed })}, restoreRefuse, status.ReasonRestoreBackupFailed},
+		{"backup of a cluster", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: restorableBackup("RedisCluster")}, restoreRefuse, status.ReasonRestoreMismatch},
+		{"two shards", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) { b.Status.Shards = append(b.Status.Shards, b.Status.Shards[0]) })}, restoreRefuse, status.ReasonRestoreMismatch},
+		{"object of another bucket", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) { b.Status.Shards[0].Location = "s3://other/k.rdb" })}, restoreRefuse, status.ReasonRestoreMismatch},
+		{"backup on a claim", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) {
+				b.Spec.Storage.S3 = nil
+				b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "c"}
+			})}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"no operator image", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis")}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"replication, new", restoreFacts{kind: "RedisReplication", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"replication, running", restoreFacts{kind: "RedisReplication", spec: spec, unsupported: true, statefulSetExists: true},
+			restoreRefuseRunning, status.ReasonRestoreUnsupported},
+		{"cluster without restore", restoreFacts{kind: "RedisCluster", unsupported: true, statefulSetExists: true}, restoreNone, ""},
+		{"restored, backup gone since", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			statefulSetExists: true, restoredFrom: "nightly", restored: true}, restoreDone, ""},
+		{"restoring, backup gone before Ready", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			statefulSetExists: true, restoredFrom: "nightly"}, restoreWait, status.ReasonRestoreBackupNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decideRestore(tc.facts)
+			if d.action != tc.action || d.reason != tc.reason {
+				t.Fatalf("decision = %d %q (%s), want %d %q", d.action, d.reason, d.message, tc.action, tc.reason)
+			}
+			if (d.action == restoreBuild) != (d.input != nil) {
+				t.Errorf("input = %+v with action %d", d.input, d.action)
+			}
+		})
+	}
+	d := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1"})
+	in := d.input
+	if in.Key != "p/ns/nightly/cache-0.rdb" || in.Bucket != "backups" || in.Endpoint != "http://s3:9000" || in.Region != "r1" ||
+		!in.ForcePathStyle || in.CredentialsSecret != "creds" || in.CASecret != "ca" || in.Bytes != 99 || in.Image != "op:1" ||
+		d.restoredFrom != "nightly" {
+		t.Errorf("input = %+v, restoredFrom %q", in, d.restoredFrom)
+	}
+}
