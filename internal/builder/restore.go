@@ -1,10 +1,13 @@
 package builder
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -12,6 +15,11 @@ const (
 	// restored from when the StatefulSet was created: a StatefulSet without it was not
 	// created by a restore, and is never restored into.
 	AnnotationRestoredFrom = "redis.opstreelabs.in/restored-from"
+	// AnnotationRestoreInput on a StatefulSet records the restore it was created with
+	// (RestoreInput as JSON): the controller builds the same init container from it for as long
+	// as the StatefulSet lives, so that neither the backup's deletion nor a new operator image
+	// changes the pod template, which would restart a Redis whose data is its own by then.
+	AnnotationRestoreInput = "redis.opstreelabs.in/restore"
 
 	// restoreInitName is the init container that restores the data before Redis starts.
 	restoreInitName = "restore"
@@ -47,6 +55,32 @@ type RestoreInput struct {
 	CredentialsSecret, CASecret string
 }
 
+// RecordedRestore reads the restore a StatefulSet's annotations record; nil when they record
+// none.
+func RecordedRestore(annotations map[string]string) (*RestoreInput, error) {
+	raw, ok := annotations[AnnotationRestoreInput]
+	if !ok {
+		return nil, nil
+	}
+	var in RestoreInput
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationRestoreInput, err)
+	}
+	if err := in.check(); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationRestoreInput, err)
+	}
+	return &in, nil
+}
+
+// record is the restore as AnnotationRestoreInput holds it.
+func (in *RestoreInput) record() string {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("RestoreInput cannot fail to marshal: %v", err)) // strings, a bool and an int
+	}
+	return string(raw)
+}
+
 // restoreArgs are the subcommand's arguments: every setting but the credentials, which come
 // from the environment (a process's arguments are visible to anyone on the node).
 func (in *RestoreInput) restoreArgs(appendOnly bool) []string {
@@ -72,9 +106,11 @@ func (in *RestoreInput) restoreArgs(appendOnly bool) []string {
 // Redis first starts; a pod that restarts finds the data restored and leaves it alone.
 func (w *workload) restoreContainer() corev1.Container {
 	in := w.restore
+	// Optional: a pod that restarts after the credentials Secret was deleted finds its data
+	// restored (the marker) and needs none; a first restore without them fails and says so.
 	secretEnv := func(key string) corev1.EnvVar {
 		return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: in.CredentialsSecret}, Key: key,
+			LocalObjectReference: corev1.LocalObjectReference{Name: in.CredentialsSecret}, Key: key, Optional: ptr.To(true),
 		}}}
 	}
 	mounts := []corev1.VolumeMount{{Name: w.name, MountPath: dataDir}}
@@ -100,6 +136,7 @@ func (w *workload) restoreVolumes() []corev1.Volume {
 	}
 	return []corev1.Volume{{Name: restoreCAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName:  w.restore.CASecret,
+		Optional:    ptr.To(true), // as the credentials: a restored pod needs it no more
 		DefaultMode: w.secretFileMode(),
 		Items:       []corev1.KeyToPath{{Key: RestoreCAKey, Path: RestoreCAKey}},
 	}}}}

@@ -3,6 +3,8 @@ package builder
 import (
 	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 func TestRestoreInitContainer(t *testing.T) {
@@ -22,6 +24,21 @@ func TestRestoreInitContainer(t *testing.T) {
 	}
 	if got := o.StatefulSets[0].Annotations[AnnotationRestoredFrom]; got != "nightly-1" {
 		t.Errorf("annotation %s = %q, want nightly-1", AnnotationRestoredFrom, got)
+	}
+	// The StatefulSet records the restore, which builds the same pod template again.
+	recorded, err := RecordedRestore(o.StatefulSets[0].Annotations)
+	if err != nil || recorded == nil || *recorded != *testRestore() {
+		t.Fatalf("recorded restore %+v (%v), want %+v", recorded, err, testRestore())
+	}
+	again, err := BuildRedis(RedisInput{CR: minimalRedis(), Restore: recorded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(again.StatefulSets[0], o.StatefulSets[0]) {
+		t.Error("the recorded restore builds another StatefulSet")
+	}
+	if got, err := RecordedRestore(map[string]string{AnnotationRestoreInput: "{"}); err == nil || got != nil {
+		t.Errorf("a broken record: %+v, %v; want an error", got, err)
 	}
 	for _, c := range o.StatefulSets[0].Spec.Template.Spec.InitContainers {
 		for _, arg := range c.Command {

@@ -31,6 +31,9 @@ func (w *workload) statefulSet() *appsv1.StatefulSet {
 			sts.Annotations = map[string]string{}
 		}
 		sts.Annotations[AnnotationRestoredFrom] = w.restoredFrom
+		if w.restore != nil {
+			sts.Annotations[AnnotationRestoreInput] = w.restore.record()
+		}
 	}
 	if w.dataClaim != nil {
 		sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, w.claimTemplate(w.name, w.dataClaim))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -54,6 +55,8 @@ type restoreFacts struct {
 	// statefulSetExists, with restoredFrom its AnnotationRestoredFrom ("" when absent).
 	statefulSetExists bool
 	restoredFrom      string
+	// recorded is the restore the StatefulSet was created with (AnnotationRestoreInput).
+	recorded *builder.RestoreInput
 	// restored: the Restored condition is True (the pod was Ready on the restored data).
 	restored bool
 	// backup is the RedisBackup spec.restore names; nil when there is none.
@@ -95,6 +98,12 @@ func decideRestore(f restoreFacts) restoreDecision {
 		return restoreDecision{action: restoreRefuseRunning, reason: status.ReasonRestoreRefused, restoredFrom: f.restoredFrom,
 			message: fmt.Sprintf("spec.restore names RedisBackup %s, but the %s runs already and was not created from it: "+
 				"a running resource is never overwritten; restore into a new resource", name, f.kind)}
+	}
+	if f.statefulSetExists && f.recorded != nil && f.recorded.BackupName == name {
+		// The pod template keeps the restore it was created with, whatever became of the
+		// backup or of the operator's image since: changing it would restart the pod.
+		return restoreDecision{action: restoreBuild, input: f.recorded, restoredFrom: name,
+			message: fmt.Sprintf("restoring RedisBackup %s (%s/%s, %d bytes)", name, f.recorded.Bucket, f.recorded.Key, f.recorded.Bytes)}
 	}
 	d := checkBackup(f)
 	if d.action == restoreBuild || !f.statefulSetExists || !f.restored {
@@ -181,6 +190,11 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 	switch {
 	case err == nil:
 		facts.statefulSetExists, facts.restoredFrom = true, sts.Annotations[builder.AnnotationRestoredFrom]
+		if facts.recorded, err = builder.RecordedRestore(sts.Annotations); err != nil {
+			// Edited by hand: the backup, if still there, gives the restore again.
+			log.FromContext(ctx).Info("the StatefulSet's recorded restore cannot be read; resolving it from the backup", "error", err.Error())
+			facts.recorded = nil
+		}
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("read StatefulSet %s: %w", statefulSet, err)
 	}

@@ -134,6 +134,32 @@ func TestRestoreIntoRedis(t *testing.T) {
 		t.Errorf("%d Restored events, want 1", n)
 	}
 
+	// The backup deleted (as a schedule's retention does): the restored Redis keeps its pod
+	// template, built from the restore its StatefulSet recorded, so its pod is not restarted.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(restored), &sts); err != nil {
+		t.Fatal(err)
+	}
+	generation := sts.Generation
+	if err := c.Delete(ctx, &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "backup nightly gone", func() error {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nightly"}, &v1alpha1.RedisBackup{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(restored), &sts); err != nil {
+			t.Fatal(err)
+		}
+		if sts.Generation != generation || len(sts.Spec.Template.Spec.InitContainers) != 1 {
+			t.Fatalf("the backup's deletion changed the restored StatefulSet: generation %d → %d, init containers %+v",
+				generation, sts.Generation, sts.Spec.Template.Spec.InitContainers)
+		}
+	}
+
 	// Every refusal left its resource without a StatefulSet; the source has no init container.
 	noStatefulSet(t, c, missing)
 	noStatefulSet(t, c, fromFailed)

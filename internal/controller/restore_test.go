@@ -82,6 +82,24 @@ func TestDecideRestore(t *testing.T) {
 	}
 	d := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1"})
 	in := d.input
+	// Once the StatefulSet records the restore it was made with, that one is kept, whatever
+	// became of the backup (here deleted) or of the operator's image: a pod template that
+	// changed would restart a Redis whose data is its own by then.
+	recorded := *in
+	for name, facts := range map[string]restoreFacts{
+		"backup gone":   {kind: "Redis", spec: spec, operatorImage: "op:2", statefulSetExists: true, restoredFrom: "nightly", restored: true, recorded: &recorded},
+		"new image":     {kind: "Redis", spec: spec, operatorImage: "op:2", statefulSetExists: true, restoredFrom: "nightly", recorded: &recorded, backup: restorableBackup("Redis")},
+		"backup failed": {kind: "Redis", spec: spec, operatorImage: "op:2", statefulSetExists: true, restoredFrom: "nightly", recorded: &recorded, backup: with(func(b *v1alpha1.RedisBackup) { b.Status.Phase = v1alpha1.BackupFailed })},
+	} {
+		if kept := decideRestore(facts); kept.action != restoreBuild || kept.input == nil || *kept.input != recorded {
+			t.Errorf("%s: decision %d with input %+v, want the recorded restore %+v", name, kept.action, kept.input, recorded)
+		}
+	}
+	other := recorded
+	other.BackupName = "weekly"
+	if d := decideRestore(restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1", statefulSetExists: true, restoredFrom: "weekly", recorded: &other}); d.action != restoreRefuseRunning {
+		t.Errorf("a StatefulSet restored from another backup: decision %d, want refused", d.action)
+	}
 	if in.Key != "p/ns/nightly/cache-0.rdb" || in.Bucket != "backups" || in.Endpoint != "http://s3:9000" || in.Region != "r1" ||
 		!in.ForcePathStyle || in.CredentialsSecret != "creds" || in.CASecret != "ca" || in.Bytes != 99 || in.Image != "op:1" ||
 		d.restoredFrom != "nightly" {

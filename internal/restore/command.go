@@ -48,17 +48,22 @@ func parseCommand(args []string, getenv func(string) string, output io.Writer) (
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	opts.AccessKeyID, opts.SecretAccessKey = getenv(EnvAccessKeyID), getenv(EnvSecretAccessKey)
+	return opts, nil
+}
+
+// reachStore completes the options for reaching the store: its credentials and CA bundle.
+func (opts *commandOptions) reachStore() error {
 	if opts.AccessKeyID == "" || opts.SecretAccessKey == "" {
-		return nil, fmt.Errorf("set the store's credentials in %s and %s", EnvAccessKeyID, EnvSecretAccessKey)
+		return fmt.Errorf("set the store's credentials in %s and %s", EnvAccessKeyID, EnvSecretAccessKey)
 	}
 	if opts.caFile != "" {
 		ca, err := os.ReadFile(opts.caFile)
 		if err != nil {
-			return nil, fmt.Errorf("read --ca-file: %w", err)
+			return fmt.Errorf("read --ca-file: %w", err)
 		}
 		opts.CAPEM = ca
 	}
-	return opts, nil
+	return nil
 }
 
 // RunCommand runs `redis-operator restore ARGS`: it parses args, reads the credentials through
@@ -66,6 +71,22 @@ func parseCommand(args []string, getenv func(string) string, output io.Writer) (
 func RunCommand(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	opts, err := parseCommand(args, getenv, out)
 	if err != nil {
+		return fmt.Errorf("%s: %w", Command, err)
+	}
+	// A pod that restarts after its restore needs neither the store nor its credentials (the
+	// Secret may be gone): its data is its own.
+	done, err := restoredBefore(opts.DataDir, opts.SHA256)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Command, err)
+	}
+	if done {
+		_, err = fmt.Fprintf(out, "%s into %s: %s\n", opts.SHA256, opts.DataDir, AlreadyRestored)
+		if err != nil {
+			return fmt.Errorf("%s: %w", Command, err)
+		}
+		return nil
+	}
+	if err := opts.reachStore(); err != nil {
 		return fmt.Errorf("%s: %w", Command, err)
 	}
 	s3, err := store.NewS3(opts.S3Config)

@@ -100,6 +100,19 @@ func (o Options) validate() error {
 	return nil
 }
 
+// restoredBefore reports whether the snapshot of that SHA-256 was restored into dir before
+// (its marker is there).
+func restoredBefore(dir, sha256 string) (bool, error) {
+	_, err := os.Stat(filepath.Join(dir, markerPrefix+sha256))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("restore: %w", err)
+}
+
 // Run restores the snapshot of opts into opts.DataDir, or does nothing when it was restored
 // there before. It refuses (ErrDataPresent) a data directory with data of another origin, and
 // an object that is not the recorded snapshot (ErrMismatch), leaving the directory as it was.
@@ -112,10 +125,8 @@ func Run(ctx context.Context, src Source, opts Options) (Outcome, error) {
 		return 0, err
 	}
 	marker := filepath.Join(dir, markerPrefix+opts.SHA256)
-	if _, err := os.Stat(marker); err == nil {
-		return AlreadyRestored, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("restore: %w", err)
+	if done, err := restoredBefore(dir, opts.SHA256); err != nil || done {
+		return AlreadyRestored, err
 	}
 	done, err := alreadyInPlace(dir, opts)
 	if err != nil {
