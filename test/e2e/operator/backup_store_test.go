@@ -14,15 +14,19 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
 // TestBackupToTheSampleStore takes a backup into the S3 store users are given to try backups
 // with (config/samples/backup, versitygw's published image), of the sample Redis holding keys,
 // and reads the object back through the store's Service: it is whole, of the size and SHA-256
-// the status records, an RDB file holding the keys.
+// the status records, an RDB file holding the keys. Then it restores the backup into a new
+// Redis, which serves every key.
 func TestBackupToTheSampleStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -105,6 +109,32 @@ func TestBackupToTheSampleStore(t *testing.T) {
 	for _, k := range keys {
 		if !strings.Contains(string(data), k) {
 			t.Errorf("the snapshot does not hold the key %s", k)
+		}
+	}
+
+	// Restored into a new Redis: its pod starts from the backup (the restore init container
+	// runs the operator's image), and every key is there with its value.
+	var source v1beta2.Redis
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis-standalone"}, &source); err != nil {
+		t.Fatal(err)
+	}
+	restored := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "redis-restored", Namespace: ns}, Spec: *source.Spec.DeepCopy()}
+	restored.Spec.Restore = &v1beta2.RestoreSpec{BackupName: name}
+	if err := sb.Client.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	sb.WaitFor(t, ns, "Redis redis-restored Restored", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
+		if err := sb.Client.Get(ctx, client.ObjectKeyFromObject(restored), restored); err != nil {
+			return false, "", err
+		}
+		c := meta.FindStatusCondition(restored.Status.Conditions, "Restored")
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", restored.Status.Conditions), nil
+	})
+	restoredClient := sb.Redis(t, sb.WaitPodReady(t, ns, "redis-restored-0", time.Minute))
+	for i, k := range keys {
+		got, err := restoredClient.Get(ctx, k).Result()
+		if want := fmt.Sprintf("value %d", i); err != nil || got != want {
+			t.Errorf("restored %s = %q (%v), want %q", k, got, err, want)
 		}
 	}
 }
