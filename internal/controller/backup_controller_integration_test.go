@@ -324,15 +324,7 @@ func TestRedisBackupFailures(t *testing.T) {
 	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
-	kubelet.standalone = true
-	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
-		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
-	if err := c.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	kubelet.runStatefulSet(ctx, ns, "plain")
-	waitStandaloneReady(t, c, cr)
+	runReadyStandalone(ctx, t, c, ns, "plain")
 
 	f := newBackupFixture(t, c, ns)
 	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wrong-credentials", Namespace: ns},
@@ -389,15 +381,7 @@ func TestRedisBackupToATLSStoreWithItsCA(t *testing.T) {
 	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
-	kubelet.standalone = true
-	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
-		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
-	if err := c.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	kubelet.runStatefulSet(ctx, ns, "plain")
-	waitStandaloneReady(t, c, cr)
+	_, kubelet := runReadyStandalone(ctx, t, c, ns, "plain")
 	rdb := goredis.NewClient(&goredis.Options{Addr: kubelet.pod("plain-0").addr(builder.DefaultRedisPort)})
 	defer func() { _ = rdb.Close() }()
 	writeBackupKeys(ctx, t, rdb)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
-	"github.com/rediskube/redis-operator/internal/builder"
 )
 
 // startPlainRedis makes the test's namespace, starts an operator on it and runs a standalone
@@ -34,15 +33,7 @@ func startPlainRedis(t *testing.T, options ...operatorOption) (string, client.Cl
 		t.Fatal(err)
 	}
 	startOperator(t, ns, options...)
-	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
-	kubelet.standalone = true
-	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns},
-		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
-	if err := c.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	kubelet.runStatefulSet(ctx, ns, "plain")
-	waitStandaloneReady(t, c, cr)
+	runReadyStandalone(ctx, t, c, ns, "plain")
 	return ns, c
 }
 

@@ -61,15 +61,7 @@ func TestRestoreIntoRedis(t *testing.T) {
 	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
-	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
-	kubelet.standalone = true
-	source := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "source", Namespace: ns},
-		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
-	if err := c.Create(ctx, source); err != nil {
-		t.Fatal(err)
-	}
-	kubelet.runStatefulSet(ctx, ns, "source")
-	waitStandaloneReady(t, c, source)
+	source, kubelet := runReadyStandalone(ctx, t, c, ns, "source")
 	rdb := goredis.NewClient(&goredis.Options{Addr: kubelet.pod("source-0").addr(builder.DefaultRedisPort)})
 	defer func() { _ = rdb.Close() }()
 	writeBackupKeys(ctx, t, rdb)

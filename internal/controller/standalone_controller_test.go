@@ -107,6 +107,22 @@ func TestStandaloneRedisServesWithItsPasswordAndDynamicConfig(t *testing.T) {
 	}
 }
 
+// runReadyStandalone creates a plain Redis 7.0 of that name, runs its pod on a fake kubelet,
+// and returns once it is Ready.
+func runReadyStandalone(ctx context.Context, t *testing.T, c client.Client, ns, name string) (*v1beta2.Redis, *fakeKubelet) {
+	t.Helper()
+	kubelet := newFakeKubelet(t, c, builder.DefaultRedisPort)
+	kubelet.standalone = true
+	cr := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"}}}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.runStatefulSet(ctx, ns, name)
+	waitStandaloneReady(t, c, cr)
+	return cr, kubelet
+}
+
 func waitStandaloneReady(t *testing.T, c client.Client, cr *v1beta2.Redis) {
 	t.Helper()
 	waitUntil(t, 30*time.Second, "Redis Ready", func() error {
