@@ -10,6 +10,9 @@ COPY internal/ internal/
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/redis-operator ./cmd/redis-operator
 
 FROM scratch
+# The system's CA bundle: backups and restores verify an HTTPS store (AWS S3 and others)
+# against it unless the RedisBackup names a caSecret.
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/redis-operator /redis-operator
 USER 65532:65532
 ENTRYPOINT ["/redis-operator"]
