@@ -31,8 +31,10 @@ type RedisReplicationSpec struct {
 	ServiceAccountName            *string                    `json:"serviceAccountName,omitempty"`
 	TerminationGracePeriodSeconds *int64                     `json:"terminationGracePeriodSeconds,omitempty"`
 	EnvVars                       *[]corev1.EnvVar           `json:"env,omitempty"`
-	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
-	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
+	// Restore fills the new resource's data from a RedisBackup of a RedisReplication before
+	// Redis first starts: pod 0 restores it and becomes the first master, the other pods sync
+	// from it. It applies only when the resource's StatefulSet is created: a running resource
+	// is never overwritten.
 	Restore                   *RestoreSpec                      `json:"restore,omitempty"`
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 	HostPort                  *int                              `json:"hostPort,omitempty"`
