@@ -230,7 +230,7 @@ func TestRestoreIntoRedisReplication(t *testing.T) {
 	waitUntil(t, 15*time.Second, "replicas caught up", func() error {
 		for _, pod := range []string{"rr-1", "rr-2"} {
 			if n, err := f.redis(pod).DBSize(ctx).Result(); err != nil || n != backupKeys {
-				return fmt.Errorf("%s: %d keys, %v", pod, n, err)
+				return fmt.Errorf("%s: %d keys, %w", pod, n, err)
 			}
 		}
 		return nil
@@ -355,7 +355,7 @@ func TestRestoreIntoRedisReplication(t *testing.T) {
 		waitUntil(t, 15*time.Second, pod+" holds every key", func() error {
 			n, err := f.redis(pod).DBSize(ctx).Result()
 			if err != nil || n != backupKeys+1 {
-				return fmt.Errorf("%d keys, %v", n, err)
+				return fmt.Errorf("%d keys, %w", n, err)
 			}
 			return nil
 		})
