@@ -21,6 +21,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -217,27 +218,81 @@ func waitReplicationRestored(t *testing.T, c client.Client, cr *v1beta2.RedisRep
 	})
 }
 
+// backedUpReplication runs the replication rr (3 pods) with the backup keys and takes its
+// backup nightly, Completed, from a replica.
+func backedUpReplication(t *testing.T) (*replicationFixture, *v1alpha1.RedisBackup) {
+	t.Helper()
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	writeBackupKeys(f.ctx, t, f.redis("rr-0"))
+	waitUntil(t, 15*time.Second, "replicas caught up", func() error {
+		for _, pod := range []string{"rr-1", "rr-2"} {
+			if n, err := f.redis(pod).DBSize(f.ctx).Result(); err != nil || n != backupKeys {
+				return fmt.Errorf("%s: %d keys, %w", pod, n, err)
+			}
+		}
+		return nil
+	})
+	bf := newBackupFixture(t, f.c, f.cr.Namespace)
+	nightly := bf.create("nightly", v1alpha1.TargetRedisReplication, "rr", v1alpha1.SourcePreferReplica, "s3-credentials")
+	bf.waitPhase(nightly, v1alpha1.BackupCompleted)
+	return f, nightly
+}
+
+// restoringReplication is a new replication of two pods, with the fixture's password, that
+// restores the backup.
+func restoringReplication(ns, name, backup string) *v1beta2.RedisReplication {
+	size := int32(2)
+	secretName, secretKey := "redis-secret", "password"
+	return &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1beta2.RedisReplicationSpec{Size: &size,
+			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15",
+				ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}},
+			Restore: &v1beta2.RestoreSpec{BackupName: backup}}}
+}
+
+// A restored replication watched by its embedded sentinels: the operator makes the restored
+// pod 0 master before any sentinel exists, so the sentinels are seeded with it and monitor it,
+// and the replica syncs every key from it.
+func TestRestoreIntoRedisReplicationWithSentinels(t *testing.T) {
+	t.Parallel()
+	f, _ := backedUpReplication(t)
+	ctx, c, ns := f.ctx, f.c, f.cr.Namespace
+	restored := restoringReplication(ns, "restored", "nightly")
+	restored.Spec.Sentinel = &v1beta2.Sentinel{Size: 3, Image: "redis:7.0.15",
+		SentinelConfig: v1beta2.SentinelConfig{DownAfterMilliseconds: "1000", FailoverTimeout: "5000", ParallelSyncs: "1"}}
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	f.kubelet.runStatefulSet(ctx, ns, "restored")
+	sentinels := f.sentinelKubelet(builder.EmbeddedSentinelStatefulSetName("restored"), builder.EmbeddedMasterGroupName)
+	sentinels.nextIP = 150
+	sentinels.runStatefulSet(ctx, ns, builder.EmbeddedSentinelStatefulSetName("restored"))
+	waitReplicationRestored(t, c, restored, "restored-0")
+	for _, pod := range []string{"restored-0", "restored-1"} {
+		checkBackupKeys(ctx, t, f.redis(pod))
+	}
+	masterIP := f.kubelet.pod("restored-0").ip
+	for _, name := range sentinels.podNames() {
+		sc, err := f.op.pool.Client(sentinels.pod(name).endpoint(builder.DefaultSentinelPort, redis.Auth{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		state, err := sc.SentinelMaster(ctx, builder.EmbeddedMasterGroupName)
+		if err != nil || state["ip"] != masterIP {
+			t.Errorf("%s: SENTINEL MASTER %v (%v), want the restored pod 0 at %s", name, state, err, masterIP)
+		}
+	}
+}
+
 // A RedisReplication restored from a backup of another starts with the backup's data on its
 // first master, pod 0, which alone restores; its replica syncs every key from it. Once
 // restored, a pod 0 recreated without its volume skips the restore (the backup is deleted by
 // then) and syncs from the master like any replica.
 func TestRestoreIntoRedisReplication(t *testing.T) {
 	t.Parallel()
-	f := newReplicationFixture(t)
+	f, nightly := backedUpReplication(t)
 	ctx, c, ns := f.ctx, f.c, f.cr.Namespace
-	f.waitReady("rr-0")
-	writeBackupKeys(ctx, t, f.redis("rr-0"))
-	waitUntil(t, 15*time.Second, "replicas caught up", func() error {
-		for _, pod := range []string{"rr-1", "rr-2"} {
-			if n, err := f.redis(pod).DBSize(ctx).Result(); err != nil || n != backupKeys {
-				return fmt.Errorf("%s: %d keys, %w", pod, n, err)
-			}
-		}
-		return nil
-	})
-	bf := newBackupFixture(t, c, ns)
-	nightly := bf.create("nightly", v1alpha1.TargetRedisReplication, "rr", v1alpha1.SourcePreferReplica, "s3-credentials")
-	bf.waitPhase(nightly, v1alpha1.BackupCompleted)
 
 	// The running source is never restored into.
 	if err := c.Get(ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
@@ -259,13 +314,7 @@ func TestRestoreIntoRedisReplication(t *testing.T) {
 		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
 	})
 
-	size := int32(2)
-	secretName, secretKey := "redis-secret", "password"
-	restored := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns},
-		Spec: v1beta2.RedisReplicationSpec{Size: &size,
-			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15",
-				ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}},
-			Restore: &v1beta2.RestoreSpec{BackupName: "nightly"}}}
+	restored := restoringReplication(ns, "restored", "nightly")
 	if err := c.Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
