@@ -171,7 +171,7 @@ func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replic
 		Restore: s.restore.decision.input, RestoredFrom: s.restore.decision.restoredFrom,
 		// Once Ready on the restored data, the state ConfigMap tells pods started later (pod 0
 		// recreated without its volume too) to skip the restore and sync from the master.
-		Restored: meta.IsStatusConditionTrue(s.cr.Status.Conditions, ConditionRestored)}
+		Restored: meta.IsStatusConditionTrue(s.Conditions.List(), ConditionRestored)}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.Conditions)
 		if stop || err != nil {
@@ -416,10 +416,11 @@ func (r *RedisReplicationReconciler) markRestoredOf(_ context.Context, s *replic
 }
 
 // restoreFirstMaster is the pod the plan must make the first master: pod 0, which alone
-// restores the backup (the restore subcommand's --only-ordinal), when the StatefulSet was
-// created by a restore; "" otherwise. It counts only until a master is recorded.
+// restores the backup (the restore subcommand's --only-ordinal), while the StatefulSet created
+// by a restore is not Restored yet; "" otherwise. The plan heeds it only until a master is
+// recorded, and once Restored the replication's data is its own: the usual rules choose.
 func restoreFirstMaster(s *replicationScope) string {
-	if s.restore.decision.action != restoreBuild {
+	if s.restore.decision.action != restoreBuild || meta.IsStatusConditionTrue(s.Conditions.List(), ConditionRestored) {
 		return ""
 	}
 	return builder.PodName(s.cr.Name, 0)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -128,5 +130,36 @@ func TestDecideRestore(t *testing.T) {
 		!in.ForcePathStyle || in.CredentialsSecret != "creds" || in.CASecret != "ca" || in.Bytes != 99 || in.Image != "op:1" ||
 		d.restoredFrom != "nightly" {
 		t.Errorf("input = %+v, restoredFrom %q", in, d.restoredFrom)
+	}
+}
+
+// A restored replication's first master is pod 0, which alone restores, until it is Restored;
+// a replication not created by a restore has none.
+func TestRestoreFirstMaster(t *testing.T) {
+	scope := func(action restoreAction, restored bool) *replicationScope {
+		cr := &v1beta2.RedisReplication{}
+		cr.Name = "shop"
+		if restored {
+			cr.Status.Conditions = []metav1.Condition{{Type: ConditionRestored, Status: metav1.ConditionTrue, Reason: status.ReasonRestored}}
+		}
+		s := &replicationScope{cr: cr, restore: restoreState{decision: restoreDecision{action: action}}}
+		s.Conditions = status.NewConditions(&cr.Status.Conditions, cr.Generation)
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		action   restoreAction
+		restored bool
+		want     string
+	}{
+		{"restoring", restoreBuild, false, "shop-0"},
+		{"restored", restoreBuild, true, ""},
+		{"no restore", restoreNone, false, ""},
+		{"refused on a running replication", restoreRefuseRunning, false, ""},
+		{"restored, backup gone", restoreDone, true, ""},
+	} {
+		if got := restoreFirstMaster(scope(tc.action, tc.restored)); got != tc.want {
+			t.Errorf("%s: first master %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
