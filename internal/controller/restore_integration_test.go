@@ -274,7 +274,7 @@ func TestRestoreIntoRedisReplicationWithSentinels(t *testing.T) {
 	}
 	masterIP := f.kubelet.pod("restored-0").ip
 	for _, name := range sentinels.podNames() {
-		sc, err := f.op.pool.Client(sentinels.pod(name).endpoint(builder.DefaultSentinelPort, redis.Auth{}))
+		sc, err := f.op.pool.Client(redis.NewEndpoint(sentinels.pod(name).ip, builder.DefaultSentinelPort, redis.Auth{}))
 		if err != nil {
 			t.Fatal(err)
 		}
