@@ -567,7 +567,7 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 			return false, fmt.Errorf("backup interrupted: %w", err)
 		}
 		cleanup := r.removeShards(ctx, s.store, shards, errs)
-		f := store.Classify(s.storeHost, firstError(errs))
+		f := classifyAttempt(s.storeHost, errs)
 		if delay, again := nextAttempt(f, attempt, r.storeRetries()); again {
 			// The objects a shard stored are overwritten by the next attempt, or removed
 			// when the backup fails: a cleanup that failed here changes nothing.
@@ -605,14 +605,27 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 	return false, nil
 }
 
-// firstError is the first of errs that is not nil: the cause a failed attempt is classified by.
-func firstError(errs []error) error {
+// classifyAttempt classifies the failure of an attempt by its shards' errors: permanent when
+// one shard's is (retrying could not change that shard's fate), else the first shard's
+// transient failure.
+func classifyAttempt(host string, errs []error) store.Failure {
+	var first *store.Failure
 	for _, err := range errs {
-		if err != nil {
-			return err
+		if err == nil {
+			continue
+		}
+		f := store.Classify(host, err)
+		if !f.Transient {
+			return f
+		}
+		if first == nil {
+			first = &f
 		}
 	}
-	return nil
+	if first == nil {
+		return store.Failure{Cause: "the store failed"}
+	}
+	return *first
 }
 
 // retry keeps the backup Running after an attempt that a transient store failure ended, and

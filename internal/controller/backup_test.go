@@ -3,9 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/internal/backup/store"
@@ -134,5 +141,17 @@ func TestBackupDefaultStoreRetriesAreBounded(t *testing.T) {
 	}
 	if n := len(DefaultStoreRetries) + 1; n < 3 || n > 5 || total > 2*time.Minute {
 		t.Errorf("%d attempts over %s", n, total)
+	}
+}
+
+// An attempt of several shards is retried only when every shard that failed may pass.
+func TestBackupClassifyAttemptOfShards(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	denied := fmt.Errorf("snapshot of c-1: %w", minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403})
+	if f := classifyAttempt("s3:8333", []error{nil, refused, refused}); !f.Transient || f.Cause != "store s3:8333 refused the connection" {
+		t.Errorf("two shards refused: %+v", f)
+	}
+	if f := classifyAttempt("s3:8333", []error{refused, nil, denied}); f.Transient || !strings.Contains(f.Cause, "refused the credentials") {
+		t.Errorf("one shard refused, one denied: %+v; want the permanent denial", f)
 	}
 }
