@@ -136,9 +136,19 @@ type RedisBackupStatus struct {
 	// Phase is Pending, Running, Completed or Failed.
 	// +optional
 	Phase BackupPhase `json:"phase,omitempty"`
-	// StartedAt is when the operator began reading the snapshot.
+	// StartedAt is when the operator began reading the snapshot, at the backup's first attempt.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// Attempts is how many times the operator began streaming the backup into its store. A
+	// store that cannot be reached for a moment (connection refused, timeout, 5xx) is tried
+	// again, a bounded number of times, while the backup stays Running.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// NextAttemptAt is when the backup is tried again after a store failure that may pass;
+	// unset otherwise.
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
 	// CompletedAt is when the backup ended, Completed or Failed.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
@@ -177,6 +187,7 @@ type RedisBackupStatus struct {
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.target.kind`,priority=1
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`
+// +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RedisBackup struct {
 	metav1.TypeMeta   `json:",inline"`
