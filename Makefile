@@ -299,9 +299,11 @@ $(GOLANGCI_LINT):
 	mv $(BIN)/golangci-lint $@
 
 # Rebuilt when the module's files change too, a bump of golangci-lint in its go.mod included.
+# Built like $(GOLANGCI_LINT) (no -trimpath), so that it reuses that build's compiled packages:
+# seconds after it rather than minutes.
 $(KUBE_API_LINTER): $(KUBE_API_LINTER_MODULE)/go.mod $(KUBE_API_LINTER_MODULE)/go.sum $(KUBE_API_LINTER_MODULE)/main.go
 	@mkdir -p $(BIN)
-	cd $(KUBE_API_LINTER_MODULE) && go build -trimpath -o $@ .
+	cd $(KUBE_API_LINTER_MODULE) && go build -o $@ .
 
 .PHONY: help
 help:
