@@ -254,7 +254,7 @@ func (r *RedisBackupReconciler) awaitNextAttempt(ctx context.Context, s *backupS
 	}
 	s.result.RequeueAfter = d
 	log.FromContext(ctx).Info("requeue", "after", d.Round(time.Second), "reason",
-		fmt.Sprintf("attempt %d of the backup waits for its store", s.backup.Status.Attempts+1))
+		fmt.Sprintf("attempt %d of the backup waits for its store", attemptsOf(s.backup)+1))
 	return true, nil
 }
 
@@ -516,14 +516,14 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 	now := metav1.Now()
 	// The attempt is counted before it starts: one an operator restart cut short counts too,
 	// so that the bound holds however often the operator stops.
-	attempt := b.Status.Attempts + 1
+	attempt := attemptsOf(b) + 1
 	maxAttempts := len(r.storeRetries()) + 1
 	b.Status.Phase = v1alpha1.BackupRunning
 	if b.Status.StartedAt == nil {
 		b.Status.StartedAt = &now
 	}
 	b.Status.CompletedAt = nil
-	b.Status.Attempts = attempt
+	b.Status.Attempts = &attempt
 	b.Status.NextAttemptAt = nil
 	b.Status.Location = s.store.Location(dir)
 	nodes := make([]string, len(s.sources))
@@ -635,7 +635,7 @@ func (r *RedisBackupReconciler) retry(ctx context.Context, s *backupScope, f sto
 	b := s.backup
 	next := metav1.NewTime(time.Now().Add(delay))
 	b.Status.NextAttemptAt = &next
-	why := fmt.Sprintf("%s (attempt %d of %d); retrying in %s", f.Cause, b.Status.Attempts, maxAttempts, delay)
+	why := fmt.Sprintf("%s (attempt %d of %d); retrying in %s", f.Cause, attemptsOf(b), maxAttempts, delay)
 	r.condition(b, metav1.ConditionFalse, ReasonBackupRetrying, why)
 	if err := r.writeStatus(ctx, s); err != nil {
 		return err
@@ -898,4 +898,12 @@ func (r *RedisBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("redisbackup").
 		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
+}
+
+// attemptsOf is how many attempts the backup began (status.attempts, 0 when unset).
+func attemptsOf(b *v1alpha1.RedisBackup) int32 {
+	if b.Status.Attempts == nil {
+		return 0
+	}
+	return *b.Status.Attempts
 }

@@ -87,9 +87,9 @@ func TestBackupRetriesAStoreThatStartsLate(t *testing.T) {
 			t.Fatalf("the backup ended %s: %s", b.Status.Phase, describeConditions(b.Status.Conditions))
 		}
 		cond := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
-		if b.Status.Phase != v1alpha1.BackupRunning || b.Status.Attempts != 1 || b.Status.NextAttemptAt == nil ||
+		if b.Status.Phase != v1alpha1.BackupRunning || attemptsOf(b) != 1 || b.Status.NextAttemptAt == nil ||
 			cond == nil || cond.Reason != ReasonBackupRetrying {
-			return fmt.Errorf("phase %q, attempts %d, conditions %s", b.Status.Phase, b.Status.Attempts, describeConditions(b.Status.Conditions))
+			return fmt.Errorf("phase %q, attempts %d, conditions %s", b.Status.Phase, attemptsOf(b), describeConditions(b.Status.Conditions))
 		}
 		nextAttempt = b.Status.NextAttemptAt.Time
 		return nil
@@ -107,8 +107,8 @@ func TestBackupRetriesAStoreThatStartsLate(t *testing.T) {
 	startOperator(t, ns, retries)
 	f.waitPhase(b, v1alpha1.BackupCompleted)
 
-	if b.Status.Attempts != 2 || b.Status.NextAttemptAt != nil {
-		t.Errorf("attempts %d, next attempt %v; want 2 (the count kept across the restart) and none", b.Status.Attempts, b.Status.NextAttemptAt)
+	if attemptsOf(b) != 2 || b.Status.NextAttemptAt != nil {
+		t.Errorf("attempts %d, next attempt %v; want 2 (the count kept across the restart) and none", attemptsOf(b), b.Status.NextAttemptAt)
 	}
 	ready := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
 	if ready == nil || ready.Status != metav1.ConditionTrue || ready.Reason != string(v1alpha1.BackupCompleted) {
@@ -162,15 +162,15 @@ func TestBackupRetriesEndFailedAfterTheLastAttempt(t *testing.T) {
 			return err
 		}
 		if b.Status.Phase != v1alpha1.BackupFailed {
-			return fmt.Errorf("phase %q, attempts %d, conditions %s", b.Status.Phase, b.Status.Attempts, describeConditions(b.Status.Conditions))
+			return fmt.Errorf("phase %q, attempts %d, conditions %s", b.Status.Phase, attemptsOf(b), describeConditions(b.Status.Conditions))
 		}
 		return nil
 	})
 	cond := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
 	wantCause := fmt.Sprintf("store %s refused the connection at each of 3 attempts: ", f.s3.Endpoint)
-	if b.Status.Attempts != 3 || cond == nil || cond.Reason != ReasonBackupFailed || !strings.HasPrefix(cond.Message, wantCause) ||
+	if attemptsOf(b) != 3 || cond == nil || cond.Reason != ReasonBackupFailed || !strings.HasPrefix(cond.Message, wantCause) ||
 		!strings.Contains(cond.Message, "connection refused") || b.Status.NextAttemptAt != nil || b.Status.CompletedAt == nil {
-		t.Errorf("attempts %d, next %v, conditions %s; want Failed after 3 attempts, %q...", b.Status.Attempts,
+		t.Errorf("attempts %d, next %v, conditions %s; want Failed after 3 attempts, %q...", attemptsOf(b),
 			b.Status.NextAttemptAt, describeConditions(b.Status.Conditions), wantCause)
 	}
 	if n := countEvents(t, c, ns, b.Name, ReasonBackupRetrying); n != 2 {
@@ -202,9 +202,9 @@ func TestBackupWithWrongCredentialsFailsAtOnce(t *testing.T) {
 	f.waitPhase(b, v1alpha1.BackupFailed)
 	cond := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
 	wantCause := fmt.Sprintf("store %s refused the credentials or their rights (", f.s3.Endpoint)
-	if b.Status.Attempts != 1 || b.Status.NextAttemptAt != nil || cond == nil || cond.Reason != ReasonBackupFailed ||
+	if attemptsOf(b) != 1 || b.Status.NextAttemptAt != nil || cond == nil || cond.Reason != ReasonBackupFailed ||
 		!strings.HasPrefix(cond.Message, wantCause) || strings.Contains(cond.Message, "attempts") {
-		t.Errorf("attempts %d, conditions %s; want Failed at attempt 1, %q...", b.Status.Attempts, describeConditions(b.Status.Conditions), wantCause)
+		t.Errorf("attempts %d, conditions %s; want Failed at attempt 1, %q...", attemptsOf(b), describeConditions(b.Status.Conditions), wantCause)
 	}
 	if took := b.Status.CompletedAt.Sub(b.CreationTimestamp.Time); took >= DefaultStoreRetries[0] {
 		t.Errorf("the backup took %s to fail, as long as a retry's wait", took)
