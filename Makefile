@@ -14,6 +14,14 @@ CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# kube-api-linter (sigs.k8s.io/kube-api-linter) checks the API types against Kubernetes' API
+# conventions. It runs as a golangci-lint plugin; `golangci-lint custom` would build that binary
+# from a git clone of golangci-lint, so the module hack/tools/kube-api-linter builds it instead,
+# from the Go module proxy: its go.mod pins golangci-lint and kube-api-linter, and the binary is
+# named after the pinned kube-api-linter version.
+KUBE_API_LINTER_MODULE := hack/tools/kube-api-linter
+KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' $(KUBE_API_LINTER_MODULE)/go.mod)
+KUBE_API_LINTER := $(BIN)/golangci-lint-kal-$(KUBE_API_LINTER_VERSION)
 
 IMG ?= redis-operator:dev
 # The version and commit linked into the binaries (internal/version); make release needs VERSION.
@@ -94,7 +102,7 @@ docs: ## Write the API reference (docs/api/<version>.md) from the Go types.
 # The shell scripts the targets and CI run; shellcheck comes from hack/install-packages.sh.
 SHELL_SCRIPTS := hack/*.sh .ci/run
 # The repository's modules: the operator's, the test module and the pinned control-plane tools.
-GO_MODULES := . test hack/tools
+GO_MODULES := . test hack/tools $(KUBE_API_LINTER_MODULE)
 
 .PHONY: verify
 verify: generate manifests docs chart-schemas ## Fail when generated files are not committed as generated, go.mod/go.sum are not tidy, or a shell script has a shellcheck finding.
@@ -258,9 +266,15 @@ bench-quiet: packages server-roots control-plane build ## Measure the idle opera
 	cd $(TEST_MODULE) && E2E_SANDBOX_SLOT=$(BENCH_SLOT) go test -tags bench -count=1 -timeout 60m -v -run TestQuietAtScale ./bench/
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint on the operator's module and on the test module.
+lint: $(GOLANGCI_LINT) lint-api ## Run golangci-lint on the operator's module and on the test module, and kube-api-linter on api/.
 	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG),release ./...
 	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,servers,$(INTEGRATION_TAG),release ./...
+
+# The rules it runs, those it leaves off and the released fields it excludes, each with its
+# reason, are in .golangci-kal.yml.
+.PHONY: lint-api
+lint-api: $(KUBE_API_LINTER) ## Run kube-api-linter (the API conventions of Kubernetes) on the API types in api/.
+	$(KUBE_API_LINTER) run --config $(ROOT)/.golangci-kal.yml ./api/...
 
 # govulncheck reads the Go vulnerability database over the network, so it is not part of
 # verify or test: run it where that database can be reached.
@@ -283,6 +297,13 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(BIN)/golangci-lint $@
+
+# Rebuilt when the module's files change too, a bump of golangci-lint in its go.mod included.
+# Built like $(GOLANGCI_LINT) (no -trimpath), so that it reuses that build's compiled packages:
+# seconds after it rather than minutes.
+$(KUBE_API_LINTER): $(KUBE_API_LINTER_MODULE)/go.mod $(KUBE_API_LINTER_MODULE)/go.sum $(KUBE_API_LINTER_MODULE)/main.go
+	@mkdir -p $(BIN)
+	cd $(KUBE_API_LINTER_MODULE) && go build -o $@ .
 
 .PHONY: help
 help:

@@ -37,52 +37,61 @@ const (
 
 // BackupTarget is the resource to back up, in the backup's namespace.
 type BackupTarget struct {
-	// Kind is Redis, RedisReplication or RedisCluster (group redis.redis.opstreelabs.in).
+	// kind is Redis, RedisReplication or RedisCluster (group redis.redis.opstreelabs.in).
 	// +kubebuilder:validation:Enum=Redis;RedisReplication;RedisCluster
+	// +required
 	Kind string `json:"kind"`
-	// Name is the resource's name.
+	// name is the resource's name.
 	// +kubebuilder:validation:MinLength=1
+	// +required
 	Name string `json:"name"`
 }
 
 // SecretReference names a Secret in the backup's namespace.
 type SecretReference struct {
+	// name is the Secret's name.
 	// +kubebuilder:validation:MinLength=1
+	// +required
 	Name string `json:"name"`
 }
 
 // S3Storage is a bucket of an S3-compatible object store (AWS S3, MinIO, SeaweedFS, ...).
 type S3Storage struct {
-	// Endpoint is the store's URL, "https://host[:port]" or "http://host[:port]"; a bare
+	// endpoint is the store's URL, "https://host[:port]" or "http://host[:port]"; a bare
 	// "host[:port]" is taken as HTTPS.
 	// +kubebuilder:validation:MinLength=1
+	// +required
 	Endpoint string `json:"endpoint"`
-	// Bucket is an existing bucket.
+	// bucket is an existing bucket.
 	// +kubebuilder:validation:MinLength=3
+	// +required
 	Bucket string `json:"bucket"`
-	// Prefix is put before the objects' keys: <prefix>/<namespace>/<backup>/<pod>.rdb.
+	// prefix is put before the objects' keys: <prefix>/<namespace>/<backup>/<pod>.rdb.
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
-	// Region is the bucket's region; empty lets the store say.
+	// region is the bucket's region; empty lets the store say.
 	// +optional
 	Region string `json:"region,omitempty"`
-	// ForcePathStyle addresses the bucket in the URL's path rather than its host name, as most
+	// forcePathStyle addresses the bucket in the URL's path rather than its host name, as most
 	// self-hosted stores need.
 	// +optional
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
-	// CredentialsSecret holds the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	// credentialsSecret holds the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	// +required
 	CredentialsSecret SecretReference `json:"credentialsSecret"`
-	// CASecret, when set, holds ca.crt, the PEM bundle the store's certificate is verified
-	// against instead of the system's roots.
+	// caSecret holds ca.crt, the PEM bundle the store's certificate is verified against
+	// instead of the system's roots; unset, the system's roots verify it.
 	// +optional
 	CASecret *SecretReference `json:"caSecret,omitempty"`
 }
 
 // PVCStorage is a PersistentVolumeClaim in the backup's namespace.
 type PVCStorage struct {
+	// claimName is the PersistentVolumeClaim's name.
 	// +kubebuilder:validation:MinLength=1
+	// +required
 	ClaimName string `json:"claimName"`
-	// SubPath is the folder of the volume the backups go under.
+	// subPath is the folder of the volume the backups go under.
 	// +optional
 	SubPath string `json:"subPath,omitempty"`
 }
@@ -90,17 +99,23 @@ type PVCStorage struct {
 // BackupStorage is where the snapshots go: exactly one of s3 and persistentVolumeClaim.
 // +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.persistentVolumeClaim)",message="storage takes exactly one of s3 and persistentVolumeClaim"
 type BackupStorage struct {
+	// s3 is a bucket of an S3-compatible object store (AWS S3, MinIO, SeaweedFS, ...).
 	// +optional
 	S3 *S3Storage `json:"s3,omitempty"`
+	// persistentVolumeClaim is a PersistentVolumeClaim in the backup's namespace.
 	// +optional
 	PersistentVolumeClaim *PVCStorage `json:"persistentVolumeClaim,omitempty"`
 }
 
 // RedisBackupSpec is one backup of a resource, taken once.
 type RedisBackupSpec struct {
-	Target  BackupTarget  `json:"target"`
+	// target is the resource to back up, in the backup's namespace.
+	// +required
+	Target BackupTarget `json:"target"`
+	// storage is where the snapshots go: exactly one of s3 and persistentVolumeClaim.
+	// +required
 	Storage BackupStorage `json:"storage"`
-	// Source is the node each shard is read from: PreferReplica (default) or Master.
+	// source is the node each shard is read from: PreferReplica (default) or Master.
 	// +kubebuilder:default=PreferReplica
 	// +optional
 	Source BackupSource `json:"source,omitempty"`
@@ -108,56 +123,72 @@ type RedisBackupSpec struct {
 
 // ShardBackup is the snapshot of one shard (the whole data set outside a cluster).
 type ShardBackup struct {
-	// SlotRanges are the cluster slots the shard served, "0-5460"; empty outside a cluster.
+	// slotRanges are the cluster slots the shard served, "0-5460"; empty outside a cluster.
 	// +optional
+	// +listType=atomic
 	SlotRanges []string `json:"slotRanges,omitempty"`
-	// Node is the pod the snapshot was read from.
+	// node is the pod the snapshot was read from.
+	// +required
 	Node string `json:"node"`
-	// Role is the node's role when it was read: master or replica.
+	// role is the node's role when it was read: master or replica.
 	// +optional
 	Role string `json:"role,omitempty"`
-	// ReplicationOffset is the node's replication offset just before the snapshot was taken:
+	// replicationOffset is the node's replication offset just before the snapshot was taken:
 	// the snapshot holds every write up to it at least.
 	// +optional
 	ReplicationOffset int64 `json:"replicationOffset,omitempty"`
-	// Location is the object, s3://bucket/key.
+	// location is the object, s3://bucket/key.
+	// +required
 	Location string `json:"location"`
-	// Bytes is the snapshot's size.
+	// bytes is the snapshot's size.
+	// +required
 	Bytes int64 `json:"bytes"`
-	// SHA256 is the snapshot's digest, lower-case hexadecimal.
+	// sha256 is the snapshot's digest, lower-case hexadecimal.
+	// +required
 	SHA256 string `json:"sha256"`
-	// RDBVersion is the version in the snapshot's header.
+	// rdbVersion is the version in the snapshot's header.
 	// +optional
 	RDBVersion int `json:"rdbVersion,omitempty"`
 }
 
 // RedisBackupStatus is what became of the backup.
 type RedisBackupStatus struct {
-	// Phase is Pending, Running, Completed or Failed.
+	// phase is Pending, Running, Completed or Failed.
 	// +optional
 	Phase BackupPhase `json:"phase,omitempty"`
-	// StartedAt is when the operator began reading the snapshot.
+	// startedAt is when the operator began reading the snapshot, at the backup's first attempt.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
-	// CompletedAt is when the backup ended, Completed or Failed.
+	// attempts is how many times the operator began streaming the backup into its store. A
+	// store that cannot be reached for a moment (connection refused, timeout, 5xx) is tried
+	// again, a bounded number of times, while the backup stays Running.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Attempts *int32 `json:"attempts,omitempty"`
+	// nextAttemptAt is when the backup is tried again after a store failure that may pass;
+	// unset otherwise.
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+	// completedAt is when the backup ended, Completed or Failed.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// Location is where the backup's objects are: s3://bucket/<prefix>/<namespace>/<name>/.
+	// location is where the backup's objects are: s3://bucket/<prefix>/<namespace>/<name>/.
 	// +optional
 	Location string `json:"location,omitempty"`
-	// TotalBytes is the sum of the shards' bytes.
+	// totalBytes is the sum of the shards' bytes.
 	// +optional
 	TotalBytes int64 `json:"totalBytes,omitempty"`
-	// Size is TotalBytes for people ("1.5 MiB"), for kubectl get.
+	// size is TotalBytes for people ("1.5 MiB"), for kubectl get.
 	// +optional
 	Size string `json:"size,omitempty"`
-	// Shards are the snapshots taken, one per shard, once Completed.
+	// shards are the snapshots taken, one per shard, once Completed.
 	// +optional
+	// +listType=atomic
 	Shards []ShardBackup `json:"shards,omitempty"`
-	// ObservedGeneration is the metadata.generation that the status describes.
+	// observedGeneration is the metadata.generation that the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready (the backup is Completed and stored) and Progressing.
+	// conditions are Ready (the backup is Completed and stored) and Progressing.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -177,12 +208,19 @@ type RedisBackupStatus struct {
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.target.kind`,priority=1
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`
+// +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RedisBackup struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisBackupSpec   `json:"spec"`
+	// spec is one backup of a resource, taken once.
+	// +required
+	Spec RedisBackupSpec `json:"spec"`
+	// status is what became of the backup.
+	// +optional
 	Status RedisBackupStatus `json:"status,omitempty"`
 }
 

@@ -10,11 +10,11 @@ const LabelBackupSchedule = "redis.opstreelabs.in/backup-schedule"
 // BackupRetention says which of a schedule's Completed backups are kept; a backup either rule
 // keeps stays. With neither set, every backup is kept.
 type BackupRetention struct {
-	// Last keeps the newest Last Completed backups.
+	// last keeps the newest Last Completed backups.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Last *int32 `json:"last,omitempty"`
-	// Within keeps the Completed backups younger than this duration, "168h".
+	// within keeps the Completed backups younger than this duration, "168h".
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +optional
 	Within string `json:"within,omitempty"`
@@ -22,43 +22,45 @@ type BackupRetention struct {
 
 // RedisBackupScheduleSpec takes a RedisBackup of backupTemplate at each time of schedule.
 type RedisBackupScheduleSpec struct {
-	// Schedule is a standard cron expression of five fields (minute hour day-of-month month
+	// schedule is a standard cron expression of five fields (minute hour day-of-month month
 	// day-of-week), or a descriptor such as "@daily".
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('@') || self.trim().split(' ').filter(f, f != '').size() == 5",message="schedule takes five fields: minute hour day-of-month month day-of-week"
+	// +required
 	Schedule string `json:"schedule"`
-	// TimeZone is the IANA name of the zone schedule is read in, "Europe/Paris"; UTC when unset.
+	// timeZone is the IANA name of the zone schedule is read in, "Europe/Paris"; UTC when unset.
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	TimeZone string `json:"timeZone,omitempty"`
-	// Suspend stops new backups; those taken stay, and retention still applies.
+	// suspend stops new backups; those taken stay, and retention still applies.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
-	// Keep says which Completed backups of the schedule are kept; the others are deleted, with
+	// keep says which Completed backups of the schedule are kept; the others are deleted, with
 	// their objects.
 	// +optional
 	Keep *BackupRetention `json:"keep,omitempty"`
-	// BackupTemplate is the spec of each RedisBackup the schedule makes.
+	// backupTemplate is the spec of each RedisBackup the schedule makes.
+	// +required
 	BackupTemplate RedisBackupSpec `json:"backupTemplate"`
 }
 
 // RedisBackupScheduleStatus is what the schedule did last and will do next.
 type RedisBackupScheduleStatus struct {
-	// LastScheduleTime is the scheduled time of the newest backup made.
+	// lastScheduleTime is the scheduled time of the newest backup made.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
-	// LastSuccessfulBackup is the name of the newest Completed backup of the schedule.
+	// lastSuccessfulBackup is the name of the newest Completed backup of the schedule.
 	// +optional
 	LastSuccessfulBackup string `json:"lastSuccessfulBackup,omitempty"`
-	// NextScheduleTime is when the next backup is due; unset while suspended or invalid.
+	// nextScheduleTime is when the next backup is due; unset while suspended or invalid.
 	// +optional
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
-	// ObservedGeneration is the metadata.generation that the status describes.
+	// observedGeneration is the metadata.generation that the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready (the schedule is valid and runs) and Progressing (a backup of it is
-	// under way).
+	// conditions are Ready (the schedule is valid and runs) and Progressing (a backup of it
+	// is under way).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -79,10 +81,16 @@ type RedisBackupScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Last Success",type=string,JSONPath=`.status.lastSuccessfulBackup`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RedisBackupSchedule struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisBackupScheduleSpec   `json:"spec"`
+	// spec takes a RedisBackup of backupTemplate at each time of schedule.
+	// +required
+	Spec RedisBackupScheduleSpec `json:"spec"`
+	// status is what the schedule did last and will do next.
+	// +optional
 	Status RedisBackupScheduleStatus `json:"status,omitempty"`
 }
 

@@ -9,21 +9,35 @@ import (
 
 // RedisSpec is a standalone Redis server, as v1beta1 described it.
 type RedisSpec struct {
+	// +required
 	KubernetesConfig v1beta2.KubernetesConfig `json:"kubernetesConfig"`
-	RedisExporter    *v1beta2.RedisExporter   `json:"redisExporter,omitempty"`
-	RedisConfig      *v1beta2.RedisConfig     `json:"redisConfig,omitempty"`
-	Storage          *v1beta2.Storage         `json:"storage,omitempty"`
-	NodeSelector     map[string]string        `json:"nodeSelector,omitempty"`
+	// +optional
+	RedisExporter *v1beta2.RedisExporter `json:"redisExporter,omitempty"`
+	// +optional
+	RedisConfig *v1beta2.RedisConfig `json:"redisConfig,omitempty"`
+	// +optional
+	Storage *v1beta2.Storage `json:"storage,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// SecurityContext is the pods' security context (v1beta2's podSecurityContext).
-	SecurityContext    *corev1.PodSecurityContext `json:"securityContext,omitempty"`
-	PriorityClassName  string                     `json:"priorityClassName,omitempty"`
-	Affinity           *corev1.Affinity           `json:"affinity,omitempty"`
-	Tolerations        *[]corev1.Toleration       `json:"tolerations,omitempty"`
-	TLS                *v1beta2.TLSConfig         `json:"TLS,omitempty"`
-	ReadinessProbe     *corev1.Probe              `json:"readinessProbe,omitempty"`
-	LivenessProbe      *corev1.Probe              `json:"livenessProbe,omitempty"`
-	Sidecars           *[]v1beta2.Sidecar         `json:"sidecars,omitempty"`
-	ServiceAccountName *string                    `json:"serviceAccountName,omitempty"`
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	TLS *v1beta2.TLSConfig `json:"TLS,omitempty"`
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// +optional
+	Sidecars *[]v1beta2.Sidecar `json:"sidecars,omitempty"`
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 }
 
 // Redis is a standalone Redis server run by the operator (v1beta1; stored as v1beta2).
@@ -35,10 +49,13 @@ type RedisSpec struct {
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Redis struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisSpec           `json:"spec"`
+	// +required
+	Spec RedisSpec `json:"spec"`
+	// +optional
 	Status v1beta2.RedisStatus `json:"status,omitempty"`
 }
 

@@ -11,30 +11,46 @@ import (
 type RedisClusterSpec struct {
 	// Size is the number of leaders (shards), unless redisLeader.replicas says otherwise.
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="clusterSize must be at least 1"
-	Size             *int32                   `json:"clusterSize"`
+	// +required
+	Size *int32 `json:"clusterSize"`
+	// +required
 	KubernetesConfig v1beta2.KubernetesConfig `json:"kubernetesConfig"`
 	// ClusterVersion is the major Redis version the pods are meant to run ("v7"), any value the
 	// reference takes. It is informational: what the operator sends each node follows the
 	// version the node itself reports (INFO server), whatever this says.
-	ClusterVersion *string                 `json:"clusterVersion,omitempty"`
-	RedisLeader    v1beta2.RedisLeader     `json:"redisLeader,omitempty"`
-	RedisFollower  v1beta2.RedisFollower   `json:"redisFollower,omitempty"`
-	RedisExporter  *v1beta2.RedisExporter  `json:"redisExporter,omitempty"`
-	Storage        *v1beta2.ClusterStorage `json:"storage,omitempty"`
+	// +optional
+	ClusterVersion *string `json:"clusterVersion,omitempty"`
+	// +optional
+	RedisLeader v1beta2.RedisLeader `json:"redisLeader,omitempty"`
+	// +optional
+	RedisFollower v1beta2.RedisFollower `json:"redisFollower,omitempty"`
+	// +optional
+	RedisExporter *v1beta2.RedisExporter `json:"redisExporter,omitempty"`
+	// +optional
+	Storage *v1beta2.ClusterStorage `json:"storage,omitempty"`
 	// NodeSelector for both leaders and followers, where the first v1beta1 shape put it; a
 	// role's own nodeSelector wins.
+	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Tolerations for both leaders and followers, where the first v1beta1 shape put them; a
 	// role's own tolerations win.
+	// +optional
 	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
 	// SecurityContext is the pods' security context (v1beta2's podSecurityContext).
-	SecurityContext    *corev1.PodSecurityContext   `json:"securityContext,omitempty"`
-	PriorityClassName  string                       `json:"priorityClassName,omitempty"`
-	Resources          *corev1.ResourceRequirements `json:"resources,omitempty"`
-	TLS                *v1beta2.TLSConfig           `json:"TLS,omitempty"`
-	Sidecars           *[]v1beta2.Sidecar           `json:"sidecars,omitempty"`
-	ServiceAccountName *string                      `json:"serviceAccountName,omitempty"`
-	PersistenceEnabled *bool                        `json:"persistenceEnabled,omitempty"`
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	TLS *v1beta2.TLSConfig `json:"TLS,omitempty"`
+	// +optional
+	Sidecars *[]v1beta2.Sidecar `json:"sidecars,omitempty"`
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
+	// +optional
+	PersistenceEnabled *bool `json:"persistenceEnabled,omitempty"`
 }
 
 // RedisCluster is a sharded Redis Cluster run by the operator (v1beta1; stored as v1beta2).
@@ -49,10 +65,13 @@ type RedisClusterSpec struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 type RedisCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisClusterSpec           `json:"spec"`
+	// +required
+	Spec RedisClusterSpec `json:"spec"`
+	// +optional
 	Status v1beta2.RedisClusterStatus `json:"status,omitempty"`
 }
 

@@ -13,21 +13,35 @@ type RedisSentinelSpec struct {
 	// Size is the number of sentinel pods.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
-	Size                *int32                       `json:"clusterSize"`
-	KubernetesConfig    v1beta2.KubernetesConfig     `json:"kubernetesConfig"`
+	// +required
+	Size *int32 `json:"clusterSize"`
+	// +required
+	KubernetesConfig v1beta2.KubernetesConfig `json:"kubernetesConfig"`
+	// +optional
 	RedisSentinelConfig *v1beta2.RedisSentinelConfig `json:"redisSentinelConfig,omitempty"`
-	NodeSelector        map[string]string            `json:"nodeSelector,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// SecurityContext is the pods' security context (v1beta2's podSecurityContext).
-	SecurityContext     *corev1.PodSecurityContext        `json:"securityContext,omitempty"`
-	PriorityClassName   string                            `json:"priorityClassName,omitempty"`
-	Affinity            *corev1.Affinity                  `json:"affinity,omitempty"`
-	Tolerations         *[]corev1.Toleration              `json:"tolerations,omitempty"`
-	TLS                 *v1beta2.TLSConfig                `json:"TLS,omitempty"`
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	TLS *v1beta2.TLSConfig `json:"TLS,omitempty"`
+	// +optional
 	PodDisruptionBudget *v1beta2.RedisPodDisruptionBudget `json:"pdb,omitempty"`
-	ReadinessProbe      *corev1.Probe                     `json:"readinessProbe,omitempty"`
-	LivenessProbe       *corev1.Probe                     `json:"livenessProbe,omitempty"`
-	Sidecars            *[]v1beta2.Sidecar                `json:"sidecars,omitempty"`
-	ServiceAccountName  *string                           `json:"serviceAccountName,omitempty"`
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// +optional
+	Sidecars *[]v1beta2.Sidecar `json:"sidecars,omitempty"`
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 }
 
 // RedisSentinel is a group of sentinels run by the operator (v1beta1; stored as v1beta2).
@@ -39,10 +53,13 @@ type RedisSentinelSpec struct {
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RedisSentinel struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisSentinelSpec           `json:"spec"`
+	// +required
+	Spec RedisSentinelSpec `json:"spec"`
+	// +optional
 	Status v1beta2.RedisSentinelStatus `json:"status,omitempty"`
 }
 

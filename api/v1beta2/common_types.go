@@ -9,72 +9,105 @@ import (
 // KubernetesConfig is what every kind says about the workload it runs: image, resources,
 // the password Secret, Services and the StatefulSet update strategy.
 type KubernetesConfig struct {
-	Image           string                       `json:"image"`
-	ImagePullPolicy corev1.PullPolicy            `json:"imagePullPolicy,omitempty"`
-	Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +required
+	Image string `json:"image"`
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// ExistingPasswordSecret names the Secret key that holds the Redis password.
-	ExistingPasswordSecret *ExistingPasswordSecret          `json:"redisSecret,omitempty"`
-	ImagePullSecrets       *[]corev1.LocalObjectReference   `json:"imagePullSecrets,omitempty"`
-	UpdateStrategy         appsv1.StatefulSetUpdateStrategy `json:"updateStrategy,omitempty"`
+	// +optional
+	ExistingPasswordSecret *ExistingPasswordSecret `json:"redisSecret,omitempty"`
+	// +optional
+	ImagePullSecrets *[]corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// +optional
+	UpdateStrategy appsv1.StatefulSetUpdateStrategy `json:"updateStrategy,omitempty"`
 	// PersistentVolumeClaimRetentionPolicy is copied to the StatefulSets.
+	// +optional
 	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
-	Service                              *ServiceConfig                                          `json:"service,omitempty"`
+	// +optional
+	Service *ServiceConfig `json:"service,omitempty"`
 	// IgnoreAnnotations lists annotation keys that the operator neither sets nor compares.
+	// +optional
+	// +listType=atomic
 	IgnoreAnnotations []string `json:"ignoreAnnotations,omitempty"`
-	MinReadySeconds   *int32   `json:"minReadySeconds,omitempty"`
+	// +optional
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 }
 
 // ExistingPasswordSecret points at the key of a Secret that holds the Redis password.
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(self.key)",message="redisSecret needs both name and key"
 type ExistingPasswordSecret struct {
+	// +optional
 	Name *string `json:"name,omitempty"`
-	Key  *string `json:"key,omitempty"`
+	// +optional
+	Key *string `json:"key,omitempty"`
 }
 
 // ServiceConfig shapes the Services created for a workload.
 type ServiceConfig struct {
 	// +kubebuilder:validation:Enum=LoadBalancer;NodePort;ClusterIP
-	ServiceType        string            `json:"serviceType,omitempty"`
+	// +optional
+	ServiceType string `json:"serviceType,omitempty"`
+	// +optional
 	ServiceAnnotations map[string]string `json:"annotations,omitempty"`
 	// IncludeBusPort adds the cluster bus port (port + 10000) to the client Service.
-	IncludeBusPort bool           `json:"includeBusPort,omitempty"`
-	Headless       *ServiceOption `json:"headless,omitempty"`
-	Additional     *ServiceOption `json:"additional,omitempty"`
+	// +optional
+	IncludeBusPort bool `json:"includeBusPort,omitempty"`
+	// +optional
+	Headless *ServiceOption `json:"headless,omitempty"`
+	// +optional
+	Additional *ServiceOption `json:"additional,omitempty"`
 }
 
 // ServiceOption shapes one optional Service (headless or additional).
 type ServiceOption struct {
 	// +kubebuilder:default=true
+	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 	// +kubebuilder:validation:Enum=LoadBalancer;NodePort;ClusterIP
 	// +kubebuilder:default=ClusterIP
-	Type                  string            `json:"type,omitempty"`
+	// +optional
+	Type string `json:"type,omitempty"`
+	// +optional
 	AdditionalAnnotations map[string]string `json:"additionalAnnotations,omitempty"`
-	IncludeBusPort        bool              `json:"includeBusPort,omitempty"`
+	// +optional
+	IncludeBusPort bool `json:"includeBusPort,omitempty"`
 }
 
 // RedisConfig adds to the rendered redis.conf.
 type RedisConfig struct {
 	// AdditionalRedisConfig names a ConfigMap whose `redis-additional.conf` key is appended to redis.conf.
+	// +optional
 	AdditionalRedisConfig *string `json:"additionalRedisConfig,omitempty"`
 	// DynamicConfig lines ("name value") are applied with CONFIG SET, without a restart.
+	// +optional
+	// +listType=atomic
 	DynamicConfig []string `json:"dynamicConfig,omitempty"`
 	// MaxMemoryPercentOfLimit sets maxmemory to this share of the container's memory limit.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
+	// +optional
 	MaxMemoryPercentOfLimit *int `json:"maxMemoryPercentOfLimit,omitempty"`
 }
 
 // RedisExporter is the metrics sidecar.
 type RedisExporter struct {
-	Enabled bool   `json:"enabled,omitempty"`
-	Image   string `json:"image"`
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// +required
+	Image string `json:"image"`
 	// +kubebuilder:default=9121
-	Port            *int                         `json:"port,omitempty"`
-	Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
-	ImagePullPolicy corev1.PullPolicy            `json:"imagePullPolicy,omitempty"`
-	EnvVars         *[]corev1.EnvVar             `json:"env,omitempty"`
-	SecurityContext *corev1.SecurityContext      `json:"securityContext,omitempty"`
+	// +optional
+	Port *int `json:"port,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// +optional
+	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
 }
 
 // Storage is the data volume of a workload. That its request never shrinks is enforced by
@@ -82,63 +115,99 @@ type RedisExporter struct {
 // int-or-string of unbounded size) within the API server's CEL cost budget.
 type Storage struct {
 	// KeepAfterDelete keeps the PVCs when the custom resource is deleted.
-	KeepAfterDelete     bool                         `json:"keepAfterDelete,omitempty"`
+	// +optional
+	KeepAfterDelete bool `json:"keepAfterDelete,omitempty"`
+	// +optional
 	VolumeClaimTemplate corev1.PersistentVolumeClaim `json:"volumeClaimTemplate,omitempty"`
-	VolumeMount         AdditionalVolume             `json:"volumeMount,omitempty"`
+	// +optional
+	VolumeMount AdditionalVolume `json:"volumeMount,omitempty"`
 }
 
 // AdditionalVolume mounts extra volumes into the Redis container.
 type AdditionalVolume struct {
-	Volume    []corev1.Volume      `json:"volume,omitempty"`
+	// +optional
+	// +listType=atomic
+	Volume []corev1.Volume `json:"volume,omitempty"`
+	// +optional
+	// +listType=atomic
 	MountPath []corev1.VolumeMount `json:"mountPath,omitempty"`
 }
 
 // TLSConfig enables TLS with a certificate from a Secret.
 type TLSConfig struct {
-	CaKeyFile   string `json:"ca,omitempty"`
+	// +optional
+	CaKeyFile string `json:"ca,omitempty"`
+	// +optional
 	CertKeyFile string `json:"cert,omitempty"`
-	KeyFile     string `json:"key,omitempty"`
+	// +optional
+	KeyFile string `json:"key,omitempty"`
 	// Secret holds the CA, certificate and key; it is mounted into the pods.
+	// +required
 	Secret corev1.SecretVolumeSource `json:"secret"`
 }
 
 // ACLConfig loads Redis ACL users from a Secret or a PVC (one of them).
 // +kubebuilder:validation:XValidation:rule="!(has(self.secret) && has(self.persistentVolumeClaim))",message="acl takes either secret or persistentVolumeClaim, not both"
 type ACLConfig struct {
-	Secret                *corev1.SecretVolumeSource `json:"secret,omitempty"`
-	PersistentVolumeClaim *string                    `json:"persistentVolumeClaim,omitempty"`
+	// +optional
+	Secret *corev1.SecretVolumeSource `json:"secret,omitempty"`
+	// +optional
+	PersistentVolumeClaim *string `json:"persistentVolumeClaim,omitempty"`
 }
 
 // InitContainer runs before Redis in every pod.
 type InitContainer struct {
-	Enabled         *bool                        `json:"enabled,omitempty"`
-	Image           string                       `json:"image"`
-	ImagePullPolicy corev1.PullPolicy            `json:"imagePullPolicy,omitempty"`
-	Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
-	SecurityContext *corev1.SecurityContext      `json:"securityContext,omitempty"`
-	EnvVars         *[]corev1.EnvVar             `json:"env,omitempty"`
-	Command         []string                     `json:"command,omitempty"`
-	Arguments       []string                     `json:"args,omitempty"`
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// +required
+	Image string `json:"image"`
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty"`
+	// +optional
+	// +listType=atomic
+	Arguments []string `json:"args,omitempty"`
 }
 
 // Sidecar is an extra container in every pod.
 type Sidecar struct {
-	Name            string                       `json:"name"`
-	Image           string                       `json:"image"`
-	ImagePullPolicy corev1.PullPolicy            `json:"imagePullPolicy,omitempty"`
-	Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
-	SecurityContext *corev1.SecurityContext      `json:"securityContext,omitempty"`
-	EnvVars         *[]corev1.EnvVar             `json:"env,omitempty"`
-	Volumes         *[]corev1.VolumeMount        `json:"mountPath,omitempty"`
-	Command         []string                     `json:"command,omitempty"`
-	Ports           *[]corev1.ContainerPort      `json:"ports,omitempty"`
+	// +required
+	Name string `json:"name"`
+	// +required
+	Image string `json:"image"`
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
+	// +optional
+	Volumes *[]corev1.VolumeMount `json:"mountPath,omitempty"`
+	// +optional
+	// +listType=atomic
+	Command []string `json:"command,omitempty"`
+	// +optional
+	Ports *[]corev1.ContainerPort `json:"ports,omitempty"`
 }
 
 // RedisPodDisruptionBudget configures the PodDisruptionBudget of a workload.
 // +kubebuilder:validation:XValidation:rule="!(has(self.minAvailable) && has(self.maxUnavailable))",message="pdb takes either minAvailable or maxUnavailable, not both"
 type RedisPodDisruptionBudget struct {
-	Enabled        bool   `json:"enabled,omitempty"`
-	MinAvailable   *int32 `json:"minAvailable,omitempty"`
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// +optional
+	MinAvailable *int32 `json:"minAvailable,omitempty"`
+	// +optional
 	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
 }
 
@@ -156,6 +225,7 @@ const (
 // upon and standard Conditions.
 type CommonStatus struct {
 	// ObservedGeneration is the metadata.generation that the status describes.
+	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are Ready, Progressing and Degraded, each with its own observedGeneration.
 	// +listType=map
@@ -176,5 +246,6 @@ type RestoreSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
 	BackupName string `json:"backupName"`
 }

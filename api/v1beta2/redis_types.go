@@ -7,40 +7,64 @@ import (
 
 // RedisSpec is a standalone Redis server.
 type RedisSpec struct {
-	KubernetesConfig   KubernetesConfig           `json:"kubernetesConfig"`
-	HostPort           *int                       `json:"hostPort,omitempty"`
-	RedisExporter      *RedisExporter             `json:"redisExporter,omitempty"`
-	RedisConfig        *RedisConfig               `json:"redisConfig,omitempty"`
-	Storage            *Storage                   `json:"storage,omitempty"`
-	NodeSelector       map[string]string          `json:"nodeSelector,omitempty"`
+	// +required
+	KubernetesConfig KubernetesConfig `json:"kubernetesConfig"`
+	// +optional
+	HostPort *int `json:"hostPort,omitempty"`
+	// +optional
+	RedisExporter *RedisExporter `json:"redisExporter,omitempty"`
+	// +optional
+	RedisConfig *RedisConfig `json:"redisConfig,omitempty"`
+	// +optional
+	Storage *Storage `json:"storage,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
 	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
-	SecurityContext    *corev1.SecurityContext    `json:"securityContext,omitempty"`
-	PriorityClassName  string                     `json:"priorityClassName,omitempty"`
-	Affinity           *corev1.Affinity           `json:"affinity,omitempty"`
-	Tolerations        *[]corev1.Toleration       `json:"tolerations,omitempty"`
-	TLS                *TLSConfig                 `json:"TLS,omitempty"`
-	ACL                *ACLConfig                 `json:"acl,omitempty"`
-	ReadinessProbe     *corev1.Probe              `json:"readinessProbe,omitempty"`
-	LivenessProbe      *corev1.Probe              `json:"livenessProbe,omitempty"`
-	InitContainer      *InitContainer             `json:"initContainer,omitempty"`
-	Sidecars           *[]Sidecar                 `json:"sidecars,omitempty"`
-	ServiceAccountName *string                    `json:"serviceAccountName,omitempty"`
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	TLS *TLSConfig `json:"TLS,omitempty"`
+	// +optional
+	ACL *ACLConfig `json:"acl,omitempty"`
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// +optional
+	InitContainer *InitContainer `json:"initContainer,omitempty"`
+	// +optional
+	Sidecars *[]Sidecar `json:"sidecars,omitempty"`
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 	// TerminationGracePeriodSeconds lets Redis finish writing its snapshot on shutdown.
-	TerminationGracePeriodSeconds *int64           `json:"terminationGracePeriodSeconds,omitempty"`
-	EnvVars                       *[]corev1.EnvVar `json:"env,omitempty"`
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// +optional
+	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
 	// Restore fills the new resource's data from a RedisBackup before Redis first starts. It
 	// applies only when the resource's StatefulSet is created: a running resource is never
 	// overwritten.
+	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 
 // RedisStatus is the observed state of a standalone Redis.
 type RedisStatus struct {
 	// State is a one-word summary: Initializing, Ready or Failed.
+	// +optional
 	State string `json:"state,omitempty"`
 	// Reason explains State in a sentence.
+	// +optional
 	Reason string `json:"reason,omitempty"`
 	// ReadyReplicas counts ready Redis pods.
+	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	CommonStatus  `json:",inline"`
 }
@@ -59,10 +83,13 @@ type RedisStatus struct {
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Redis struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisSpec   `json:"spec"`
+	// +required
+	Spec RedisSpec `json:"spec"`
+	// +optional
 	Status RedisStatus `json:"status,omitempty"`
 }
 

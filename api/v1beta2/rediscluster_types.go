@@ -11,38 +11,61 @@ import (
 type RedisClusterSpec struct {
 	// Size is the number of leaders (shards), unless redisLeader.replicas says otherwise.
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="clusterSize must be at least 1"
-	Size             *int32           `json:"clusterSize"`
+	// +required
+	Size *int32 `json:"clusterSize"`
+	// +required
 	KubernetesConfig KubernetesConfig `json:"kubernetesConfig"`
-	HostNetwork      bool             `json:"hostNetwork,omitempty"`
-	HostPort         *int             `json:"hostPort,omitempty"`
+	// +optional
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+	// +optional
+	HostPort *int `json:"hostPort,omitempty"`
 	// +kubebuilder:default=6379
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 55535",message="port must be between 1 and 55535 (the cluster bus uses port + 10000)"
+	// +optional
 	Port *int `json:"port,omitempty"`
 	// ClusterVersion is the major Redis version the pods are meant to run ("v7"), any value the
 	// reference takes. It is informational: what the operator sends each node follows the
 	// version the node itself reports (INFO server), whatever this says.
 	// +kubebuilder:default=v7
-	ClusterVersion *string         `json:"clusterVersion,omitempty"`
-	RedisConfig    *RedisConfig    `json:"redisConfig,omitempty"`
-	RedisLeader    RedisLeader     `json:"redisLeader,omitempty"`
-	RedisFollower  RedisFollower   `json:"redisFollower,omitempty"`
-	RedisExporter  *RedisExporter  `json:"redisExporter,omitempty"`
-	Storage        *ClusterStorage `json:"storage,omitempty"`
+	// +optional
+	ClusterVersion *string `json:"clusterVersion,omitempty"`
+	// +optional
+	RedisConfig *RedisConfig `json:"redisConfig,omitempty"`
+	// +optional
+	RedisLeader RedisLeader `json:"redisLeader,omitempty"`
+	// +optional
+	RedisFollower RedisFollower `json:"redisFollower,omitempty"`
+	// +optional
+	RedisExporter *RedisExporter `json:"redisExporter,omitempty"`
+	// +optional
+	Storage *ClusterStorage `json:"storage,omitempty"`
 	// PodManagementPolicy of both StatefulSets.
 	// +kubebuilder:validation:Enum=OrderedReady;Parallel
-	PodManagementPolicy string                       `json:"podManagementPolicy,omitempty"`
-	PodSecurityContext  *corev1.PodSecurityContext   `json:"podSecurityContext,omitempty"`
-	PriorityClassName   string                       `json:"priorityClassName,omitempty"`
-	Resources           *corev1.ResourceRequirements `json:"resources,omitempty"`
-	TLS                 *TLSConfig                   `json:"TLS,omitempty"`
-	ACL                 *ACLConfig                   `json:"acl,omitempty"`
-	InitContainer       *InitContainer               `json:"initContainer,omitempty"`
-	Sidecars            *[]Sidecar                   `json:"sidecars,omitempty"`
-	ServiceAccountName  *string                      `json:"serviceAccountName,omitempty"`
-	PersistenceEnabled  *bool                        `json:"persistenceEnabled,omitempty"`
-	EnvVars             *[]corev1.EnvVar             `json:"env,omitempty"`
+	// +optional
+	PodManagementPolicy string `json:"podManagementPolicy,omitempty"`
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	TLS *TLSConfig `json:"TLS,omitempty"`
+	// +optional
+	ACL *ACLConfig `json:"acl,omitempty"`
+	// +optional
+	InitContainer *InitContainer `json:"initContainer,omitempty"`
+	// +optional
+	Sidecars *[]Sidecar `json:"sidecars,omitempty"`
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
+	// +optional
+	PersistenceEnabled *bool `json:"persistenceEnabled,omitempty"`
+	// +optional
+	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
 	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
 	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
+	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
 }
 
@@ -51,25 +74,40 @@ type RedisClusterSpec struct {
 type ClusterStorage struct {
 	Storage `json:",inline"`
 	// +kubebuilder:default=false
-	NodeConfVolume              bool                         `json:"nodeConfVolume,omitempty"`
+	// +optional
+	NodeConfVolume bool `json:"nodeConfVolume,omitempty"`
+	// +optional
 	NodeConfVolumeClaimTemplate corev1.PersistentVolumeClaim `json:"nodeConfVolumeClaimTemplate,omitempty"`
 }
 
 // RedisClusterRole holds what leaders and followers may set apart.
 type RedisClusterRole struct {
 	// +kubebuilder:validation:XValidation:rule="self >= 0",message="replicas must not be negative"
-	Replicas                      *int32                            `json:"replicas,omitempty"`
-	RedisConfig                   *RedisConfig                      `json:"redisConfig,omitempty"`
-	Affinity                      *corev1.Affinity                  `json:"affinity,omitempty"`
-	PodDisruptionBudget           *RedisPodDisruptionBudget         `json:"pdb,omitempty"`
-	ReadinessProbe                *corev1.Probe                     `json:"readinessProbe,omitempty"`
-	LivenessProbe                 *corev1.Probe                     `json:"livenessProbe,omitempty"`
-	Tolerations                   *[]corev1.Toleration              `json:"tolerations,omitempty"`
-	NodeSelector                  map[string]string                 `json:"nodeSelector,omitempty"`
-	TopologySpreadConstraints     []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
-	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
-	SecurityContext               *corev1.SecurityContext           `json:"securityContext,omitempty"`
-	Resources                     *corev1.ResourceRequirements      `json:"resources,omitempty"`
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// +optional
+	RedisConfig *RedisConfig `json:"redisConfig,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	PodDisruptionBudget *RedisPodDisruptionBudget `json:"pdb,omitempty"`
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// +optional
+	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // RedisLeader configures the leader (master) StatefulSet.
@@ -85,12 +123,16 @@ type RedisFollower struct {
 // RedisClusterStatus is the observed state of a RedisCluster.
 type RedisClusterStatus struct {
 	// State: Initializing, Bootstrap, Ready or Failed.
+	// +optional
 	State string `json:"state,omitempty"`
 	// Reason explains State in a sentence.
+	// +optional
 	Reason string `json:"reason,omitempty"`
 	// +kubebuilder:default=0
+	// +optional
 	ReadyLeaderReplicas int32 `json:"readyLeaderReplicas,omitempty"`
 	// +kubebuilder:default=0
+	// +optional
 	ReadyFollowerReplicas int32 `json:"readyFollowerReplicas,omitempty"`
 	CommonStatus          `json:",inline"`
 }
@@ -114,10 +156,13 @@ type RedisClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 type RedisCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisClusterSpec   `json:"spec"`
+	// +required
+	Spec RedisClusterSpec `json:"spec"`
+	// +optional
 	Status RedisClusterStatus `json:"status,omitempty"`
 }
 

@@ -10,29 +10,53 @@ type RedisSentinelSpec struct {
 	// Size is the number of sentinel pods.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
-	Size                          *int32                            `json:"clusterSize"`
-	KubernetesConfig              KubernetesConfig                  `json:"kubernetesConfig"`
-	RedisExporter                 *RedisExporter                    `json:"redisExporter,omitempty"`
-	RedisSentinelConfig           *RedisSentinelConfig              `json:"redisSentinelConfig,omitempty"`
-	NodeSelector                  map[string]string                 `json:"nodeSelector,omitempty"`
-	PodSecurityContext            *corev1.PodSecurityContext        `json:"podSecurityContext,omitempty"`
-	SecurityContext               *corev1.SecurityContext           `json:"securityContext,omitempty"`
-	PriorityClassName             string                            `json:"priorityClassName,omitempty"`
-	Affinity                      *corev1.Affinity                  `json:"affinity,omitempty"`
-	Tolerations                   *[]corev1.Toleration              `json:"tolerations,omitempty"`
-	TLS                           *TLSConfig                        `json:"TLS,omitempty"`
-	PodDisruptionBudget           *RedisPodDisruptionBudget         `json:"pdb,omitempty"`
-	ReadinessProbe                *corev1.Probe                     `json:"readinessProbe,omitempty"`
-	LivenessProbe                 *corev1.Probe                     `json:"livenessProbe,omitempty"`
-	InitContainer                 *InitContainer                    `json:"initContainer,omitempty"`
-	Sidecars                      *[]Sidecar                        `json:"sidecars,omitempty"`
-	ServiceAccountName            *string                           `json:"serviceAccountName,omitempty"`
-	TerminationGracePeriodSeconds *int64                            `json:"terminationGracePeriodSeconds,omitempty"`
-	EnvVars                       *[]corev1.EnvVar                  `json:"env,omitempty"`
-	VolumeMount                   *AdditionalVolume                 `json:"volumeMount,omitempty"`
-	TopologySpreadConstraints     []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
-	HostPort                      *int                              `json:"hostPort,omitempty"`
+	// +required
+	Size *int32 `json:"clusterSize"`
+	// +required
+	KubernetesConfig KubernetesConfig `json:"kubernetesConfig"`
+	// +optional
+	RedisExporter *RedisExporter `json:"redisExporter,omitempty"`
+	// +optional
+	RedisSentinelConfig *RedisSentinelConfig `json:"redisSentinelConfig,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	Tolerations *[]corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	TLS *TLSConfig `json:"TLS,omitempty"`
+	// +optional
+	PodDisruptionBudget *RedisPodDisruptionBudget `json:"pdb,omitempty"`
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// +optional
+	InitContainer *InitContainer `json:"initContainer,omitempty"`
+	// +optional
+	Sidecars *[]Sidecar `json:"sidecars,omitempty"`
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// +optional
+	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
+	// +optional
+	VolumeMount *AdditionalVolume `json:"volumeMount,omitempty"`
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// +optional
+	HostPort *int `json:"hostPort,omitempty"`
 	// +kubebuilder:validation:Enum=OrderedReady;Parallel
+	// +optional
 	PodManagementPolicy string `json:"podManagementPolicy,omitempty"`
 }
 
@@ -40,22 +64,29 @@ type RedisSentinelSpec struct {
 type RedisSentinelConfig struct {
 	SentinelConfig `json:",inline"`
 	// RedisReplicationName is the RedisReplication (same namespace) whose master is monitored.
+	// +required
 	RedisReplicationName string `json:"redisReplicationName"`
 	// RedisReplicationPassword is where the monitored Redis password comes from.
+	// +optional
 	RedisReplicationPassword *corev1.EnvVarSource `json:"redisReplicationPassword,omitempty"`
 	// +kubebuilder:default=myMaster
+	// +optional
 	MasterGroupName string `json:"masterGroupName,omitempty"`
 	// +kubebuilder:default="6379"
+	// +optional
 	RedisPort string `json:"redisPort,omitempty"`
 }
 
 // RedisSentinelStatus is the observed state of a RedisSentinel.
 type RedisSentinelStatus struct {
 	// State is a one-word summary: Initializing, Ready or Failed.
+	// +optional
 	State string `json:"state,omitempty"`
 	// Reason explains State in a sentence.
+	// +optional
 	Reason string `json:"reason,omitempty"`
 	// ReadyReplicas counts ready sentinel pods.
+	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	CommonStatus  `json:",inline"`
 }
@@ -74,10 +105,13 @@ type RedisSentinelStatus struct {
 // +kubebuilder:printcolumn:name="Cause",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RedisSentinel struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   RedisSentinelSpec   `json:"spec"`
+	// +required
+	Spec RedisSentinelSpec `json:"spec"`
+	// +optional
 	Status RedisSentinelStatus `json:"status,omitempty"`
 }
 

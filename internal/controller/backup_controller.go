@@ -43,6 +43,9 @@ const (
 	ReasonBackupWaiting = "Waiting"
 	// ReasonBackupNotSupported: this version of the operator cannot take the backup asked for.
 	ReasonBackupNotSupported = "NotSupported"
+	// ReasonBackupRetrying: an attempt failed because the store could not be reached for now;
+	// the backup stays Running and is tried again.
+	ReasonBackupRetrying = "Retrying"
 )
 
 // Secret keys of a backup's S3 credentials and CA, as the issue and AWS tools name them.
@@ -69,12 +72,24 @@ const (
 // backupRetry is how soon a waiting backup (no target, Secret or ready pod yet) is tried again.
 const backupRetry = 10 * time.Second
 
+// DefaultStoreRetries are the waits before the attempts that follow a transient store failure:
+// four attempts in all, the last starting 105s after the first failed. What this covers is a
+// store that is only not reachable yet or for a moment: a new Service whose endpoints,
+// kube-proxy rules and DNS record (and a resolver's negative cache, 30s in CoreDNS's default)
+// take seconds to tens of seconds, a store restarting, a 503 SlowDown. Doubling waits spread
+// the attempts over that span; a store still down after about two minutes is taken as down,
+// and the backup fails rather than keep a schedule's next backup waiting. Each attempt's
+// requests are themselves retried by the S3 client for a few seconds.
+var DefaultStoreRetries = []time.Duration{15 * time.Second, 30 * time.Second, 60 * time.Second}
+
 // BackupStore is where a backup's snapshots go: an object store's bucket.
 type BackupStore interface {
 	// PutFrom stores what write writes under key, or nothing when either side fails.
 	PutFrom(ctx context.Context, key string, write func(io.Writer) error) (store.ObjectInfo, error)
 	Stat(ctx context.Context, key string) (store.ObjectInfo, error)
 	Delete(ctx context.Context, key string) error
+	// AbortIncomplete aborts the uploads under key that a failed attempt left unfinished.
+	AbortIncomplete(ctx context.Context, key string) error
 	// Location names an object for statuses: s3://bucket/key.
 	Location(key string) string
 }
@@ -100,6 +115,9 @@ type RedisBackupReconciler struct {
 	Memory *Memory
 	// Snapshot tunes the snapshot streams (tests shorten the idle timeout).
 	Snapshot snapshot.Options
+	// StoreRetries are the waits before each attempt that follows a transient store failure
+	// (attempts in all: one more than its length); nil: DefaultStoreRetries.
+	StoreRetries []time.Duration
 }
 
 // backupScope is one reconcile of a RedisBackup.
@@ -116,9 +134,11 @@ type backupScope struct {
 	password     string
 	acl          aclState
 	tls          *tlsSettings
-	// The store and the node to read of each shard (one outside a cluster).
-	store   BackupStore
-	sources []backupSource
+	// The store, its host[:port] to name it, and the node to read of each shard (one outside
+	// a cluster).
+	store     BackupStore
+	storeHost string
+	sources   []backupSource
 }
 
 // backupSource is the node a shard's snapshot is read from.
@@ -135,6 +155,7 @@ func (r *RedisBackupReconciler) phases() []reconcile.Phase[*backupScope] {
 	return []reconcile.Phase[*backupScope]{
 		{Name: "finished", Run: r.skipFinished},
 		{Name: "supported", Run: r.refuseUnsupported},
+		{Name: "backoff", Run: r.awaitNextAttempt},
 		{Name: "target", Run: r.resolveTarget},
 		{Name: "store", Run: r.resolveStore},
 		{Name: "source", Run: r.chooseSource},
@@ -220,6 +241,40 @@ func (r *RedisBackupReconciler) refuseUnsupported(ctx context.Context, s *backup
 	return true, r.fail(ctx, s, ReasonBackupNotSupported, why)
 }
 
+// awaitNextAttempt holds a backup whose last attempt met a transient store failure until the
+// time its status names: the wait is in the status, so that a restarted operator keeps it.
+func (r *RedisBackupReconciler) awaitNextAttempt(ctx context.Context, s *backupScope) (bool, error) {
+	next := s.backup.Status.NextAttemptAt
+	if next == nil {
+		return false, nil
+	}
+	d := time.Until(next.Time)
+	if d <= 0 {
+		return false, nil
+	}
+	s.result.RequeueAfter = d
+	log.FromContext(ctx).Info("requeue", "after", d.Round(time.Second), "reason",
+		fmt.Sprintf("attempt %d of the backup waits for its store", attemptsOf(s.backup)+1))
+	return true, nil
+}
+
+// storeRetries is the waits between attempts this reconciler uses.
+func (r *RedisBackupReconciler) storeRetries() []time.Duration {
+	if r.StoreRetries != nil {
+		return r.StoreRetries
+	}
+	return DefaultStoreRetries
+}
+
+// nextAttempt decides, after attempt (counted from 1) failed with f, whether the backup is
+// tried again and after how long: only a transient failure, and only while attempts remain.
+func nextAttempt(f store.Failure, attempt int32, retries []time.Duration) (time.Duration, bool) {
+	if !f.Transient || attempt < 1 || int(attempt) > len(retries) {
+		return 0, false
+	}
+	return retries[attempt-1], true
+}
+
 // resolveTarget reads the target and how the operator logs in to its pods, as its own
 // reconciler does: the password Secret, the ACL users, the TLS Secret.
 func (r *RedisBackupReconciler) resolveTarget(ctx context.Context, s *backupScope) (bool, error) {
@@ -287,6 +342,7 @@ func (r *RedisBackupReconciler) resolveStore(ctx context.Context, s *backupScope
 		return problem != "", errors.Join(err, r.waitIf(ctx, s, problem))
 	}
 	s.store, err = r.Stores(cfg)
+	s.storeHost = store.EndpointHost(cfg.Endpoint)
 	if err != nil {
 		// The settings themselves are wrong (an endpoint with a path, a CA without PEM): the
 		// spec cannot change, so the backup cannot succeed.
@@ -458,15 +514,27 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 	b := s.backup
 	dir := objectDir(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name)
 	now := metav1.Now()
+	// The attempt is counted before it starts: one an operator restart cut short counts too,
+	// so that the bound holds however often the operator stops.
+	attempt := attemptsOf(b) + 1
+	maxAttempts := len(r.storeRetries()) + 1
 	b.Status.Phase = v1alpha1.BackupRunning
-	b.Status.StartedAt = &now
+	if b.Status.StartedAt == nil {
+		b.Status.StartedAt = &now
+	}
 	b.Status.CompletedAt = nil
+	b.Status.Attempts = &attempt
+	b.Status.NextAttemptAt = nil
 	b.Status.Location = s.store.Location(dir)
 	nodes := make([]string, len(s.sources))
 	for i, src := range s.sources {
 		nodes[i] = fmt.Sprintf("%s (%s)", src.pod.Name, roleName(src.role))
 	}
-	r.condition(b, metav1.ConditionFalse, string(v1alpha1.BackupRunning), "reading a snapshot of "+strings.Join(nodes, ", "))
+	what := "reading a snapshot of " + strings.Join(nodes, ", ")
+	if attempt > 1 {
+		what += fmt.Sprintf(" (attempt %d of %d)", attempt, max(maxAttempts, int(attempt)))
+	}
+	r.condition(b, metav1.ConditionFalse, string(v1alpha1.BackupRunning), what)
 	if err := r.writeStatus(ctx, s); err != nil {
 		if apierrors.IsConflict(err) {
 			// The backup read was stale (the cache behind our own last write, which may have
@@ -476,9 +544,11 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 		}
 		return false, err
 	}
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "reading a snapshot of %s into %s",
-		strings.Join(nodes, ", "), b.Status.Location)
-	log.FromContext(ctx).Info("backup started", "nodes", nodes, "location", b.Status.Location)
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupStarted, "Backup", "%s into %s", what, b.Status.Location)
+	log.FromContext(ctx).Info("backup started", "nodes", nodes, "location", b.Status.Location, "attempt", attempt)
+	if attempt > 1 {
+		r.abortIncomplete(ctx, s)
+	}
 
 	shards := make([]v1alpha1.ShardBackup, len(s.sources))
 	errs := make([]error, len(s.sources))
@@ -496,14 +566,26 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 			// The operator is stopping: the backup stays Running and is taken again by the next.
 			return false, fmt.Errorf("backup interrupted: %w", err)
 		}
-		why := err.Error()
-		if cleanup := r.removeShards(ctx, s.store, shards, errs); cleanup != nil {
+		cleanup := r.removeShards(ctx, s.store, shards, errs)
+		f := classifyAttempt(s.storeHost, errs)
+		if delay, again := nextAttempt(f, attempt, r.storeRetries()); again {
+			// The objects a shard stored are overwritten by the next attempt, or removed
+			// when the backup fails: a cleanup that failed here changes nothing.
+			return true, r.retry(ctx, s, f, maxAttempts, delay, err)
+		}
+		why := f.Cause
+		if f.Transient {
+			why += fmt.Sprintf(" at each of %d attempts", attempt)
+		}
+		why += ": " + err.Error()
+		if cleanup != nil {
 			why += "; and the objects of the shards that were stored could not be removed: " + cleanup.Error()
 		}
 		return true, r.fail(ctx, s, ReasonBackupFailed, why)
 	}
 	done := metav1.Now()
 	b.Status.Phase = v1alpha1.BackupCompleted
+	b.Status.NextAttemptAt = nil
 	b.Status.CompletedAt = &done
 	b.Status.Shards = shards
 	b.Status.TotalBytes = 0
@@ -521,6 +603,60 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, ReasonBackupCompleted, "Backup", "%s", message)
 	log.FromContext(ctx).Info("backup completed", "shards", len(shards), "bytes", b.Status.TotalBytes, "location", b.Status.Location)
 	return false, nil
+}
+
+// classifyAttempt classifies the failure of an attempt by its shards' errors: permanent when
+// one shard's is (retrying could not change that shard's fate), else the first shard's
+// transient failure.
+func classifyAttempt(host string, errs []error) store.Failure {
+	var first *store.Failure
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		f := store.Classify(host, err)
+		if !f.Transient {
+			return f
+		}
+		if first == nil {
+			first = &f
+		}
+	}
+	if first == nil {
+		return store.Failure{Cause: "the store failed"}
+	}
+	return *first
+}
+
+// retry keeps the backup Running after an attempt that a transient store failure ended, and
+// says in its Ready condition, an event and the log what failed and when it is tried again.
+// One event per failed attempt: a few per backup at most.
+func (r *RedisBackupReconciler) retry(ctx context.Context, s *backupScope, f store.Failure, maxAttempts int, delay time.Duration, cause error) error {
+	b := s.backup
+	next := metav1.NewTime(time.Now().Add(delay))
+	b.Status.NextAttemptAt = &next
+	why := fmt.Sprintf("%s (attempt %d of %d); retrying in %s", f.Cause, attemptsOf(b), maxAttempts, delay)
+	r.condition(b, metav1.ConditionFalse, ReasonBackupRetrying, why)
+	if err := r.writeStatus(ctx, s); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, ReasonBackupRetrying, "Backup", "%s", why)
+	s.result.RequeueAfter = delay
+	log.FromContext(ctx).Info("requeue", "after", delay, "reason", why, "error", cause.Error())
+	return nil
+}
+
+// abortIncomplete aborts the uploads an earlier attempt left unfinished under this attempt's
+// keys (its store went away before the upload could be aborted). Their parts were never an
+// object; this only frees their space, so a failure is logged and the attempt goes on.
+func (r *RedisBackupReconciler) abortIncomplete(ctx context.Context, s *backupScope) {
+	b := s.backup
+	for _, src := range s.sources {
+		key := objectKey(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name, src.pod.Name)
+		if err := s.store.AbortIncomplete(ctx, key); err != nil {
+			log.FromContext(ctx).Info("the incomplete uploads of an earlier attempt were not aborted", "key", key, "error", err.Error())
+		}
+	}
 }
 
 // streamShard streams one node's snapshot under key and checks the stored object.
@@ -604,6 +740,7 @@ func (r *RedisBackupReconciler) fail(ctx context.Context, s *backupScope, reason
 	now := metav1.Now()
 	b.Status.Phase = v1alpha1.BackupFailed
 	b.Status.CompletedAt = &now
+	b.Status.NextAttemptAt = nil
 	r.condition(b, metav1.ConditionFalse, reason, why)
 	if err := r.writeStatus(ctx, s); err != nil {
 		return err
@@ -761,4 +898,12 @@ func (r *RedisBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("redisbackup").
 		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
+}
+
+// attemptsOf is how many attempts the backup began (status.attempts, 0 when unset).
+func attemptsOf(b *v1alpha1.RedisBackup) int32 {
+	if b.Status.Attempts == nil {
+		return 0
+	}
+	return *b.Status.Attempts
 }

@@ -3,8 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/internal/backup/store"
@@ -31,6 +39,8 @@ func (m *memoryStore) Delete(_ context.Context, key string) error {
 	delete(m.objects, key)
 	return nil
 }
+
+func (m *memoryStore) AbortIncomplete(context.Context, string) error { return nil }
 
 func (m *memoryStore) Location(key string) string { return "s3://b/" + key }
 
@@ -96,5 +106,52 @@ func TestDeleteShardsOfADeletedBackup(t *testing.T) {
 	st.deleteErr = errors.New("store down")
 	if _, err := (&RedisBackupReconciler{}).deleteShards(context.Background(), st, shards); err == nil {
 		t.Error("a failed deletion is not reported")
+	}
+}
+
+// A transient failure is tried again after each wait in turn, and no more; a permanent one
+// never is.
+func TestBackupNextAttempt(t *testing.T) {
+	retries := []time.Duration{15 * time.Second, 30 * time.Second, 60 * time.Second}
+	transient := store.Failure{Transient: true, Cause: "store s3-store:8333 refused the connection"}
+	for attempt, want := range map[int32]time.Duration{1: 15 * time.Second, 2: 30 * time.Second, 3: time.Minute} {
+		if d, again := nextAttempt(transient, attempt, retries); !again || d != want {
+			t.Errorf("after attempt %d: %s, %v; want another in %s", attempt, d, again, want)
+		}
+	}
+	for _, attempt := range []int32{0, 4, 9} {
+		if d, again := nextAttempt(transient, attempt, retries); again {
+			t.Errorf("after attempt %d of 4: another in %s", attempt, d)
+		}
+	}
+	if d, again := nextAttempt(store.Failure{Cause: "refused the credentials"}, 1, retries); again {
+		t.Errorf("a permanent failure is tried again in %s", d)
+	}
+	if _, again := nextAttempt(transient, 1, nil); again {
+		t.Error("without retries, a failure is tried again")
+	}
+}
+
+// The default schedule stays within what the brief of issue #22 allows: a few attempts over at
+// most about two minutes.
+func TestBackupDefaultStoreRetriesAreBounded(t *testing.T) {
+	var total time.Duration
+	for _, d := range DefaultStoreRetries {
+		total += d
+	}
+	if n := len(DefaultStoreRetries) + 1; n < 3 || n > 5 || total > 2*time.Minute {
+		t.Errorf("%d attempts over %s", n, total)
+	}
+}
+
+// An attempt of several shards is retried only when every shard that failed may pass.
+func TestBackupClassifyAttemptOfShards(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	denied := fmt.Errorf("snapshot of c-1: %w", minio.ErrorResponse{Code: "AccessDenied", StatusCode: 403})
+	if f := classifyAttempt("s3:8333", []error{nil, refused, refused}); !f.Transient || f.Cause != "store s3:8333 refused the connection" {
+		t.Errorf("two shards refused: %+v", f)
+	}
+	if f := classifyAttempt("s3:8333", []error{refused, nil, denied}); f.Transient || !strings.Contains(f.Cause, "refused the credentials") {
+		t.Errorf("one shard refused, one denied: %+v; want the permanent denial", f)
 	}
 }

@@ -93,6 +93,8 @@ type operatorSettings struct {
 	stuckAfter time.Duration // 0: the default
 	liveness   bool
 	clock      clock.PassiveClock // the schedules' clock; nil: the real one
+	// storeRetries are the backups' waits between attempts; nil: the default.
+	storeRetries []time.Duration
 }
 
 type operatorOption func(*operatorSettings)
@@ -105,6 +107,11 @@ func stuckAfter(bound time.Duration) operatorOption {
 // withClock gives the backup schedules of the operator a clock the test moves.
 func withClock(c clock.PassiveClock) operatorOption {
 	return func(o *operatorSettings) { o.clock = c }
+}
+
+// withStoreRetries sets the waits between a backup's attempts after a transient store failure.
+func withStoreRetries(waits ...time.Duration) operatorOption {
+	return func(o *operatorSettings) { o.storeRetries = waits }
 }
 
 // withLiveness runs the liveness watcher for the RedisReplications and RedisClusters, as main does.
@@ -207,7 +214,7 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		t.Fatal(err)
 	}
 	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Stores: S3Stores, Memory: memory}).SetupWithManager(mgr); err != nil {
+		Stores: S3Stores, Memory: memory, StoreRetries: settings.storeRetries}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	var scheduleClock clock.PassiveClock = clock.RealClock{}

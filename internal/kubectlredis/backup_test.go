@@ -479,12 +479,12 @@ func TestBackupWaits(t *testing.T) {
 				"0s  Failed",
 			},
 			wantErr: "RedisBackup cart-manual-20250304050607 Failed: upload to s3://backups: connection refused"},
-		{name: "timeout", script: []v1alpha1.RedisBackupStatus{pending, running}, args: []string{"--timeout", "20ms"},
+		{name: "timeout", script: []v1alpha1.RedisBackupStatus{pending, running}, args: []string{"--timeout", "1s"},
 			lines: []string{
 				"0s  Pending: no ready pod of RedisCluster cart",
 				"0s  Running: reading a snapshot of cart-leader-0, cart-leader-1",
 			},
-			wantErr: "RedisBackup cart-manual-20250304050607 is still Running after 20ms: it goes on in the cluster (kubectl redis backups cart -n shop follows it): context deadline exceeded"},
+			wantErr: "RedisBackup cart-manual-20250304050607 is still Running after 1s: it goes on in the cluster (kubectl redis backups cart -n shop follows it): context deadline exceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := advancingClient(t, tc.script, backupFixtures()...)

@@ -79,6 +79,56 @@ func Binary(t testing.TB) string {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	binary := Binary(t)
+	s := prepare(t, opts)
+	var err error
+	// A free port can be taken between picking and binding it; pick again then.
+	for range 5 {
+		if err = s.pickPort(); err != nil {
+			break
+		}
+		if err = s.start(binary); err == nil {
+			break
+		}
+		if !strings.Contains(s.logTail(20), "address already in use") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("start versitygw: %v\n%s", err, s.logTail(40))
+	}
+	s.makeBucket(t)
+	return s
+}
+
+// Reserve is a server as Start makes it, endpoint, credentials and bucket included, that is
+// not started: nothing listens on its port (free when picked) until Run. A test points a
+// client at a store that is not there yet with it.
+func Reserve(t testing.TB, opts Options) *Server {
+	t.Helper()
+	Binary(t)
+	s := prepare(t, opts)
+	if err := s.pickPort(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Run starts a server Reserve made on its endpoint, waits until it answers and creates the
+// bucket.
+func (s *Server) Run(t testing.TB) {
+	t.Helper()
+	if err := s.start(Binary(t)); err != nil {
+		t.Fatalf("start versitygw: %v\n%s", err, s.logTail(40))
+	}
+	s.makeBucket(t)
+}
+
+// Stop stops the server now, as a store that goes away; Run starts it again, with its data.
+func (s *Server) Stop() { s.stop() }
+
+// prepare is a server's settings and directory, and its cleanup, before it starts.
+func prepare(t testing.TB, opts Options) *Server {
+	t.Helper()
 	s := &Server{
 		AccessKey: "test-" + randomHex(t, 8),
 		SecretKey: randomHex(t, 20),
@@ -99,25 +149,30 @@ func Start(t testing.TB, opts Options) *Server {
 			t.Logf("log of versitygw %s:\n%s", s.Endpoint, s.logTail(40))
 		}
 	})
-	var err error
-	// A free port can be taken between picking and binding it; pick again then.
-	for range 5 {
-		if err = s.start(binary); err == nil {
-			break
-		}
-		if !strings.Contains(s.logTail(20), "address already in use") {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("start versitygw: %v\n%s", err, s.logTail(40))
-	}
+	return s
+}
+
+// makeBucket creates the server's bucket unless it has it (a server started again).
+func (s *Server) makeBucket(t testing.TB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if ok, err := s.Client(t).BucketExists(ctx, s.Bucket); err == nil && ok {
+		return
+	}
 	if err := s.Client(t).MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: Region}); err != nil {
 		t.Fatalf("create bucket %s: %v\n%s", s.Bucket, err, s.logTail(40))
 	}
-	return s
+}
+
+// pickPort sets the endpoint to a free loopback port.
+func (s *Server) pickPort() error {
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("pick a free port: %w", err)
+	}
+	s.Endpoint = net.JoinHostPort(Host, strconv.Itoa(port))
+	return nil
 }
 
 // Client is a minio client of the server with its root credentials, for tests to look at
@@ -157,11 +212,6 @@ func (s *Server) URL() string {
 }
 
 func (s *Server) start(binary string) error {
-	port, err := freePort()
-	if err != nil {
-		return fmt.Errorf("pick a free port: %w", err)
-	}
-	s.Endpoint = net.JoinHostPort(Host, strconv.Itoa(port))
 	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err

@@ -129,6 +129,16 @@ func NewS3(cfg S3Config) (*S3, error) {
 	return &S3{client: client, bucket: cfg.Bucket, endpoint: scheme + "://" + host, partSize: partSize}, nil
 }
 
+// EndpointHost is the host[:port] of an endpoint, to name the store in statuses; the
+// endpoint as it is when it cannot be parsed.
+func EndpointHost(endpoint string) string {
+	host, _, err := parseEndpoint(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	return host
+}
+
 // parseEndpoint splits an endpoint into host[:port] and whether it speaks TLS.
 func parseEndpoint(endpoint string) (host string, secure bool, err error) {
 	if endpoint == "" {
@@ -189,12 +199,16 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) (ObjectInfo, erro
 }
 
 // PutFrom uploads what write writes, as Put does: write runs beside the upload, and when it
-// fails the upload is aborted and its error returned.
+// fails the upload is aborted and its error returned, as a *SourceError. When the upload
+// fails first, the store's error is returned (the writer's, which only followed from it, is
+// dropped), so that a caller can tell a store that could not be reached from a snapshot that
+// could not be read.
 func (s *S3) PutFrom(ctx context.Context, key string, write func(w io.Writer) error) (ObjectInfo, error) {
 	pr, pw := io.Pipe()
+	sink := &pipeSink{w: pw}
 	writeErr := make(chan error, 1)
 	go func() {
-		err := write(pw)
+		err := write(sink)
 		// A failed writer makes the upload's next read fail, which aborts it.
 		if err != nil {
 			_ = pw.CloseWithError(err)
@@ -207,13 +221,32 @@ func (s *S3) PutFrom(ctx context.Context, key string, write func(w io.Writer) er
 	// A failed upload makes the writer's next write fail, so that it returns.
 	_ = pr.CloseWithError(cmpErr(err, errors.New("upload ended")))
 	werr := <-writeErr
-	if werr != nil {
-		return ObjectInfo{}, fmt.Errorf("write %s: %w", s.Location(key), werr)
-	}
-	if err != nil {
+	switch {
+	case err != nil && (werr == nil || sink.failed):
+		// The upload ended first: the pipe refused the writer only once Put had returned.
 		return ObjectInfo{}, err
+	case werr != nil && sink.failed:
+		return ObjectInfo{}, fmt.Errorf("write %s: the upload ended before the writer: %w", s.Location(key), werr)
+	case werr != nil:
+		return ObjectInfo{}, &SourceError{Err: fmt.Errorf("write %s: %w", s.Location(key), werr)}
 	}
 	return info, nil
+}
+
+// pipeSink is the writer PutFrom's writer writes to; failed says a write was refused, which
+// happens only once the upload has ended. The writer's goroutine sets it before PutFrom reads
+// it, after the writer returned.
+type pipeSink struct {
+	w      *io.PipeWriter
+	failed bool
+}
+
+func (p *pipeSink) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil {
+		p.failed = true
+	}
+	return n, err
 }
 
 func cmpErr(err, otherwise error) error {
@@ -252,6 +285,16 @@ func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 		return ObjectInfo{}, err
 	}
 	return ObjectInfo{Key: st.Key, Size: st.Size, ETag: st.ETag}, nil
+}
+
+// AbortIncomplete aborts the multipart uploads under key that were never completed nor
+// aborted (an upload whose store went away before it could be aborted): their parts use
+// space and are no object. None is no error.
+func (s *S3) AbortIncomplete(ctx context.Context, key string) error {
+	if err := s.client.RemoveIncompleteUpload(ctx, s.bucket, key); err != nil {
+		return s.wrap("abort the incomplete uploads of", key, err)
+	}
+	return nil
 }
 
 // Delete removes the object under key; removing a missing object is no error.

@@ -359,3 +359,58 @@ func TestTLSStoreVerifiedAgainstCA(t *testing.T) {
 		}
 	}
 }
+
+// A store that goes away in the middle of an upload fails PutFrom with the store's error, a
+// transient one, not the writer's; once the store is back no object is under the key, and
+// AbortIncomplete removes the upload the client could not abort while the store was down.
+func TestStoreGoneMidUploadLeavesNoObject(t *testing.T) {
+	ctx := testContext(t)
+	s3 := s3test.Start(t, s3test.Options{})
+	st, err := store.NewS3(store.S3Config{
+		Endpoint: s3.URL(), Bucket: s3.Bucket, Region: s3test.Region, ForcePathStyle: true,
+		AccessKeyID: s3.AccessKey, SecretAccessKey: s3.SecretKey, PartSize: partSize, MaxRetries: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "ns/rb/cache-0.rdb"
+	chunk := make([]byte, 1<<20)
+	_, err = st.PutFrom(ctx, key, func(w io.Writer) error {
+		for i := range 24 {
+			if i == 7 { // more than a part is sent: the upload is under way
+				s3.Stop()
+			}
+			if _, err := w.Write(chunk); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+		}
+		return nil
+	})
+	var source *store.SourceError
+	if err == nil || errors.As(err, &source) {
+		t.Fatalf("put through a store that went away: %v; want the store's error", err)
+	}
+	f := store.Classify(s3.Endpoint, err)
+	if !f.Transient {
+		t.Fatalf("Classify(%v) = %+v; want transient", err, f)
+	}
+	t.Logf("the store went away: %s", f.Cause)
+	s3.Run(t)
+	if _, err := st.Stat(ctx, key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("stat after the failed upload: %v; want ErrNotFound", err)
+	}
+	left := 0
+	for up := range s3.Client(t).ListIncompleteUploads(ctx, s3.Bucket, key, true) {
+		if up.Err != nil {
+			t.Fatal(up.Err)
+		}
+		left++
+	}
+	t.Logf("%d incomplete uploads left by the failed upload", left)
+	if err := st.AbortIncomplete(ctx, key); err != nil {
+		t.Fatalf("abort incomplete: %v", err)
+	}
+	for up := range s3.Client(t).ListIncompleteUploads(ctx, s3.Bucket, key, true) {
+		t.Errorf("upload %s (%v) still there after AbortIncomplete", up.UploadID, up.Err)
+	}
+}
