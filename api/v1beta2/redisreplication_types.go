@@ -52,8 +52,10 @@ type RedisReplicationSpec struct {
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 	// +optional
 	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
-	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
-	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
+	// Restore fills the new resource's data from a RedisBackup of a RedisReplication before
+	// Redis first starts: pod 0 restores it and becomes the first master, the other pods sync
+	// from it. It applies only when the resource's StatefulSet is created: a running resource
+	// is never overwritten.
 	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
 	// +optional

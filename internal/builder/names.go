@@ -136,6 +136,11 @@ func ReplicaServiceName(crName string) string { return crName + "-replica" }
 // StatefulSet gets its own, because cluster roles may be configured apart.
 func ConfigMapName(stsName string) string { return stsName + "-config" }
 
+// RestoreStateConfigMapName is the ConfigMap, owned by a restored RedisReplication, whose key
+// RestoreDoneKey the controller sets once the replication is Ready on the restored data: the
+// restore init container of any pod started after that finds it and skips.
+func RestoreStateConfigMapName(stsName string) string { return stsName + "-restore" }
+
 // AuthSecretName is the Secret, owned by the CR, that holds the redis-server password
 // directives (key RedisAuthKey).
 func AuthSecretName(crName string) string { return crName + "-redis-auth" }

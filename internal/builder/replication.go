@@ -40,6 +40,14 @@ type RedisReplicationInput struct {
 	AnnounceHostnames bool
 	// DNSDomain is the cluster DNS domain of those names, "" for DefaultDNSDomain.
 	DNSDomain string
+	// Restore, when set, restores a backup into pod 0 before its Redis first starts, as for a
+	// standalone Redis (RedisInput.Restore); the other pods skip it and sync from pod 0, which
+	// the controller makes the first master. RestoredFrom is as RedisInput's.
+	Restore      *RestoreInput
+	RestoredFrom string
+	// Restored: the replication was Ready on the restored data; the restore state ConfigMap
+	// then tells every pod started later to skip the restore.
+	Restored bool
 }
 
 // BuildRedisReplication returns the desired objects of a RedisReplication: StatefulSet <name>,
@@ -76,6 +84,14 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 		// its role to an updated replica; a strategy the user sets explicitly is kept.
 		w.updateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}
+	if in.Restore != nil {
+		if err := in.Restore.check(); err != nil {
+			return nil, err
+		}
+		w.restore, w.restoredFrom, w.restoreFirstMaster = in.Restore, in.Restore.BackupName, true
+	} else {
+		w.restoredFrom = in.RestoredFrom
+	}
 	if in.AnnounceHostnames {
 		if !ReplicationPodsResolve(cr) {
 			return nil, errors.New("pods can announce their DNS names only while the headless Service that makes them resolve is enabled")
@@ -85,6 +101,9 @@ func BuildRedisReplication(in RedisReplicationInput) (*Objects, error) {
 	out, err := w.redisServerObjects(s.RedisConfig, in.Password, in.ACL, in.ACLOperatorUser)
 	if err != nil {
 		return nil, err
+	}
+	if w.restore != nil {
+		out.ConfigMaps = append(out.ConfigMaps, w.restoreStateConfigMap(in.Restored))
 	}
 	out.Services = append(out.Services,
 		roleService(w, MasterServiceName(cr.Name), RedisRoleMaster, w.selectorLabels(), w.labels()),

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -26,6 +27,14 @@ const (
 	// restoreCAVolume holds the store's CA bundle for the restore init container.
 	restoreCAVolume = "restore-ca"
 	restoreCADir    = "/etc/restore-ca"
+	// restoreStateVolume mounts RestoreStateConfigMapName into the restore init container.
+	restoreStateVolume = "restore-state"
+	restoreStateDir    = "/etc/restore-state"
+	// RestoreDoneKey is the key of RestoreStateConfigMapName that says the restore is done
+	// (its value names the backup); the init container skips while its file exists.
+	RestoreDoneKey = "restored"
+	// envPodName gives the restore init container its pod's name (downward API).
+	envPodName = "POD_NAME"
 	// RestoreCAKey is the key of the CA Secret that holds the PEM bundle, as for backups.
 	RestoreCAKey = "ca.crt"
 	// RestoreAccessKeyIDKey and RestoreSecretAccessKeyKey are the keys of the credentials
@@ -83,7 +92,7 @@ func (in *RestoreInput) record() string {
 
 // restoreArgs are the subcommand's arguments: every setting but the credentials, which come
 // from the environment (a process's arguments are visible to anyone on the node).
-func (in *RestoreInput) restoreArgs(appendOnly bool) []string {
+func (in *RestoreInput) restoreArgs(appendOnly, firstMaster bool) []string {
 	args := []string{"restore",
 		"--endpoint", in.Endpoint, "--bucket", in.Bucket, "--key", in.Key,
 		"--sha256", in.SHA256, "--bytes", strconv.FormatInt(in.Bytes, 10), "--data-dir", dataDir}
@@ -98,6 +107,9 @@ func (in *RestoreInput) restoreArgs(appendOnly bool) []string {
 	}
 	if appendOnly {
 		args = append(args, "--appendonly")
+	}
+	if firstMaster {
+		args = append(args, "--only-ordinal", "0", "--skip-file", restoreStateDir+"/"+RestoreDoneKey)
 	}
 	return args
 }
@@ -117,29 +129,66 @@ func (w *workload) restoreContainer() corev1.Container {
 	if in.CASecret != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: restoreCAVolume, MountPath: restoreCADir, ReadOnly: true})
 	}
+	env := []corev1.EnvVar{secretEnv(RestoreAccessKeyIDKey), secretEnv(RestoreSecretAccessKeyKey)}
+	if w.restoreFirstMaster {
+		// A replication's pods share this template: the subcommand restores only in pod 0,
+		// which the controller makes the first master, and skips once the state ConfigMap,
+		// mounted as a volume (its content is read when a pod starts, and changing it changes
+		// no template), says the replication was restored.
+		mounts = append(mounts, corev1.VolumeMount{Name: restoreStateVolume, MountPath: restoreStateDir, ReadOnly: true})
+		env = append(env, corev1.EnvVar{Name: envPodName, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
+	}
 	return corev1.Container{
 		Name:            restoreInitName,
 		Image:           in.Image,
 		ImagePullPolicy: pullPolicy(in.ImagePullPolicy, in.Image),
-		Command:         append([]string{operatorBinary}, in.restoreArgs(w.persistence)...),
-		Env:             []corev1.EnvVar{secretEnv(RestoreAccessKeyIDKey), secretEnv(RestoreSecretAccessKeyKey)},
+		Command:         append([]string{operatorBinary}, in.restoreArgs(w.persistence, w.restoreFirstMaster)...),
+		Env:             env,
 		Resources:       derefResources(w.resources),
 		SecurityContext: w.ownSecurityContext(w.securityContext),
 		VolumeMounts:    mounts,
 	}
 }
 
-// restoreVolumes is the CA bundle's volume, when the store has one.
+// restoreVolumes is the CA bundle's volume, when the store has one, and a replication's
+// restore state.
 func (w *workload) restoreVolumes() []corev1.Volume {
-	if w.restore == nil || w.restore.CASecret == "" {
+	if w.restore == nil {
 		return nil
 	}
-	return []corev1.Volume{{Name: restoreCAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName:  w.restore.CASecret,
-		Optional:    ptr.To(true), // as the credentials: a restored pod needs it no more
-		DefaultMode: w.secretFileMode(),
-		Items:       []corev1.KeyToPath{{Key: RestoreCAKey, Path: RestoreCAKey}},
-	}}}}
+	var out []corev1.Volume
+	if w.restore.CASecret != "" {
+		out = append(out, corev1.Volume{Name: restoreCAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  w.restore.CASecret,
+			Optional:    ptr.To(true), // as the credentials: a restored pod needs it no more
+			DefaultMode: w.secretFileMode(),
+			Items:       []corev1.KeyToPath{{Key: RestoreCAKey, Path: RestoreCAKey}},
+		}}})
+	}
+	if w.restoreFirstMaster {
+		// Every key, not listed items: the key appears once the restore is done.
+		out = append(out, corev1.Volume{Name: restoreStateVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: RestoreStateConfigMapName(w.name)},
+			Optional:             ptr.To(true),
+		}}})
+	}
+	return out
+}
+
+// restoreStateConfigMap is a replication's restore state: RestoreDoneKey, naming the backup,
+// once done (the controller says so: the replication was Ready on the restored data), else
+// nothing.
+func (w *workload) restoreStateConfigMap(done bool) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: w.meta(RestoreStateConfigMapName(w.name), w.labels(), nil),
+		Data:       map[string]string{},
+	}
+	if done {
+		cm.Data[RestoreDoneKey] = w.restore.BackupName
+	}
+	return cm
 }
 
 // check refuses a restore the pod could not run.

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -71,5 +72,73 @@ func TestRestoreInitContainer(t *testing.T) {
 		if _, err := BuildRedis(RedisInput{CR: minimalRedis(), Restore: in}); err == nil {
 			t.Errorf("%s: built", name)
 		}
+	}
+}
+
+// A replication's pods share the restore init container, which restores in pod 0 only and
+// skips once the state ConfigMap, which changes no pod template, says the restore is done.
+func TestReplicationRestoreInitContainer(t *testing.T) {
+	build := func(restored bool) *Objects {
+		t.Helper()
+		o, err := BuildRedisReplication(RedisReplicationInput{CR: minimalReplication(), Restore: testRestore(), Restored: restored})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := build(false)
+	sts := o.StatefulSets[0]
+	inits := sts.Spec.Template.Spec.InitContainers
+	if len(inits) != 1 || inits[0].Name != restoreInitName {
+		t.Fatalf("init containers %+v, want the restore", inits)
+	}
+	cmd := strings.Join(inits[0].Command, " ")
+	if !strings.Contains(cmd, "--only-ordinal 0") || !strings.Contains(cmd, "--skip-file "+restoreStateDir+"/"+RestoreDoneKey) {
+		t.Errorf("command %q, want the ordinal rule and the skip file", cmd)
+	}
+	var podName bool
+	for _, e := range inits[0].Env {
+		podName = podName || e.Name == envPodName && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+	}
+	if !podName {
+		t.Errorf("env %+v, want %s from metadata.name", inits[0].Env, envPodName)
+	}
+	var stateVolume bool
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		stateVolume = stateVolume || v.ConfigMap != nil && v.ConfigMap.Name == RestoreStateConfigMapName(sts.Name) && *v.ConfigMap.Optional
+	}
+	if !stateVolume {
+		t.Errorf("volumes %+v, want the optional restore state ConfigMap", sts.Spec.Template.Spec.Volumes)
+	}
+	if sts.Annotations[AnnotationRestoredFrom] != "nightly-1" || sts.Annotations[AnnotationRestoreInput] == "" {
+		t.Errorf("annotations %v, want the restore recorded", sts.Annotations)
+	}
+	state := o.ConfigMap(RestoreStateConfigMapName(sts.Name))
+	if state == nil || len(state.Data) != 0 {
+		t.Fatalf("restore state %+v, want an empty ConfigMap while restoring", state)
+	}
+	done := build(true)
+	if got := done.ConfigMap(RestoreStateConfigMapName(sts.Name)).Data[RestoreDoneKey]; got != "nightly-1" {
+		t.Errorf("restore state once restored: %q, want the backup's name", got)
+	}
+	if !equality.Semantic.DeepEqual(done.StatefulSets[0], sts) {
+		t.Error("the restore being done changed the StatefulSet: its pods would restart")
+	}
+	// Without a restore: no init container, no state.
+	plain, err := BuildRedisReplication(RedisReplicationInput{CR: minimalReplication(), RestoredFrom: "nightly-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.StatefulSets[0].Spec.Template.Spec.InitContainers) != 0 || plain.ConfigMap(RestoreStateConfigMapName(sts.Name)) != nil ||
+		plain.StatefulSets[0].Annotations[AnnotationRestoredFrom] != "nightly-1" {
+		t.Errorf("restored-from only: init %+v, annotations %v", plain.StatefulSets[0].Spec.Template.Spec.InitContainers, plain.StatefulSets[0].Annotations)
+	}
+	// The standalone kind restores in its one pod, without the replication's rule.
+	standalone, err := BuildRedis(RedisInput{CR: minimalRedis(), Restore: testRestore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd := strings.Join(standalone.StatefulSets[0].Spec.Template.Spec.InitContainers[0].Command, " "); strings.Contains(cmd, "--only-ordinal") {
+		t.Errorf("standalone command %q has the replication's rule", cmd)
 	}
 }

@@ -90,6 +90,9 @@ type workload struct {
 	// restoredFrom is the backup named on the StatefulSet (AnnotationRestoredFrom).
 	restore      *RestoreInput
 	restoredFrom string
+	// restoreFirstMaster: only the pod of ordinal 0 restores, and none once the ConfigMap
+	// RestoreStateConfigMapName says the resource was restored (a RedisReplication's).
+	restoreFirstMaster bool
 	// persistence: redis.conf says appendonly yes.
 	persistence bool
 	sidecars    []v1beta2.Sidecar

@@ -133,7 +133,7 @@ func (k *fakeKubelet) startPod(ctx context.Context, sts *appsv1.StatefulSet, ord
 		}
 	}
 	name := fmt.Sprintf("%s-%d", sts.Name, ordinal)
-	k.runRestoreInit(ctx, sts, dataDir)
+	k.runRestoreInit(ctx, sts, name, dataDir)
 	p := &fakePod{name: name, ip: ip, dataDir: dataDir, args: append(slices.Clone(k.args), replicaOfArgs(sts)...)}
 	k.run(ctx, sts.Namespace, p)
 
@@ -414,8 +414,9 @@ func (p *fakePod) stop(signal syscall.Signal) {
 
 // runRestoreInit runs the pod template's restore init container, if it has one, as the
 // kubelet would before Redis: the operator binary's restore subcommand (here in process) on
-// the pod's volume, with the credentials of the Secret its environment names.
-func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSet, dataDir string) {
+// the pod's volume, with the credentials of the Secret its environment names, the pod's name
+// where the downward API gives it, and its ConfigMap volumes as they are now.
+func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSet, pod, dataDir string) {
 	k.t.Helper()
 	for _, c := range sts.Spec.Template.Spec.InitContainers {
 		if c.Name != "restore" {
@@ -423,6 +424,10 @@ func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSe
 		}
 		env := map[string]string{}
 		for _, e := range c.Env {
+			if e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+				env[e.Name] = pod
+				continue
+			}
 			ref := e.ValueFrom.SecretKeyRef
 			var secret corev1.Secret
 			if err := k.c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: ref.Name}, &secret); err != nil {
@@ -434,8 +439,50 @@ func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSe
 		if i := slices.Index(args, "--data-dir"); i >= 0 {
 			args[i+1] = dataDir
 		}
+		for _, m := range c.VolumeMounts {
+			dir := k.configMapVolume(ctx, sts, m.Name)
+			if dir == "" {
+				continue
+			}
+			for i, arg := range args {
+				if rest, ok := strings.CutPrefix(arg, m.MountPath+"/"); ok {
+					args[i] = filepath.Join(dir, rest)
+				}
+			}
+		}
 		if err := restore.RunCommand(ctx, args, func(name string) string { return env[name] }, io.Discard); err != nil {
-			k.t.Fatalf("restore init container of %s: %v", sts.Name, err)
+			k.t.Fatalf("restore init container of %s: %v", pod, err)
 		}
 	}
+}
+
+// configMapVolume writes the keys of the template's ConfigMap volume of that name into a new
+// directory, as the kubelet mounts them when a pod starts; "" when the volume is no ConfigMap.
+// An optional ConfigMap that does not exist gives an empty directory.
+func (k *fakeKubelet) configMapVolume(ctx context.Context, sts *appsv1.StatefulSet, volume string) string {
+	k.t.Helper()
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name != volume || v.ConfigMap == nil {
+			continue
+		}
+		dir, err := os.MkdirTemp(k.base, "configmap-")
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		var cm corev1.ConfigMap
+		err = k.c.Get(ctx, client.ObjectKey{Namespace: sts.Namespace, Name: v.ConfigMap.Name}, &cm)
+		if apierrors.IsNotFound(err) && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional {
+			return dir
+		}
+		if err != nil {
+			k.t.Fatalf("ConfigMap volume %s: %v", volume, err)
+		}
+		for key, value := range cm.Data {
+			if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o600); err != nil {
+				k.t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	return ""
 }

@@ -69,7 +69,7 @@ type RedisReplicationReconciler struct {
 
 type replicationScope struct {
 	workloadScope
-	// restore is what the restore phase decided of spec.restore (refused: not supported yet).
+	// restore is what the restore phase decided of spec.restore.
 	restore restoreState
 	cr      *v1beta2.RedisReplication
 	pods    []corev1.Pod
@@ -111,7 +111,7 @@ func (r *RedisReplicationReconciler) phases() []reconcile.Phase[*replicationScop
 		sharedPhase[*replicationScope]("password-rotation", r.rotatePassword),
 		{Name: "hand-over-terminating", Run: r.handOverTerminating},
 		{Name: "hand-over-before-scale-in", Run: r.handOverBeforeScaleIn},
-		{Name: "restore", Run: r.refuseRestore},
+		{Name: "restore", Run: r.resolveRestoreOf},
 		{Name: "build", Run: r.buildObjects},
 		sharedPhase[*replicationScope]("storage", r.growStorage),
 		sharedPhase[*replicationScope]("objects", r.applyObjects),
@@ -128,6 +128,7 @@ func (r *RedisReplicationReconciler) phases() []reconcile.Phase[*replicationScop
 		{Name: "rolling-update", Run: r.rollPods},
 		{Name: "sentinel-migration", Run: r.retireLegacySentinels},
 		{Name: "health", Run: r.checkHealth},
+		{Name: "restored", Run: r.markRestoredOf},
 	}
 }
 
@@ -166,7 +167,11 @@ func (r *RedisReplicationReconciler) reconcileDeletion(ctx context.Context, s *r
 
 func (r *RedisReplicationReconciler) buildObjects(ctx context.Context, s *replicationScope) (bool, error) {
 	in := builder.RedisReplicationInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser,
-		AnnounceHostnames: s.hostnames, DNSDomain: r.DNSDomain}
+		AnnounceHostnames: s.hostnames, DNSDomain: r.DNSDomain,
+		Restore: s.restore.decision.input, RestoredFrom: s.restore.decision.restoredFrom,
+		// Once Ready on the restored data, the state ConfigMap tells pods started later (pod 0
+		// recreated without its volume too) to skip the restore and sync from the master.
+		Restored: meta.IsStatusConditionTrue(s.Conditions.List(), ConditionRestored)}
 	if sn := s.cr.Spec.Sentinel; sn != nil {
 		password, stop, err := resolvePasswordOf(ctx, r.Client, r.Recorder, s.cr, sn.ExistingPasswordSecret, s.Conditions)
 		if stop || err != nil {
@@ -395,8 +400,28 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 	return false, nil
 }
 
-// refuseRestore refuses spec.restore, which a RedisReplication cannot act on yet: a new one
-// is not created empty in the restore's place, a running one is left as it is.
-func (r *RedisReplicationReconciler) refuseRestore(ctx context.Context, s *replicationScope) (bool, error) {
-	return r.resolveRestore(ctx, &s.workloadScope, "RedisReplication", s.cr.Name, false, s.cr.Spec.Restore, &s.restore)
+// resolveRestoreOf decides what becomes of spec.restore before the build. A replication is
+// restored through pod 0 alone (builder.RedisReplicationInput.Restore), which the plan then
+// makes the first master (restoreFirstMaster); the other pods sync from it.
+func (r *RedisReplicationReconciler) resolveRestoreOf(ctx context.Context, s *replicationScope) (bool, error) {
+	return r.resolveRestore(ctx, &s.workloadScope, "RedisReplication", s.cr.Name, true, s.cr.Spec.Restore, &s.restore)
+}
+
+// markRestoredOf says Restored once the replication is Ready on the restored data: the health
+// phase, which runs before, stops the reconcile until the master serves and every replica
+// follows it with its link up.
+func (r *RedisReplicationReconciler) markRestoredOf(_ context.Context, s *replicationScope) (bool, error) {
+	r.markRestored(&s.workloadScope, &s.restore)
+	return false, nil
+}
+
+// restoreFirstMaster is the pod the plan must make the first master: pod 0, which alone
+// restores the backup (the restore subcommand's --only-ordinal), while the StatefulSet created
+// by a restore is not Restored yet; "" otherwise. The plan heeds it only until a master is
+// recorded, and once Restored the replication's data is its own: the usual rules choose.
+func restoreFirstMaster(s *replicationScope) string {
+	if s.restore.decision.action != restoreBuild || meta.IsStatusConditionTrue(s.Conditions.List(), ConditionRestored) {
+		return ""
+	}
+	return builder.PodName(s.cr.Name, 0)
 }

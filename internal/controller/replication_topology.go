@@ -167,7 +167,7 @@ func observeRole(ctx context.Context, c *redis.Client) (redis.Role, time.Duratio
 // StuckAfter is stuck. Both are Degraded with one Warning event each.
 func (r *RedisReplicationReconciler) reconcileReplication(ctx context.Context, s *replicationScope) (bool, error) {
 	design := replicationplan.Design{Current: s.cr.Status.MasterNode, Sentinels: s.sentinels, Monitored: s.monitored,
-		LinkDownBound: cmp.Or(r.StuckAfter, DefaultStuckAfter)}
+		LinkDownBound: cmp.Or(r.StuckAfter, DefaultStuckAfter), FirstMaster: restoreFirstMaster(s)}
 	since, down := r.masterDownSince.Load(s.cr.UID)
 	grace := r.MasterPromotionGrace
 	if grace == 0 {

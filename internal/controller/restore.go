@@ -20,8 +20,9 @@ import (
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
-// ConditionRestored tells what became of spec.restore: True once the pod is Ready on the
-// restored data, False while it waits for its backup or when the restore is refused.
+// ConditionRestored tells what became of spec.restore: True once the pod (a replication: its
+// master, with every replica linked) is Ready on the restored data, False while it waits for
+// its backup or when the restore is refused.
 const ConditionRestored = "Restored"
 
 // restoreWarning is the key of a restore's lasting trouble in the Memory's warnings.

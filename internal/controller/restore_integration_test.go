@@ -5,6 +5,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -164,47 +167,252 @@ func TestRestoreIntoRedis(t *testing.T) {
 	}
 }
 
-// A RedisReplication or RedisCluster cannot be restored into yet: spec.restore is refused and
-// nothing is created, rather than an empty resource in the restore's place.
-func TestRestoreRefusedForOtherKinds(t *testing.T) {
+// A RedisCluster cannot be restored into yet: spec.restore is refused and nothing is
+// created, rather than an empty resource in the restore's place.
+func TestRestoreRefusedForRedisCluster(t *testing.T) {
 	t.Parallel()
 	ns, _, c := operatorInNamespace(t)
 	ctx := context.Background()
 	size := int32(2)
-	kc := v1beta2.KubernetesConfig{Image: "redis:7.0.15"}
-	restore := &v1beta2.RestoreSpec{BackupName: "nightly"}
-	repl := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "repl", Namespace: ns},
-		Spec: v1beta2.RedisReplicationSpec{Size: &size, KubernetesConfig: kc, Restore: restore}}
 	cluster := &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cl", Namespace: ns},
-		Spec: v1beta2.RedisClusterSpec{Size: &size, KubernetesConfig: kc, Restore: restore}}
-	for _, obj := range []client.Object{repl, cluster} {
-		if err := c.Create(ctx, obj); err != nil {
+		Spec: v1beta2.RedisClusterSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			Restore: &v1beta2.RestoreSpec{BackupName: "nightly"}}}
+	if err := c.Create(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "cl refuses the restore", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+			return err
+		}
+		restored := meta.FindStatusCondition(cluster.Status.Conditions, ConditionRestored)
+		degraded := meta.FindStatusCondition(cluster.Status.Conditions, v1beta2.ConditionDegraded)
+		if restored != nil && restored.Reason == status.ReasonRestoreUnsupported &&
+			degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == status.ReasonRestoreUnsupported {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(cluster.Status.Conditions))
+	})
+	var sts appsv1.StatefulSet
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cl-leader"}, &sts); !apierrors.IsNotFound(err) {
+		t.Errorf("StatefulSet cl-leader: %v, want none", err)
+	}
+}
+
+// waitReplicationRestored waits for a restored replication to be Ready with its master, every
+// pod ready, and Restored=True.
+func waitReplicationRestored(t *testing.T, c client.Client, cr *v1beta2.RedisReplication, master string) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, cr.Name+" Ready and Restored with master "+master, func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(cr.Status.Conditions, v1beta2.ConditionReady)
+		restored := meta.FindStatusCondition(cr.Status.Conditions, ConditionRestored)
+		if cr.Status.State == ReplicationStateReady && ready != nil && ready.Status == metav1.ConditionTrue &&
+			ready.ObservedGeneration == cr.Generation && cr.Status.MasterNode == master && cr.Status.ReadyReplicas == *cr.Spec.Size &&
+			restored != nil && restored.Status == metav1.ConditionTrue && restored.Reason == status.ReasonRestored {
+			return nil
+		}
+		return fmt.Errorf("state %q master %q ready %d, conditions %s", cr.Status.State, cr.Status.MasterNode,
+			cr.Status.ReadyReplicas, describeConditions(cr.Status.Conditions))
+	})
+}
+
+// backedUpReplication runs the replication rr (3 pods) with the backup keys and takes its
+// backup nightly, Completed, from a replica.
+func backedUpReplication(t *testing.T) (*replicationFixture, *v1alpha1.RedisBackup) {
+	t.Helper()
+	f := newReplicationFixture(t)
+	f.waitReady("rr-0")
+	writeBackupKeys(f.ctx, t, f.redis("rr-0"))
+	waitUntil(t, 15*time.Second, "replicas caught up", func() error {
+		for _, pod := range []string{"rr-1", "rr-2"} {
+			if n, err := f.redis(pod).DBSize(f.ctx).Result(); err != nil || n != backupKeys {
+				return fmt.Errorf("%s: %d keys, %w", pod, n, err)
+			}
+		}
+		return nil
+	})
+	bf := newBackupFixture(t, f.c, f.cr.Namespace)
+	nightly := bf.create("nightly", v1alpha1.TargetRedisReplication, "rr", v1alpha1.SourcePreferReplica, "s3-credentials")
+	bf.waitPhase(nightly, v1alpha1.BackupCompleted)
+	return f, nightly
+}
+
+// restoringReplication is a new replication of two pods, with the fixture's password, that
+// restores the backup.
+func restoringReplication(ns, name, backup string) *v1beta2.RedisReplication {
+	size := int32(2)
+	secretName, secretKey := "redis-secret", "password"
+	return &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1beta2.RedisReplicationSpec{Size: &size,
+			KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15",
+				ExistingPasswordSecret: &v1beta2.ExistingPasswordSecret{Name: &secretName, Key: &secretKey}},
+			Restore: &v1beta2.RestoreSpec{BackupName: backup}}}
+}
+
+// A restored replication watched by its embedded sentinels: the operator makes the restored
+// pod 0 master before any sentinel exists, so the sentinels are seeded with it and monitor it,
+// and the replica syncs every key from it.
+func TestRestoreIntoRedisReplicationWithSentinels(t *testing.T) {
+	t.Parallel()
+	f, _ := backedUpReplication(t)
+	ctx, c, ns := f.ctx, f.c, f.cr.Namespace
+	restored := restoringReplication(ns, "restored", "nightly")
+	restored.Spec.Sentinel = &v1beta2.Sentinel{Size: 3, Image: "redis:7.0.15",
+		SentinelConfig: v1beta2.SentinelConfig{DownAfterMilliseconds: "1000", FailoverTimeout: "5000", ParallelSyncs: "1"}}
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	f.kubelet.runStatefulSet(ctx, ns, "restored")
+	sentinels := f.sentinelKubelet(builder.EmbeddedSentinelStatefulSetName("restored"), builder.EmbeddedMasterGroupName)
+	sentinels.nextIP = 150
+	sentinels.runStatefulSet(ctx, ns, builder.EmbeddedSentinelStatefulSetName("restored"))
+	waitReplicationRestored(t, c, restored, "restored-0")
+	for _, pod := range []string{"restored-0", "restored-1"} {
+		checkBackupKeys(ctx, t, f.redis(pod))
+	}
+	masterIP := f.kubelet.pod("restored-0").ip
+	for _, name := range sentinels.podNames() {
+		sc, err := f.op.pool.Client(redis.NewEndpoint(sentinels.pod(name).ip, builder.DefaultSentinelPort, redis.Auth{}))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, tc := range []struct {
-		obj        client.Object
-		conditions func() []metav1.Condition
-		sts        string
-	}{
-		{repl, func() []metav1.Condition { return repl.Status.Conditions }, "repl"},
-		{cluster, func() []metav1.Condition { return cluster.Status.Conditions }, "cl-leader"},
-	} {
-		waitUntil(t, 30*time.Second, tc.obj.GetName()+" refuses the restore", func() error {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.obj), tc.obj); err != nil {
-				return err
-			}
-			restored := meta.FindStatusCondition(tc.conditions(), ConditionRestored)
-			degraded := meta.FindStatusCondition(tc.conditions(), v1beta2.ConditionDegraded)
-			if restored != nil && restored.Reason == status.ReasonRestoreUnsupported &&
-				degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == status.ReasonRestoreUnsupported {
-				return nil
-			}
-			return fmt.Errorf("conditions %s", describeConditions(tc.conditions()))
-		})
-		var sts appsv1.StatefulSet
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: tc.sts}, &sts); !apierrors.IsNotFound(err) {
-			t.Errorf("StatefulSet %s: %v, want none", tc.sts, err)
+		state, err := sc.SentinelMaster(ctx, builder.EmbeddedMasterGroupName)
+		if err != nil || state["ip"] != masterIP {
+			t.Errorf("%s: SENTINEL MASTER %v (%v), want the restored pod 0 at %s", name, state, err, masterIP)
 		}
+	}
+}
+
+// A RedisReplication restored from a backup of another starts with the backup's data on its
+// first master, pod 0, which alone restores; its replica syncs every key from it. Once
+// restored, a pod 0 recreated without its volume skips the restore (the backup is deleted by
+// then) and syncs from the master like any replica.
+func TestRestoreIntoRedisReplication(t *testing.T) {
+	t.Parallel()
+	f, nightly := backedUpReplication(t)
+	ctx, c, ns := f.ctx, f.c, f.cr.Namespace
+
+	// The running source is never restored into.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+		t.Fatal(err)
+	}
+	f.cr.Spec.Restore = &v1beta2.RestoreSpec{BackupName: "nightly"}
+	if err := c.Update(ctx, f.cr); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "rr refuses the restore", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		restored := meta.FindStatusCondition(f.cr.Status.Conditions, ConditionRestored)
+		degraded := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionDegraded)
+		if restored != nil && restored.Reason == status.ReasonRestoreRefused && degraded != nil && degraded.Status == metav1.ConditionTrue {
+			return nil
+		}
+		return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+	})
+
+	restored := restoringReplication(ns, "restored", "nightly")
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	var sts appsv1.StatefulSet
+	waitUntil(t, 30*time.Second, "StatefulSet restored", func() error {
+		return c.Get(ctx, client.ObjectKeyFromObject(restored), &sts)
+	})
+	inits := sts.Spec.Template.Spec.InitContainers
+	if len(inits) != 1 || inits[0].Name != "restore" || inits[0].Image != "redis-operator:test" ||
+		!strings.Contains(strings.Join(inits[0].Command, " "), "--only-ordinal 0") {
+		t.Fatalf("init containers %+v; want the restore, in pod 0 only", inits)
+	}
+	recorded, err := builder.RecordedRestore(sts.Annotations)
+	if sts.Annotations[builder.AnnotationRestoredFrom] != "nightly" || err != nil || recorded == nil ||
+		recorded.SHA256 != nightly.Status.Shards[0].SHA256 || recorded.Bytes != nightly.Status.Shards[0].Bytes {
+		t.Fatalf("annotations %v (%v); want the restore of nightly recorded", sts.Annotations, err)
+	}
+	// Pod 1 starts first (as with podManagementPolicy Parallel, or pod 0 still downloading):
+	// it skips the restore and answers empty, and must not be made the first master.
+	f.kubelet.startPod(ctx, &sts, 1, "")
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(restored), restored); err != nil {
+			t.Fatal(err)
+		}
+		if restored.Status.MasterNode != "" {
+			t.Fatalf("master %s chosen before the restored pod 0 answers", restored.Status.MasterNode)
+		}
+	}
+	if n, err := f.redis("restored-1").DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("restored-1 holds %d keys (%v): it restored, though only pod 0 does", n, err)
+	}
+	if role, err := f.redis("restored-1").Do(ctx, "ROLE").Slice(); err != nil || len(role) == 0 || role[0] != "slave" {
+		t.Fatalf("restored-1 ROLE %v, %v; want it still waiting for its master", role, err)
+	}
+	f.kubelet.startPod(ctx, &sts, 0, "")
+	waitReplicationRestored(t, c, restored, "restored-0")
+	for _, pod := range []string{"restored-0", "restored-1"} {
+		checkBackupKeys(ctx, t, f.redis(pod))
+	}
+	if role, err := f.redis("restored-1").Do(ctx, "ROLE").Slice(); err != nil || len(role) == 0 || role[0] != "slave" {
+		t.Errorf("restored-1 ROLE %v, %v; want a replica", role, err)
+	}
+	waitForEvent(t, c, ns, "restored", status.ReasonRestored)
+
+	// Restored: the state ConfigMap says so, which no pod template carries.
+	generation := sts.Generation
+	waitUntil(t, 30*time.Second, "the restore state says restored", func() error {
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: builder.RestoreStateConfigMapName("restored")}, &cm); err != nil {
+			return err
+		}
+		if cm.Data[builder.RestoreDoneKey] != "nightly" {
+			return fmt.Errorf("data %v", cm.Data)
+		}
+		return nil
+	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(restored), &sts); err != nil {
+		t.Fatal(err)
+	}
+	if sts.Generation != generation {
+		t.Errorf("the restore being done changed the StatefulSet: generation %d → %d", generation, sts.Generation)
+	}
+
+	// The backup deleted, and with it its object: pod 0 recreated without its volume skips
+	// the restore (run, it would fail on the missing object, and its data would be older than
+	// the master's), comes back empty, and the replica holding the data takes over.
+	if err := c.Delete(ctx, &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "backup nightly gone", func() error {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nightly"}, &v1alpha1.RedisBackup{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+	if _, err := f.redis("restored-0").Set(ctx, "after-restore", "1", 0).Result(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the replica has the write made after the restore", func() error {
+		return f.redis("restored-1").Get(ctx, "after-restore").Err()
+	})
+	f.kubelet.deletePod(ctx, ns, "restored-0", syscall.SIGKILL)
+	f.kubelet.startPod(ctx, &sts, 0, "")
+	waitReplicationRestored(t, c, restored, "restored-1")
+	for _, pod := range []string{"restored-0", "restored-1"} {
+		waitUntil(t, 15*time.Second, pod+" holds every key", func() error {
+			n, err := f.redis(pod).DBSize(ctx).Result()
+			if err != nil || n != backupKeys+1 {
+				return fmt.Errorf("%d keys, %w", n, err)
+			}
+			return nil
+		})
+		if err := f.redis(pod).Get(ctx, "after-restore").Err(); err != nil {
+			t.Errorf("%s: the write made after the restore: %v", pod, err)
+		}
+	}
+	if err := f.redis("restored-0").Del(ctx, "after-restore").Err(); err == nil {
+		t.Error("restored-0 took a write: it should be a read-only replica now")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/status"
@@ -23,11 +25,12 @@ func restorableBackup(kind string) *v1alpha1.RedisBackup {
 
 func TestDecideRestore(t *testing.T) {
 	spec := &v1beta2.RestoreSpec{BackupName: "nightly"}
-	with := func(change func(*v1alpha1.RedisBackup)) *v1alpha1.RedisBackup {
-		b := restorableBackup("Redis")
+	withKind := func(kind string, change func(*v1alpha1.RedisBackup)) *v1alpha1.RedisBackup {
+		b := restorableBackup(kind)
 		change(b)
 		return b
 	}
+	with := func(change func(*v1alpha1.RedisBackup)) *v1alpha1.RedisBackup { return withKind("Redis", change) }
 	for _, tc := range []struct {
 		name   string
 		facts  restoreFacts
@@ -61,9 +64,32 @@ func TestDecideRestore(t *testing.T) {
 				b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "c"}
 			})}, restoreRefuse, status.ReasonRestoreUnsupported},
 		{"no operator image", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis")}, restoreRefuse, status.ReasonRestoreUnsupported},
-		{"replication, new", restoreFacts{kind: "RedisReplication", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
-		{"replication, running", restoreFacts{kind: "RedisReplication", spec: spec, unsupported: true, statefulSetExists: true},
+		{"cluster, new", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"cluster, running", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true, statefulSetExists: true},
 			restoreRefuseRunning, status.ReasonRestoreUnsupported},
+		// A RedisReplication restores a backup of a RedisReplication (one shard: its master's
+		// or a replica's snapshot), with the same refusals as a Redis.
+		{"replication, new", restoreFacts{kind: "RedisReplication", spec: spec, backup: restorableBackup("RedisReplication"), operatorImage: "op:1"},
+			restoreBuild, ""},
+		{"replication, created by this restore", restoreFacts{kind: "RedisReplication", spec: spec, backup: restorableBackup("RedisReplication"),
+			operatorImage: "op:1", statefulSetExists: true, restoredFrom: "nightly"}, restoreBuild, ""},
+		{"replication, running", restoreFacts{kind: "RedisReplication", spec: spec, backup: restorableBackup("RedisReplication"), operatorImage: "op:1",
+			statefulSetExists: true}, restoreRefuseRunning, status.ReasonRestoreRefused},
+		{"replication, backup of a Redis", restoreFacts{kind: "RedisReplication", spec: spec, backup: restorableBackup("Redis"), operatorImage: "op:1"},
+			restoreRefuse, status.ReasonRestoreMismatch},
+		{"Redis, backup of a replication", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("RedisReplication"), operatorImage: "op:1"},
+			restoreRefuse, status.ReasonRestoreMismatch},
+		{"replication, backup of a cluster", restoreFacts{kind: "RedisReplication", spec: spec, backup: restorableBackup("RedisCluster"), operatorImage: "op:1"},
+			restoreRefuse, status.ReasonRestoreMismatch},
+		{"replication, no backup", restoreFacts{kind: "RedisReplication", spec: spec, operatorImage: "op:1"}, restoreWait, status.ReasonRestoreBackupNotFound},
+		{"replication, backup running", restoreFacts{kind: "RedisReplication", spec: spec, operatorImage: "op:1",
+			backup: withKind("RedisReplication", func(b *v1alpha1.RedisBackup) { b.Status.Phase = v1alpha1.BackupRunning })}, restoreWait, status.ReasonRestoreBackupNotReady},
+		{"replication, backup failed", restoreFacts{kind: "RedisReplication", spec: spec, operatorImage: "op:1",
+			backup: withKind("RedisReplication", func(b *v1alpha1.RedisBackup) { b.Status.Phase = v1alpha1.BackupFailed })}, restoreRefuse, status.ReasonRestoreBackupFailed},
+		{"replication, no operator image", restoreFacts{kind: "RedisReplication", spec: spec, backup: restorableBackup("RedisReplication")},
+			restoreRefuse, status.ReasonRestoreUnsupported},
+		{"replication, restored, backup gone since", restoreFacts{kind: "RedisReplication", spec: spec, operatorImage: "op:1",
+			statefulSetExists: true, restoredFrom: "nightly", restored: true}, restoreDone, ""},
 		{"cluster without restore", restoreFacts{kind: "RedisCluster", unsupported: true, statefulSetExists: true}, restoreNone, ""},
 		{"restored, backup gone since", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
 			statefulSetExists: true, restoredFrom: "nightly", restored: true}, restoreDone, ""},
@@ -104,5 +130,36 @@ func TestDecideRestore(t *testing.T) {
 		!in.ForcePathStyle || in.CredentialsSecret != "creds" || in.CASecret != "ca" || in.Bytes != 99 || in.Image != "op:1" ||
 		d.restoredFrom != "nightly" {
 		t.Errorf("input = %+v, restoredFrom %q", in, d.restoredFrom)
+	}
+}
+
+// A restored replication's first master is pod 0, which alone restores, until it is Restored;
+// a replication not created by a restore has none.
+func TestRestoreFirstMaster(t *testing.T) {
+	scope := func(action restoreAction, restored bool) *replicationScope {
+		cr := &v1beta2.RedisReplication{}
+		cr.Name = "shop"
+		if restored {
+			cr.Status.Conditions = []metav1.Condition{{Type: ConditionRestored, Status: metav1.ConditionTrue, Reason: status.ReasonRestored}}
+		}
+		s := &replicationScope{cr: cr, restore: restoreState{decision: restoreDecision{action: action}}}
+		s.Conditions = status.NewConditions(&cr.Status.Conditions, cr.Generation)
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		action   restoreAction
+		restored bool
+		want     string
+	}{
+		{"restoring", restoreBuild, false, "shop-0"},
+		{"restored", restoreBuild, true, ""},
+		{"no restore", restoreNone, false, ""},
+		{"refused on a running replication", restoreRefuseRunning, false, ""},
+		{"restored, backup gone", restoreDone, true, ""},
+	} {
+		if got := restoreFirstMaster(scope(tc.action, tc.restored)); got != tc.want {
+			t.Errorf("%s: first master %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

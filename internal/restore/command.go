@@ -2,10 +2,14 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/rediskube/redis-operator/internal/backup/store"
 )
@@ -18,12 +22,24 @@ const Command = "restore"
 const (
 	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
 	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY" //nolint:gosec // the variable's name, not a credential
+	// EnvPodName is the pod's name, from the downward API; HOSTNAME, which a StatefulSet's pod
+	// has set to its name too, when it is not set.
+	EnvPodName = "POD_NAME"
 )
+
+// Skipped: the pod is not the one to restore (Decide); nothing was touched.
+const Skipped Outcome = AlreadyRestored + 1
 
 // commandOptions are the subcommand's flags.
 type commandOptions struct {
 	store.S3Config
 	caFile string
+	// onlyOrdinal, when 0 or more, restores only in the pod of that ordinal (a
+	// RedisReplication's first master); podName is the pod's, from the environment.
+	onlyOrdinal int
+	podName     string
+	// skipFile, when set and present, says the resource's restore is done: skip.
+	skipFile string
 	Options
 }
 
@@ -41,6 +57,9 @@ func parseCommand(args []string, getenv func(string) string, output io.Writer) (
 	fs.Int64Var(&opts.Bytes, "bytes", 0, "The snapshot's size the backup recorded.")
 	fs.StringVar(&opts.DataDir, "data-dir", "/data", "Redis's data directory.")
 	fs.BoolVar(&opts.AppendOnly, "appendonly", false, "Redis runs with appendonly yes: write the snapshot as the base of a new AOF.")
+	fs.IntVar(&opts.onlyOrdinal, "only-ordinal", -1,
+		"Restore only in the StatefulSet pod of this ordinal (its name from "+EnvPodName+", else HOSTNAME); other pods skip. -1: every pod restores.")
+	fs.StringVar(&opts.skipFile, "skip-file", "", "Skip when this file exists: the resource was restored already and this pod syncs from its master.")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parse flags: %w", err)
 	}
@@ -48,6 +67,10 @@ func parseCommand(args []string, getenv func(string) string, output io.Writer) (
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	opts.AccessKeyID, opts.SecretAccessKey = getenv(EnvAccessKeyID), getenv(EnvSecretAccessKey)
+	opts.podName = getenv(EnvPodName)
+	if opts.podName == "" {
+		opts.podName = getenv("HOSTNAME")
+	}
 	return opts, nil
 }
 
@@ -72,6 +95,15 @@ func RunCommand(ctx context.Context, args []string, getenv func(string) string, 
 	opts, err := parseCommand(args, getenv, out)
 	if err != nil {
 		return fmt.Errorf("%s: %w", Command, err)
+	}
+	if skip, why, err := opts.skip(); err != nil || skip {
+		if err != nil {
+			return fmt.Errorf("%s: %w", Command, err)
+		}
+		if _, err := fmt.Fprintf(out, "%s into %s: %s: %s\n", opts.SHA256, opts.DataDir, Skipped, why); err != nil {
+			return fmt.Errorf("%s: %w", Command, err)
+		}
+		return nil
 	}
 	// A pod that restarts after its restore needs neither the store nor its credentials (the
 	// Secret may be gone): its data is its own.
@@ -102,4 +134,46 @@ func RunCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("%s: %w", Command, err)
 	}
 	return nil
+}
+
+// skip tells whether this pod leaves the restore to another, and why. Only a RedisReplication
+// sets the flags: its pods share one template, but only the pod of ordinal 0, which the
+// operator makes the first master, restores; the others start empty and sync from it. Once
+// the resource is restored (the skip file, which the operator's ConfigMap fills then, is there)
+// no pod restores any more, not even pod 0 recreated without its volume: it becomes a replica
+// of the master, which holds newer data than the backup, and the backup may be gone by then.
+func (opts *commandOptions) skip() (bool, string, error) {
+	if opts.skipFile != "" {
+		_, err := os.Stat(opts.skipFile)
+		switch {
+		case err == nil:
+			return true, "the resource was restored already; this pod syncs from its master", nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return false, "", fmt.Errorf("skip file: %w", err)
+		}
+	}
+	if opts.onlyOrdinal < 0 {
+		return false, "", nil
+	}
+	ordinal, err := PodOrdinal(opts.podName)
+	if err != nil {
+		return false, "", err
+	}
+	if ordinal != opts.onlyOrdinal {
+		return true, fmt.Sprintf("pod %s is not of ordinal %d, which restores; it syncs from its master", opts.podName, opts.onlyOrdinal), nil
+	}
+	return false, "", nil
+}
+
+// PodOrdinal is the ordinal that ends a StatefulSet pod's name (<statefulset>-<ordinal>).
+func PodOrdinal(pod string) (int, error) {
+	i := strings.LastIndexByte(pod, '-')
+	if pod == "" {
+		return 0, fmt.Errorf("no pod name: set %s (downward API metadata.name) or HOSTNAME", EnvPodName)
+	}
+	n, err := strconv.Atoi(pod[i+1:])
+	if i < 0 || err != nil || n < 0 || strconv.Itoa(n) != pod[i+1:] {
+		return 0, fmt.Errorf("pod name %q does not end in a StatefulSet ordinal", pod)
+	}
+	return n, nil
 }

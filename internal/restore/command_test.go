@@ -75,3 +75,83 @@ func TestARestoredDataDirNeedsNoCredentials(t *testing.T) {
 		t.Errorf("output %q, want it to say %q", out.String(), AlreadyRestored)
 	}
 }
+
+func TestPodOrdinal(t *testing.T) {
+	for pod, want := range map[string]int{"cache-0": 0, "my-cache-12": 12, "a-b-c-3": 3} {
+		if got, err := PodOrdinal(pod); err != nil || got != want {
+			t.Errorf("PodOrdinal(%q) = %d, %v; want %d", pod, got, err, want)
+		}
+	}
+	for _, pod := range []string{"", "cache", "cache-", "cache-x", "cache-01", "cache-+1"} {
+		if got, err := PodOrdinal(pod); err == nil {
+			t.Errorf("PodOrdinal(%q) = %d, want an error", pod, got)
+		}
+	}
+}
+
+// In a RedisReplication only the pod of ordinal 0, which the operator makes the first master,
+// restores; the others, and any pod once the skip file says the resource was restored, skip
+// without reaching the store: they need neither the backup nor its credentials.
+func TestRestoreOnlyOnTheOrdinal(t *testing.T) {
+	sum := strings.Repeat("ab", 32)
+	dir := t.TempDir()
+	skipFile := filepath.Join(t.TempDir(), "restored")
+	base := []string{"--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--key", "k", "--sha256", sum, "--bytes", "9",
+		"--data-dir", dir, "--only-ordinal", "0", "--skip-file", skipFile}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		// skip: the command skips (no credentials, no store: it succeeds only by skipping).
+		skip bool
+		// fails: a bad pod name, said as such.
+		fails string
+	}{
+		{name: "ordinal 0 restores", env: map[string]string{EnvPodName: "repl-0"}},
+		{name: "ordinal 1 skips", env: map[string]string{EnvPodName: "repl-1"}, skip: true},
+		{name: "ordinal 10 skips", env: map[string]string{EnvPodName: "repl-10"}, skip: true},
+		{name: "HOSTNAME without POD_NAME", env: map[string]string{"HOSTNAME": "repl-2"}, skip: true},
+		{name: "POD_NAME first", env: map[string]string{EnvPodName: "repl-0", "HOSTNAME": "repl-2"}},
+		{name: "no name", env: map[string]string{}, fails: EnvPodName},
+		{name: "not a StatefulSet pod", env: map[string]string{EnvPodName: "repl"}, fails: "ordinal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := RunCommand(context.Background(), base, func(k string) string { return tc.env[k] }, &out)
+			switch {
+			case tc.fails != "":
+				if err == nil || !strings.Contains(err.Error(), tc.fails) {
+					t.Errorf("error %v, want one naming %q", err, tc.fails)
+				}
+			case tc.skip:
+				if err != nil || !strings.Contains(out.String(), Skipped.String()) {
+					t.Errorf("error %v, output %q; want it skipped", err, out.String())
+				}
+			default:
+				// The restoring pod goes for the store, and without credentials says so.
+				if err == nil || !strings.Contains(err.Error(), EnvAccessKeyID) {
+					t.Errorf("error %v, want the restore to go on and ask for %s", err, EnvAccessKeyID)
+				}
+			}
+		})
+	}
+	// Restored: the operator's ConfigMap gives the skip file, and pod 0 recreated without its
+	// volume skips too (it syncs from the master, and the backup may be gone).
+	if err := os.WriteFile(skipFile, []byte("nightly"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := RunCommand(context.Background(), base, func(k string) string { return map[string]string{EnvPodName: "repl-0"}[k] }, &out); err != nil ||
+		!strings.Contains(out.String(), Skipped.String()) {
+		t.Errorf("pod 0 after the restore: error %v, output %q; want it skipped", err, out.String())
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("data dir %v, %v: a skipping pod wrote into it", entries, err)
+	}
+	// Without the flags (a standalone Redis) every pod restores, whatever its name.
+	plain := base[:len(base)-4]
+	err = RunCommand(context.Background(), plain, func(k string) string { return map[string]string{EnvPodName: "cache-3"}[k] }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), EnvAccessKeyID) {
+		t.Errorf("no ordinal flag: %v, want the restore to go on", err)
+	}
+}

@@ -75,8 +75,11 @@ const (
 )
 
 func (o Outcome) String() string {
-	if o == AlreadyRestored {
+	switch o {
+	case AlreadyRestored:
 		return "already restored"
+	case Skipped:
+		return "skipped"
 	}
 	return "restored"
 }

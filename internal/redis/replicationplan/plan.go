@@ -64,6 +64,12 @@ type Design struct {
 	// (REPLICAOF of the address a replica already follows is a no-op in Redis, so there is
 	// nothing left to re-point: a link that stays down is a network or master problem.)
 	LinkDownBound time.Duration
+	// FirstMaster, when set, is the pod that must be the first master: the pod a restore
+	// filled with a backup's data (the others start empty). Before a master is recorded
+	// (Current ""), no other pod leads, whatever offsets the pods report: the plan waits for
+	// it. Once Current is set the usual rules apply, so a pod restored again later never wins
+	// over a master that replicas follow or a replica that holds more.
+	FirstMaster string
 }
 
 // StepKind names a Redis command the plan asks for.
@@ -221,6 +227,9 @@ func chooseMaster(d Design, members []Member, answering []*Member) *Member {
 	// After it, with sentinels that do not answer, a master nobody follows may be one that
 	// restarted empty: following it could erase the replicas, so nothing is assumed.
 	switch {
+	case d.Current == "" && d.FirstMaster != "":
+		// A restore: only the restored pod may start as the master, never an empty one.
+		return firstMaster(d, masters)
 	case d.Current == "":
 		return best
 	case d.Sentinels:
@@ -369,11 +378,28 @@ func leadWaiting(d Design, members []Member, answering []*Member) (plan Plan, ok
 		}
 	}
 	best := leader(answering, d.Current)
+	if d.Current == "" && d.FirstMaster != "" {
+		if best = firstMaster(d, answering); best == nil {
+			return Plan{Wait: fmt.Sprintf("waiting for %s, which holds the restored data, to answer: it starts as the master", d.FirstMaster)}, true
+		}
+		return Plan{Master: best.Pod, Steps: []Step{{Kind: StepLead, On: best.Pod,
+			Reason: fmt.Sprintf("no pod is master yet; %s holds the restored data and starts as the master", best.Pod)}}}, true
+	}
 	reason := fmt.Sprintf("no pod is master yet; %s starts as the master", best.Pod)
 	if d.Current != "" {
 		reason = fmt.Sprintf("every pod restarted and waits for its master; %s holds the most of the stream (offset %d)", best.Pod, best.Role.ReplicationOffset)
 	}
 	return Plan{Master: best.Pod, Steps: []Step{{Kind: StepLead, On: best.Pod, Reason: reason}}}, true
+}
+
+// firstMaster returns the candidate that is d.FirstMaster, nil when none is.
+func firstMaster(d Design, candidates []*Member) *Member {
+	for _, m := range candidates {
+		if m.Pod == d.FirstMaster {
+			return m
+		}
+	}
+	return nil
 }
 
 // leader is BestReplica of the candidates, except that the recorded master (current) wins
@@ -409,6 +435,11 @@ func promotedMaster(answering []*Member, current string, need int64) *Member {
 // it. When a master already holds at least what that replica holds (promotedMaster), that
 // master is returned instead, and the caller makes it lead without a second promotion.
 func promote(d Design, answering []*Member) (*Member, Plan) {
+	if d.Current == "" && d.FirstMaster != "" {
+		// No master was chosen yet and the restored pod is not one: nothing holds data to
+		// fail over from, and no empty pod may take the restored one's place.
+		return nil, Plan{Wait: fmt.Sprintf("waiting for %s, which holds the restored data, to start as the master", d.FirstMaster)}
+	}
 	down := fmt.Sprintf("the master %s does not answer", cmp.Or(d.Current, "(none yet)"))
 	if d.Sentinels {
 		return nil, Plan{Wait: down + "; the sentinels fail over", MasterDown: true}
