@@ -44,6 +44,8 @@ type RedisNode interface {
 	configEditor
 	sentinelWatcher
 	quorumChecker
+	passwordHolder
+	authPassHolder
 }
 
 // RedisDialer hands out the node at an endpoint. The operator's is the Redis pool

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,12 +21,13 @@ type fakeRedis map[string]*fakeNode
 
 var _ RedisDialer = fakeRedis{}
 
+// Node is a connection to the node at the endpoint, logged in with the endpoint's password.
 func (f fakeRedis) Node(ep redis.Endpoint) (RedisNode, error) {
 	n, ok := f[ep.Address()]
 	if !ok {
 		return nil, fmt.Errorf("dial %s: %w", ep.Address(), errConnectionRefused)
 	}
-	return n, nil
+	return &fakeConn{node: n, addr: ep.Address(), password: ep.Auth.Password}, nil
 }
 
 // errConnectionRefused is the fake's dial failure.
@@ -39,48 +42,83 @@ func (e fakeServerError) Error() string { return string(e) }
 // RedisError marks a reply of the server, as go-redis's errors do.
 func (fakeServerError) RedisError() {}
 
-// fakeNode is one Redis or sentinel. Its zero value answers PING and holds no config.
+// errWrongPass is Redis's refusal of a password.
+const errWrongPass = fakeServerError("WRONGPASS invalid username-password pair or user is disabled.")
+
+// fakeNode is one Redis or sentinel. Its zero value requires no password, answers PING and
+// holds no config.
 type fakeNode struct {
 	// down, when set, is the error of every command: a node that stopped answering.
 	down error
+	// passwords are those the default user logs in with; none: any login is accepted.
+	// CONFIG SET requirepass leaves the one set, ACL SETUSER default >p adds p.
+	passwords []string
 	// config is what CONFIG GET answers and CONFIG SET changes; refuseSet, the parameters
 	// whose CONFIG SET fails with the error given.
 	config    map[string]string
 	refuseSet map[string]error
 	// masters is where the sentinel monitors each group's master ("host:port"), replicas the
-	// hosts of the replicas it knows; a group absent from masters is unknown to it.
+	// hosts of the replicas it knows; a group absent from masters is unknown to it. authPass
+	// is the password it logs in to each group's pods with.
 	masters  map[string]string
 	replicas map[string][]string
+	authPass map[string]string
 	// quorum is SENTINEL CKQUORUM's answer.
 	quorum error
 	// sent is every command received, lowercase, with its arguments.
 	sent []string
+	// journal, when set, records every command of the nodes that share it, after the
+	// address of the node ("10.0.0.1:6379 ping"): the order across nodes.
+	journal *[]string
 }
 
-var _ RedisNode = (*fakeNode)(nil)
-
-func (n *fakeNode) receive(command ...string) error {
-	n.sent = append(n.sent, strings.Join(command, " "))
-	return n.down
+// fakeConn is a connection to a fakeNode, logged in with a password.
+type fakeConn struct {
+	node     *fakeNode
+	addr     string
+	password string
 }
 
-func (n *fakeNode) Ping(context.Context) error { return n.receive("ping") }
+var _ RedisNode = (*fakeConn)(nil)
 
-func (n *fakeNode) ConfigGet(_ context.Context, pattern string) (map[string]string, error) {
-	if err := n.receive("config get", pattern); err != nil {
+// receive records a command and answers whether the node runs it: not when it is down or
+// refuses the connection's password.
+func (c *fakeConn) receive(command ...string) error {
+	n := c.node
+	line := strings.Join(command, " ")
+	n.sent = append(n.sent, line)
+	if n.journal != nil {
+		*n.journal = append(*n.journal, c.addr+" "+line)
+	}
+	if n.down != nil {
+		return n.down
+	}
+	if len(n.passwords) > 0 && !slices.Contains(n.passwords, c.password) {
+		return errWrongPass
+	}
+	return nil
+}
+
+func (c *fakeConn) Ping(context.Context) error { return c.receive("ping") }
+
+func (c *fakeConn) ConfigGet(_ context.Context, pattern string) (map[string]string, error) {
+	if err := c.receive("config get", pattern); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	if value, ok := n.config[pattern]; ok {
-		out[pattern] = value
+	for name, value := range c.node.config {
+		if ok, _ := path.Match(pattern, name); ok {
+			out[name] = value
+		}
 	}
 	return out, nil
 }
 
-func (n *fakeNode) ConfigSet(_ context.Context, parameter, value string) error {
-	if err := n.receive("config set", parameter, value); err != nil {
+func (c *fakeConn) ConfigSet(_ context.Context, parameter, value string) error {
+	if err := c.receive("config set", parameter, value); err != nil {
 		return err
 	}
+	n := c.node
 	if err := n.refuseSet[parameter]; err != nil {
 		return err
 	}
@@ -88,14 +126,30 @@ func (n *fakeNode) ConfigSet(_ context.Context, parameter, value string) error {
 		n.config = map[string]string{}
 	}
 	n.config[parameter] = value
+	if parameter == "requirepass" {
+		n.passwords = nil
+		if value != "" {
+			n.passwords = []string{value}
+		}
+	}
 	return nil
 }
 
-func (n *fakeNode) SentinelMasterAddr(_ context.Context, group string) (string, int, bool, error) {
-	if err := n.receive("sentinel get-master-addr-by-name", group); err != nil {
+func (c *fakeConn) AddUserPassword(_ context.Context, user, password string) error {
+	if err := c.receive("acl setuser", user, ">"+password); err != nil {
+		return err
+	}
+	if user == redis.DefaultUser && !slices.Contains(c.node.passwords, password) {
+		c.node.passwords = append(c.node.passwords, password)
+	}
+	return nil
+}
+
+func (c *fakeConn) SentinelMasterAddr(_ context.Context, group string) (string, int, bool, error) {
+	if err := c.receive("sentinel get-master-addr-by-name", group); err != nil {
 		return "", 0, false, err
 	}
-	addr, ok := n.masters[group]
+	addr, ok := c.node.masters[group]
 	if !ok {
 		return "", 0, false, nil
 	}
@@ -110,16 +164,27 @@ func (n *fakeNode) SentinelMasterAddr(_ context.Context, group string) (string, 
 	return host, p, true, nil
 }
 
-func (n *fakeNode) SentinelReplicaHosts(_ context.Context, group string) ([]string, error) {
-	if err := n.receive("sentinel replicas", group); err != nil {
+func (c *fakeConn) SentinelReplicaHosts(_ context.Context, group string) ([]string, error) {
+	if err := c.receive("sentinel replicas", group); err != nil {
 		return nil, err
 	}
-	return n.replicas[group], nil
+	return c.node.replicas[group], nil
 }
 
-func (n *fakeNode) SentinelCkQuorum(_ context.Context, group string) error {
-	if err := n.receive("sentinel ckquorum", group); err != nil {
+func (c *fakeConn) SentinelCkQuorum(_ context.Context, group string) error {
+	if err := c.receive("sentinel ckquorum", group); err != nil {
 		return err
 	}
-	return n.quorum
+	return c.node.quorum
+}
+
+func (c *fakeConn) SentinelSetAuthPass(_ context.Context, group, password string) error {
+	if err := c.receive("sentinel set", group, "auth-pass", password); err != nil {
+		return err
+	}
+	if c.node.authPass == nil {
+		c.node.authPass = map[string]string{}
+	}
+	c.node.authPass[group] = password
+	return nil
 }

@@ -138,7 +138,7 @@ func (d *Dependencies) rotatePassword(ctx context.Context, w *workloadScope) (bo
 	if w.spec.sentinels != nil {
 		sentinels = func() ([]watchingSentinels, error) { return w.spec.sentinels(ctx) }
 	}
-	rotation := passwordRotation{client: d.Client, pool: d.Redis, recorder: d.Recorder, tls: w.tls.clientConfig(), acl: w.acl}
+	rotation := passwordRotation{client: d.Client, node: d.redisNode, recorder: d.Recorder, tls: w.tls.clientConfig(), acl: w.acl}
 	return rotation.rotateWatched(ctx, w.spec.owner, pods, sentinels, w.spec.port, w.password, w.Conditions,
 		func(why string) { w.Requeue(ctx, whileBroken, why) })
 }
