@@ -57,12 +57,15 @@ type fakeNode struct {
 	// whose CONFIG SET fails with the error given.
 	config    map[string]string
 	refuseSet map[string]error
-	// masters is where the sentinel monitors each group's master ("host:port"), replicas the
-	// hosts of the replicas it knows; a group absent from masters is unknown to it. authPass
-	// is the password it logs in to each group's pods with.
-	masters  map[string]string
-	replicas map[string][]string
-	authPass map[string]string
+	// masters is where the sentinel monitors each group's master ("host:port"); a group
+	// absent from it is unknown to the sentinel. masterState is the state it keeps of the
+	// group's master (SENTINEL MASTER's fields), replicas that of each replica it knows
+	// (SENTINEL REPLICAS's, "ip" first of all). authPass is the password it logs in to each
+	// group's pods with.
+	masters     map[string]string
+	masterState map[string]map[string]string
+	replicas    map[string][]map[string]string
+	authPass    map[string]string
 	// quorum is SENTINEL CKQUORUM's answer.
 	quorum error
 	// sent is every command received, lowercase, with its arguments.
@@ -167,6 +170,34 @@ func (c *fakeConn) SentinelMasterAddr(_ context.Context, group string) (string, 
 func (c *fakeConn) SentinelReplicaHosts(_ context.Context, group string) ([]string, error) {
 	if err := c.receive("sentinel replicas", group); err != nil {
 		return nil, err
+	}
+	var hosts []string
+	for _, fields := range c.node.replicas[group] {
+		hosts = append(hosts, fields["ip"])
+	}
+	return hosts, nil
+}
+
+// errNoSuchMaster is a sentinel's answer about a group it does not monitor.
+const errNoSuchMaster = fakeServerError("ERR No such master with that name")
+
+func (c *fakeConn) SentinelMaster(_ context.Context, group string) (map[string]string, error) {
+	if err := c.receive("sentinel master", group); err != nil {
+		return nil, err
+	}
+	fields, ok := c.node.masterState[group]
+	if !ok {
+		return nil, errNoSuchMaster
+	}
+	return fields, nil
+}
+
+func (c *fakeConn) SentinelReplicas(_ context.Context, group string) ([]map[string]string, error) {
+	if err := c.receive("sentinel replicas", group); err != nil {
+		return nil, err
+	}
+	if _, ok := c.node.masterState[group]; !ok {
+		return nil, errNoSuchMaster
 	}
 	return c.node.replicas[group], nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
@@ -158,7 +159,7 @@ func TestSentinelHealthWaitsForASentinelThatMonitorsAnotherHost(t *testing.T) {
 
 	f = newSentinelFixture(t, "rr")
 	f.sentinels[2].masters[group] = "10.0.9.9:6379"
-	f.sentinels[2].replicas = map[string][]string{group: {"10.0.9.8"}}
+	f.sentinels[2].replicas = map[string][]map[string]string{group: {{"ip": "10.0.9.8"}}}
 	if stop, err := f.r.checkHealth(ctx, f.s); !stop || err != nil {
 		t.Fatalf("stop=%v err=%v", stop, err)
 	}
@@ -254,5 +255,63 @@ func TestSentinelHealthOfSentinelsThatMonitorNothing(t *testing.T) {
 	}
 	if got := drainEvents(f.recorder); len(got) != 1 || !strings.HasPrefix(got[0], "Normal "+ReasonNoMasterToMonitor) {
 		t.Errorf("events %q, want one %s", got, ReasonNoMasterToMonitor)
+	}
+}
+
+// What a sentinel says of a group becomes the view the stuck-failover rule decides on: the
+// replicas are read only of a master held objectively down and not failing over, and a replica
+// the sentinel holds down, cannot reach or may not promote (priority 0) is not usable.
+func TestFailoverViewOfReadsTheSentinelsState(t *testing.T) {
+	const group = "mymaster"
+	replicas := []map[string]string{
+		{"ip": "10.0.1.2", "flags": "slave", "master-link-down-time": "65000", "slave-priority": "100"},
+		{"ip": "10.0.1.3", "flags": "slave,s_down", "master-link-down-time": "0", "slave-priority": "100"},
+		{"ip": "10.0.1.4", "flags": "slave,disconnected", "slave-priority": "100"},
+		{"ip": "10.0.1.5", "flags": "slave", "master-link-down-time": "x", "slave-priority": "0"},
+	}
+	cases := []struct {
+		name         string
+		flags        string
+		wantDown     bool
+		wantFailing  bool
+		wantReplicas []replicationplan.SentinelReplicaView
+		wantAsked    []string
+	}{
+		{name: "master up", flags: "master", wantAsked: []string{"sentinel master " + group}},
+		{name: "held objectively down", flags: "master,s_down,o_down", wantDown: true,
+			wantReplicas: []replicationplan.SentinelReplicaView{
+				{Host: "10.0.1.2", Usable: true, LinkDownFor: 65 * time.Second},
+				{Host: "10.0.1.3"}, {Host: "10.0.1.4"}, {Host: "10.0.1.5"},
+			},
+			wantAsked: []string{"sentinel master " + group, "sentinel replicas " + group}},
+		{name: "failing over already", flags: "master,o_down,failover_in_progress", wantDown: true, wantFailing: true,
+			wantAsked: []string{"sentinel master " + group}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			node := &fakeNode{
+				masterState: map[string]map[string]string{group: {"flags": tc.flags, "s-down-time": "1500", "down-after-milliseconds": "5000"}},
+				replicas:    map[string][]map[string]string{group: replicas}}
+			view, err := failoverViewOf(context.Background(), &fakeConn{node: node}, "s-0", group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if view.Pod != "s-0" || view.ObjectivelyDown != tc.wantDown || view.FailingOver != tc.wantFailing ||
+				view.DownFor != 1500*time.Millisecond || view.DownAfter != 5*time.Second {
+				t.Errorf("view %+v", view)
+			}
+			if !slices.Equal(view.Replicas, tc.wantReplicas) {
+				t.Errorf("replicas %+v, want %+v", view.Replicas, tc.wantReplicas)
+			}
+			if !slices.Equal(node.sent, tc.wantAsked) {
+				t.Errorf("sentinel asked %q, want %q", node.sent, tc.wantAsked)
+			}
+		})
+	}
+
+	// A sentinel that does not monitor the group answers with an error, which is the view's.
+	_, err := failoverViewOf(context.Background(), &fakeConn{node: &fakeNode{}}, "s-0", group)
+	if !errors.Is(err, errNoSuchMaster) {
+		t.Errorf("error %v, want the sentinel's", err)
 	}
 }
