@@ -7,11 +7,12 @@ import (
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
-// The seam between the phases and Redis. A phase takes the smallest interface below that has
-// the commands it sends, so its unit tests hand it a fake that answers per endpoint and records
-// what it was sent (redis_nodes_test.go), with no redis-server. *redis.Client has every one of
-// them; the phases get it through Dependencies.redisNode, which tests redirect with
-// Dependencies.RedisNodes.
+// The seam between the phases and Redis. A phase takes the smallest interface that has the
+// commands it sends, declared beside it (those below are shared by several phases; a
+// feature's own, such as passwordHolder or aclFileLoader, sit in its file), so its unit tests
+// hand it a fake that answers per endpoint and records what it was sent (redis_nodes_test.go),
+// with no redis-server. *redis.Client has every one of them; the phases get it through
+// Dependencies.redisNode, which tests redirect with Dependencies.RedisNodes.
 
 // pinger is a node asked whether it answers: the health checks of standalone Redis and of
 // sentinels that monitor nothing.
@@ -38,7 +39,7 @@ type quorumChecker interface {
 }
 
 // RedisNode is every command the phases that go through the seam send to one Redis or
-// sentinel node: the union of the interfaces above.
+// sentinel node: the union of their interfaces.
 type RedisNode interface {
 	pinger
 	configEditor
@@ -46,12 +47,16 @@ type RedisNode interface {
 	quorumChecker
 	passwordHolder
 	authPassHolder
+	aclFileLoader
 }
 
 // RedisDialer hands out the node at an endpoint. The operator's is the Redis pool
 // (Dependencies.Redis); tests inject a fake through Dependencies.RedisNodes.
 type RedisDialer interface {
 	Node(ep redis.Endpoint) (RedisNode, error)
+	// Evict drops the connections to the endpoint's address, whatever their login, so that
+	// the next Node logs in anew (after an ACL LOAD changed the users).
+	Evict(ep redis.Endpoint)
 }
 
 // redisNode is the node at ep, from RedisNodes when set, from the Redis pool otherwise.
@@ -68,4 +73,14 @@ func (d *Dependencies) redisNode(ep redis.Endpoint) (RedisNode, error) {
 		return nil, err // the pool names the address
 	}
 	return c, nil
+}
+
+// evictRedisNode drops the connections to ep's address, in RedisNodes when set, in the Redis
+// pool otherwise.
+func (d *Dependencies) evictRedisNode(ep redis.Endpoint) {
+	if d.RedisNodes != nil {
+		d.RedisNodes.Evict(ep)
+		return
+	}
+	d.Redis.Evict(ep)
 }

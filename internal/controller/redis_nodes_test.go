@@ -30,6 +30,13 @@ func (f fakeRedis) Node(ep redis.Endpoint) (RedisNode, error) {
 	return &fakeConn{node: n, addr: ep.Address(), password: ep.Auth.Password}, nil
 }
 
+// Evict notes that the node's connections were dropped: the next ones log in anew.
+func (f fakeRedis) Evict(ep redis.Endpoint) {
+	if n, ok := f[ep.Address()]; ok {
+		n.evictions++
+	}
+}
+
 // errConnectionRefused is the fake's dial failure.
 var errConnectionRefused = errors.New("connection refused")
 
@@ -68,6 +75,14 @@ type fakeNode struct {
 	authPass    map[string]string
 	// quorum is SENTINEL CKQUORUM's answer.
 	quorum error
+	// aclUsers are the users the node has loaded, aclFile those ACL LOAD reads from its
+	// aclfile (the Secret volume as the kubelet last refreshed it); loadErr, when set, is
+	// ACL LOAD's answer.
+	aclUsers []string
+	aclFile  []string
+	loadErr  error
+	// evictions counts the times the operator dropped its connections to the node.
+	evictions int
 	// sent is every command received, lowercase, with its arguments.
 	sent []string
 	// journal, when set, records every command of the nodes that share it, after the
@@ -218,4 +233,30 @@ func (c *fakeConn) SentinelSetAuthPass(_ context.Context, group, password string
 	}
 	c.node.authPass[group] = password
 	return nil
+}
+
+func (c *fakeConn) ACLUsers(context.Context) ([]string, error) {
+	if err := c.receive("acl users"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(c.node.aclUsers), nil
+}
+
+func (c *fakeConn) ACLLoad(context.Context) error {
+	if err := c.receive("acl load"); err != nil {
+		return err
+	}
+	if c.node.loadErr != nil {
+		return c.node.loadErr
+	}
+	c.node.aclUsers = slices.Clone(c.node.aclFile)
+	return nil
+}
+
+func (c *fakeConn) EnsureOperatorUser(_ context.Context, sha256Hex string) error {
+	return c.receive("acl setuser", redis.OperatorUser, "#"+sha256Hex)
+}
+
+func (c *fakeConn) ACLAddPasswordHash(_ context.Context, user, sha256Hex string) error {
+	return c.receive("acl setuser", user, "#"+sha256Hex)
 }

@@ -127,7 +127,7 @@ func (d *Dependencies) reloadTLSOn(ctx context.Context, w *workloadScope, pods [
 
 // reloadACLOn brings an edit of the ACL Secret into the running pods, without restarts.
 func (d *Dependencies) reloadACLOn(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
-	return aclReload{pool: d.Redis, recorder: d.Recorder}.reload(ctx, w, pods)
+	return aclReload{node: d.redisNode, evict: d.evictRedisNode, recorder: d.Recorder}.reload(ctx, w, pods)
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
