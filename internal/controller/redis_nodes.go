@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"time"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -48,6 +50,7 @@ type RedisNode interface {
 	passwordHolder
 	authPassHolder
 	aclFileLoader
+	tlsFilesReloader
 }
 
 // RedisDialer hands out the node at an endpoint. The operator's is the Redis pool
@@ -57,6 +60,9 @@ type RedisDialer interface {
 	// Evict drops the connections to the endpoint's address, whatever their login, so that
 	// the next Node logs in anew (after an ACL LOAD changed the users).
 	Evict(ep redis.Endpoint)
+	// ServedCertificate is the certificate the endpoint shows in a TLS handshake of its own,
+	// outside any connection Node hands out (redis.ServedCertificate).
+	ServedCertificate(ctx context.Context, ep redis.Endpoint, timeout time.Duration) (*x509.Certificate, error)
 }
 
 // redisNode is the node at ep, from RedisNodes when set, from the Redis pool otherwise.
@@ -83,4 +89,13 @@ func (d *Dependencies) evictRedisNode(ep redis.Endpoint) {
 		return
 	}
 	d.Redis.Evict(ep)
+}
+
+// servedCertificate is the certificate ep shows in a TLS handshake, from RedisNodes when set,
+// from a handshake of its own otherwise.
+func (d *Dependencies) servedCertificate(ctx context.Context, ep redis.Endpoint, timeout time.Duration) (*x509.Certificate, error) {
+	if d.RedisNodes != nil {
+		return d.RedisNodes.ServedCertificate(ctx, ep, timeout)
+	}
+	return redis.ServedCertificate(ctx, ep, timeout)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -35,6 +37,22 @@ func (f fakeRedis) Evict(ep redis.Endpoint) {
 	if n, ok := f[ep.Address()]; ok {
 		n.evictions++
 	}
+}
+
+// ServedCertificate is the certificate the node serves, recorded as a "tls handshake".
+func (f fakeRedis) ServedCertificate(_ context.Context, ep redis.Endpoint, _ time.Duration) (*x509.Certificate, error) {
+	n, ok := f[ep.Address()]
+	if !ok {
+		return nil, fmt.Errorf("tls handshake with %s: %w", ep.Address(), errConnectionRefused)
+	}
+	n.sent = append(n.sent, "tls handshake")
+	if n.down != nil {
+		return nil, n.down
+	}
+	if n.servedCert == nil {
+		return nil, fmt.Errorf("tls handshake with %s: the node serves no TLS", ep.Address())
+	}
+	return n.servedCert, nil
 }
 
 // errConnectionRefused is the fake's dial failure.
@@ -83,6 +101,11 @@ type fakeNode struct {
 	loadErr  error
 	// evictions counts the times the operator dropped its connections to the node.
 	evictions int
+	// servedCert is the certificate the node serves, certFiles the one its mounted files hold
+	// (the Secret volume as the kubelet last refreshed it), which it serves once it reloads
+	// them.
+	servedCert *x509.Certificate
+	certFiles  *x509.Certificate
 	// sent is every command received, lowercase, with its arguments.
 	sent []string
 	// journal, when set, records every command of the nodes that share it, after the
@@ -259,4 +282,12 @@ func (c *fakeConn) EnsureOperatorUser(_ context.Context, sha256Hex string) error
 
 func (c *fakeConn) ACLAddPasswordHash(_ context.Context, user, sha256Hex string) error {
 	return c.receive("acl setuser", user, "#"+sha256Hex)
+}
+
+func (c *fakeConn) ReloadTLS(_ context.Context, certFile string) error {
+	if err := c.receive("config set tls-cert-file", certFile); err != nil {
+		return err
+	}
+	c.node.servedCert = c.node.certFiles
+	return nil
 }

@@ -122,7 +122,7 @@ func (d *Dependencies) waitForStorage(ctx context.Context, w *workloadScope) (bo
 
 // reloadTLSOn brings a renewed TLS Secret into the running pods, without restarts.
 func (d *Dependencies) reloadTLSOn(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
-	return tlsReload{client: d.Client, pool: d.Redis, recorder: d.Recorder}.reload(ctx, w, pods)
+	return tlsReload{client: d.Client, node: d.redisNode, servedCertificate: d.servedCertificate, recorder: d.Recorder}.reload(ctx, w, pods)
 }
 
 // reloadACLOn brings an edit of the ACL Secret into the running pods, without restarts.
