@@ -315,3 +315,47 @@ func TestFailoverViewOfReadsTheSentinelsState(t *testing.T) {
 		t.Errorf("error %v, want the sentinel's", err)
 	}
 }
+
+// A disagreement that outlasts StuckAfter turns the sentinels Degraded Stuck, saying since
+// when, with one Warning however many reconciles find it; once they agree and are Ready the
+// wait's clock starts afresh.
+func TestSentinelHealthDisagreementPastItsBoundIsStuck(t *testing.T) {
+	ctx := context.Background()
+	f := newSentinelFixture(t, "rr")
+	f.r.StuckAfter = time.Millisecond
+	f.sentinels[2].masters[builder.DefaultMasterGroupName] = sentinelTestReplica + ":6379"
+	if stop, _ := f.r.checkHealth(ctx, f.s); !stop {
+		t.Fatal("a disagreement must stop the reconcile")
+	}
+	if trueCondition(f.s.cr, v1beta2.ConditionDegraded) != nil {
+		t.Fatal("Degraded within the bound")
+	}
+	time.Sleep(2 * time.Millisecond)
+	for range 3 {
+		if stop, _ := f.r.checkHealth(ctx, f.s); !stop {
+			t.Fatal("a disagreement must stop the reconcile")
+		}
+	}
+	degraded := trueCondition(f.s.cr, v1beta2.ConditionDegraded)
+	if degraded == nil || degraded.Reason != ReasonStuck || !strings.Contains(degraded.Message, "monitors \""+sentinelTestReplica+"\"") ||
+		!strings.Contains(degraded.Message, "; unchanged since ") {
+		t.Errorf("Degraded %+v, want %s with what and since when", degraded, ReasonStuck)
+	}
+	if got := drainEvents(f.recorder); len(got) != 1 || !strings.HasPrefix(got[0], "Warning "+ReasonStuck+" waited 1ms: sentinel watch-sentinel-2") {
+		t.Errorf("events %q, want one Stuck warning", got)
+	}
+
+	f.sentinels[2].masters[builder.DefaultMasterGroupName] = sentinelTestMaster + ":6379"
+	if stop, err := f.r.checkHealth(ctx, f.s); stop || err != nil {
+		t.Fatalf("agreeing: stop=%v err=%v", stop, err)
+	}
+	f.sentinels[2].masters[builder.DefaultMasterGroupName] = sentinelTestReplica + ":6379"
+	f.r.StuckAfter = time.Hour
+	if _, err := f.r.checkHealth(ctx, f.s); err != nil {
+		t.Fatal(err)
+	}
+	// Degraded now (they served), but Converging: the new wait's clock started afresh.
+	if degraded := trueCondition(f.s.cr, v1beta2.ConditionDegraded); degraded == nil || degraded.Reason != status.ReasonConverging {
+		t.Errorf("a new disagreement after Ready: Degraded %+v, want %s", degraded, status.ReasonConverging)
+	}
+}
