@@ -164,10 +164,25 @@ func (a aclState) report(conditions status.Conditions) {
 	}
 }
 
+// operatorLoginKeeper is a pod given back the operator's login after an ACL LOAD.
+type operatorLoginKeeper interface {
+	EnsureOperatorUser(ctx context.Context, sha256Hex string) error
+	ACLAddPasswordHash(ctx context.Context, user, sha256Hex string) error
+	ConfigSet(ctx context.Context, parameter, value string) error
+}
+
+// aclFileLoader is a pod asked which aclfile it loaded, told to load it again, and given back
+// the operator's login afterwards.
+type aclFileLoader interface {
+	operatorLoginKeeper
+	ACLUsers(ctx context.Context) ([]string, error)
+	ACLLoad(ctx context.Context) error
+}
+
 // keepOperatorLogin runs after an ACL LOAD. The file on disk may still be the one before a
 // password rotation, or before the default user was turned off or on: the user the operator
 // and the replicas log in as keeps the password they use now, and replicas log in as it.
-func keepOperatorLogin(ctx context.Context, c *redis.Client, password string, operatorUser bool) error {
+func keepOperatorLogin(ctx context.Context, c operatorLoginKeeper, password string, operatorUser bool) error {
 	if password == "" {
 		return nil
 	}
@@ -191,7 +206,10 @@ func keepOperatorLogin(ctx context.Context, c *redis.Client, password string, op
 // before that reads the previous file again, so the operator asks ACL USERS and tries again
 // shortly while the marker is not the current one.
 type aclReload struct {
-	pool     *redis.Pool
+	// node is the pod at an endpoint, evict drops its connections (Dependencies.redisNode,
+	// evictRedisNode).
+	node     func(redis.Endpoint) (RedisNode, error)
+	evict    func(redis.Endpoint)
 	recorder recorder.EventRecorder
 }
 
@@ -200,14 +218,17 @@ type aclReload struct {
 // stale file (the new one may not log in until then), unless the file took their user's rights
 // (the default user turned off) or removed it: new connections then log in as the file says.
 // Either way no connection stays on a user the file changed.
-func (a aclReload) afterLoad(ctx context.Context, c *redis.Client, ep redis.Endpoint, password string, operatorUser bool) (*redis.Client, error) {
+func (a aclReload) afterLoad(ctx context.Context, c aclFileLoader, ep redis.Endpoint, password string, operatorUser bool) (aclFileLoader, error) {
 	loginErr := keepOperatorLogin(ctx, c, password, operatorUser)
-	a.pool.Evict(ep)
-	c, err := a.pool.Client(ep)
-	if err != nil || loginErr == nil {
-		return c, err
+	a.evict(ep)
+	fresh, err := a.node(ep)
+	if err != nil {
+		return nil, err
 	}
-	return c, keepOperatorLogin(ctx, c, password, operatorUser)
+	if loginErr == nil {
+		return fresh, nil
+	}
+	return fresh, keepOperatorLogin(ctx, fresh, password, operatorUser)
 }
 
 func (a aclReload) reload(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
@@ -231,10 +252,11 @@ func (a aclReload) reload(ctx context.Context, w *workloadScope, pods []corev1.P
 			continue
 		}
 		ep := w.endpointOf(pod.Status.PodIP)
-		c, err := a.pool.Client(ep)
+		node, err := a.node(ep)
 		if err != nil {
 			return err
 		}
+		var c aclFileLoader = node
 		users, err := c.ACLUsers(ctx)
 		if err != nil {
 			// Starting, or stopping: the pod's watch brings the reconcile back.

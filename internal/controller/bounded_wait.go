@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,9 +12,8 @@ import (
 )
 
 // ReasonStuck: the operator has waited past its bound for something that should have happened
-// by itself (sentinels to agree, a replica's link to come up, a master to be chosen); the
-// message says what, and since when. It is Degraded, not Failed: it may still clear.
-const ReasonStuck = "Stuck"
+// by itself; see status.ReasonStuck, which decides it.
+const ReasonStuck = status.ReasonStuck
 
 // Bounds of the waits that no Kubernetes event ends.
 const (
@@ -31,25 +29,19 @@ const (
 
 // boundedWait reports a wait through report until it has lasted bound; past it, the resource
 // is Degraded (ReasonStuck) with what it waits for and since when, and one Warning event says
-// so (one per wait, not one per reconcile). The clocks stop when the resource is Ready
-// (waitsOver).
+// so (one per wait, not one per reconcile). status.BoundedWaits decides all of it; this raises
+// the event. The clocks stop when the resource is Ready (waitsOver).
 func boundedWait(rec recorder.EventRecorder, mem *Memory, obj client.Object, conditions status.Conditions, key string, bound time.Duration, message string, report func(message string)) {
-	now := time.Now()
-	since := mem.waits.Started(obj.GetUID(), key, now)
-	if now.Sub(since) < bound {
-		report(message)
-		return
+	out := mem.boundedWaits().Judge(obj.GetUID(), status.BoundedWait{Key: key, Bound: bound, Message: message}, time.Now())
+	if out.Warning != "" {
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonStuck, "Wait", "%s", out.Warning)
 	}
-	stuck := fmt.Sprintf("%s; unchanged since %s", message, since.UTC().Format(time.RFC3339))
-	if mem.warned.FirstWarning(obj.GetUID(), "stuck", key) {
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, ReasonStuck, "Wait", "waited %s: %s", bound, stuck)
-	}
-	conditions.Degraded(ReasonStuck, stuck)
+	out.Report(conditions, report)
 }
+
+// boundedWaits are the resources' bounded waits, on the Memory's clocks and warnings.
+func (m *Memory) boundedWaits() status.BoundedWaits { return status.NewBoundedWaits(m.waits, m.warned) }
 
 // waitsOver stops every wait's clock and forgets the stuck warnings of a resource that serves
 // as specified, so that a later wait starts its bound afresh and is warned of again.
-func (m *Memory) waitsOver(uid types.UID) {
-	m.waits.Forget(uid)
-	m.warned.Cleared(uid, "stuck")
-}
+func (m *Memory) waitsOver(uid types.UID) { m.boundedWaits().Over(uid) }

@@ -18,7 +18,11 @@ type Dependencies struct {
 	Client   client.Client
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
-	Redis    *redis.Pool
+	// Redis is the pool of clients of every Redis and sentinel node, and of their evictions.
+	Redis *redis.Pool
+	// RedisNodes, when set, hands out the nodes the phases that take a RedisNode talk to,
+	// in place of Redis's clients: unit tests give a fake here (redis_nodes.go).
+	RedisNodes RedisDialer
 	// SecretWatch reports changes of the Secrets the resources name; nil watches them
 	// through the manager's cache (which must then hold them).
 	SecretWatch *SecretWatch

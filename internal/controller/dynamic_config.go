@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/rediskube/redis-operator/internal/redis"
 )
 
 // setDynamicConfig applies "name value" lines with CONFIG SET where CONFIG GET differs, and
 // returns the names it set.
-func setDynamicConfig(ctx context.Context, c *redis.Client, lines []string) ([]string, error) {
+func setDynamicConfig(ctx context.Context, c configEditor, lines []string) ([]string, error) {
 	var changed []string
 	for _, line := range lines {
 		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")

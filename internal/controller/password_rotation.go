@@ -29,8 +29,9 @@ const ReasonPasswordRotation = "PasswordRotation"
 // stopped anywhere is finished by the next reconcile, which finds each pod on one password
 // or the other (or, under sentinels, on both: see rotateWatched).
 type passwordRotation struct {
-	client   client.Client
-	pool     *redis.Pool
+	client client.Client
+	// node is the pod or sentinel at an endpoint (Dependencies.redisNode).
+	node     func(redis.Endpoint) (RedisNode, error)
 	recorder recorder.EventRecorder
 	// tls dials the pods of a resource with TLS; nil without.
 	tls *tls.Config
@@ -128,11 +129,24 @@ func notRunning(pods []corev1.Pod, sentinels []watchingSentinels) string {
 	return ""
 }
 
+// passwordHolder is a pod whose password is rotated: logged in to, asked which password it
+// requires and replicates with, and given the new one.
+type passwordHolder interface {
+	pinger
+	configEditor
+	AddUserPassword(ctx context.Context, user, password string) error
+}
+
+// authPassHolder is a sentinel given the password of the pods it watches.
+type authPassHolder interface {
+	SentinelSetAuthPass(ctx context.Context, group, password string) error
+}
+
 // rotationTarget is a pod being rotated, with a client it accepts; done when it requires the
 // new password alone and replicates with it.
 type rotationTarget struct {
 	pod    *corev1.Pod
-	client *redis.Client
+	client passwordHolder
 	done   bool
 }
 
@@ -185,7 +199,7 @@ func (p passwordRotation) switchEach(ctx context.Context, owner client.Object, t
 
 // switchTogether runs the four steps of a rotation under sentinels (see rotateWatched).
 func (p passwordRotation) switchTogether(ctx context.Context, owner client.Object, targets []rotationTarget, sentinels []watchingSentinels, want string) error {
-	each := func(action string, do func(*redis.Client) error) error {
+	each := func(action string, do func(passwordHolder) error) error {
 		for _, t := range targets {
 			if t.done {
 				continue
@@ -196,10 +210,10 @@ func (p passwordRotation) switchTogether(ctx context.Context, owner client.Objec
 		}
 		return nil
 	}
-	if err := each("AclSetUser", func(c *redis.Client) error { return c.AddUserPassword(ctx, redis.DefaultUser, want) }); err != nil {
+	if err := each("AclSetUser", func(c passwordHolder) error { return c.AddUserPassword(ctx, redis.DefaultUser, want) }); err != nil {
 		return err
 	}
-	if err := each("ConfigSet", func(c *redis.Client) error { return c.ConfigSet(ctx, "masterauth", want) }); err != nil {
+	if err := each("ConfigSet", func(c passwordHolder) error { return c.ConfigSet(ctx, "masterauth", want) }); err != nil {
 		return err
 	}
 	if err := p.tellSentinels(ctx, owner, sentinels, want); err != nil {
@@ -212,7 +226,7 @@ func (p passwordRotation) switchTogether(ctx context.Context, owner client.Objec
 			}
 		}
 	}
-	return each("ConfigSet", func(c *redis.Client) error { return c.ConfigSet(ctx, "requirepass", want) })
+	return each("ConfigSet", func(c passwordHolder) error { return c.ConfigSet(ctx, "requirepass", want) })
 }
 
 // markExporter marks a pod's exporter sidecar, just before the pod requires the new password,
@@ -255,7 +269,7 @@ func (p passwordRotation) tellSentinels(ctx context.Context, owner client.Object
 	for _, g := range sentinels {
 		for i := range g.pods {
 			pod := &g.pods[i]
-			c, err := p.pool.Client(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: g.password}).WithTLS(g.tls))
+			c, err := p.node(podEndpoint(pod, builder.DefaultSentinelPort, redis.Auth{Password: g.password}).WithTLS(g.tls))
 			if err != nil {
 				return fmt.Errorf("sentinel %s: %w", pod.Name, err)
 			}
@@ -289,11 +303,11 @@ func (p passwordRotation) inEffect(ctx context.Context, owner client.Object) (pa
 
 // connect returns a client the pod accepts, with the first of the passwords that works: an
 // auth refusal moves on to the next, any other failure is an error.
-func (p passwordRotation) connect(ctx context.Context, ep redis.Endpoint, passwords ...string) (*redis.Client, error) {
+func (p passwordRotation) connect(ctx context.Context, ep redis.Endpoint, passwords ...string) (passwordHolder, error) {
 	var last error
 	for _, password := range passwords {
 		ep.Auth = p.acl.auth(password)
-		c, err := p.pool.Client(ep)
+		c, err := p.node(ep)
 		if err != nil {
 			return nil, err
 		}

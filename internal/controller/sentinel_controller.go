@@ -224,10 +224,10 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 	}
 	hosts := newPodHosts(monitored, replication, s.cr.Namespace, r.DNSDomain, s.namesHosts)
 	views := make([]replicationplan.SentinelView, 0, len(s.pods))
-	var first *redis.Client
+	var first quorumChecker
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(s.endpoint(pod))
+		c, err := r.redisNode(s.endpoint(pod))
 		if err != nil {
 			return false, err
 		}
@@ -283,7 +283,7 @@ func (r *RedisSentinelReconciler) checkHealth(ctx context.Context, s *sentinelSc
 
 // sentinelView asks one sentinel what it sees of group (sentinelViewOf), within the liveness
 // watcher's read deadline.
-func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelScope, c *redis.Client, pod *corev1.Pod, group string,
+func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelScope, c sentinelWatcher, pod *corev1.Pod, group string,
 	canonical func(string) string) (replicationplan.SentinelView, error) {
 	readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), pod.Name)
 	defer cancel()
@@ -296,7 +296,7 @@ func (r *RedisSentinelReconciler) sentinelView(ctx context.Context, s *sentinelS
 func (r *RedisSentinelReconciler) checkIdle(ctx context.Context, s *sentinelScope) (bool, error) {
 	for i := range s.pods {
 		pod := &s.pods[i]
-		c, err := r.Redis.Client(s.endpoint(pod))
+		c, err := r.redisNode(s.endpoint(pod))
 		if err != nil {
 			return false, err
 		}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 	"github.com/rediskube/redis-operator/internal/status"
 )
@@ -41,7 +40,7 @@ func livePodHost(pods []corev1.Pod) func(string) bool {
 // sentinelViewOf asks one sentinel where it monitors group's master and, when that is not
 // masterHost, which replicas it knows (what it could still learn from). canonical puts the
 // master's host in the form masterHost has: a sentinel may name the pod by IP or DNS name.
-func sentinelViewOf(ctx context.Context, c *redis.Client, pod, group, masterHost string, canonical func(string) string) (replicationplan.SentinelView, error) {
+func sentinelViewOf(ctx context.Context, c sentinelWatcher, pod, group, masterHost string, canonical func(string) string) (replicationplan.SentinelView, error) {
 	view := replicationplan.SentinelView{Pod: pod}
 	host, _, known, err := c.SentinelMasterAddr(ctx, group)
 	if err != nil || !known {

@@ -120,9 +120,15 @@ func waitSelected(ctx context.Context, c *redis.Client, group string) {
 	}
 }
 
+// sentinelStateReader is a sentinel asked the state it keeps of a group's master and replicas.
+type sentinelStateReader interface {
+	SentinelMaster(ctx context.Context, group string) (map[string]string, error)
+	SentinelReplicas(ctx context.Context, group string) ([]map[string]string, error)
+}
+
 // failoverViewOf reads what one sentinel says of group's master and, when it holds the master
 // objectively down, of its replicas.
-func failoverViewOf(ctx context.Context, c *redis.Client, pod, group string) (replicationplan.SentinelFailoverView, error) {
+func failoverViewOf(ctx context.Context, c sentinelStateReader, pod, group string) (replicationplan.SentinelFailoverView, error) {
 	view := replicationplan.SentinelFailoverView{Pod: pod}
 	master, err := c.SentinelMaster(ctx, group)
 	if err != nil {

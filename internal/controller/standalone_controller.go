@@ -134,8 +134,9 @@ func (r *RedisReconciler) observePod(ctx context.Context, s *redisScope) (bool, 
 	return false, nil
 }
 
-func (r *RedisReconciler) client(s *redisScope) (*redis.Client, error) {
-	return r.Redis.Client(r.endpoint(s, s.pod))
+// node is the Redis of the ready pod.
+func (r *RedisReconciler) node(s *redisScope) (RedisNode, error) {
+	return r.redisNode(r.endpoint(s, s.pod))
 }
 
 // endpoint is how to reach the Redis of the pod: its port, password and TLS.
@@ -147,7 +148,7 @@ func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope)
 	if s.cr.Spec.RedisConfig == nil || len(s.cr.Spec.RedisConfig.DynamicConfig) == 0 {
 		return false, nil
 	}
-	c, err := r.client(s)
+	c, err := r.node(s)
 	if err != nil {
 		return false, err
 	}
@@ -164,7 +165,7 @@ func (r *RedisReconciler) applyDynamicConfig(ctx context.Context, s *redisScope)
 
 // checkHealth is Ready when Redis answers PING with the configured password.
 func (r *RedisReconciler) checkHealth(ctx context.Context, s *redisScope) (bool, error) {
-	c, err := r.client(s)
+	c, err := r.node(s)
 	if err == nil {
 		readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(s.cr), s.pod.Name)
 		err = c.Ping(readCtx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -194,9 +195,17 @@ func (d *Dependencies) resolveTLSOf(ctx context.Context, obj client.Object, spec
 // serves the Secret's certificate, and records the content on the pod. A process whose files
 // the kubelet has not refreshed yet serves the old certificate; it is reloaded again shortly.
 type tlsReload struct {
-	client   client.Client
-	pool     *redis.Pool
-	recorder recorder.EventRecorder
+	client client.Client
+	// node is the pod at an endpoint, servedCertificate the certificate a handshake with it
+	// shows (Dependencies.redisNode, servedCertificate).
+	node              func(redis.Endpoint) (RedisNode, error)
+	servedCertificate func(ctx context.Context, ep redis.Endpoint, timeout time.Duration) (*x509.Certificate, error)
+	recorder          recorder.EventRecorder
+}
+
+// tlsFilesReloader is a pod told to read its TLS files again.
+type tlsFilesReloader interface {
+	ReloadTLS(ctx context.Context, certFile string) error
 }
 
 func (t tlsReload) reload(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
@@ -218,23 +227,24 @@ func (t tlsReload) reload(ctx context.Context, w *workloadScope, pods []corev1.P
 			continue
 		}
 		ep := podEndpoint(pod, port, auth).WithTLS(settings.config)
-		before, err := redis.ServedCertificate(ctx, ep, 5*time.Second)
+		before, err := t.servedCertificate(ctx, ep, 5*time.Second)
 		if err != nil {
 			// Starting, or stopping: the pod's watch brings the reconcile back.
 			log.FromContext(ctx).V(1).Info("cannot check the certificate a pod serves", "pod", pod.Name, "error", err.Error())
 			waiting = append(waiting, pod.Name)
 			continue
 		}
-		c, err := t.pool.Client(ep)
+		node, err := t.node(ep)
 		if err != nil {
 			return err
 		}
+		var c tlsFilesReloader = node
 		if err := c.ReloadTLS(ctx, settings.certPath); err != nil {
 			log.FromContext(ctx).Info("reloading TLS files failed", "pod", pod.Name, "error", err.Error())
 			waiting = append(waiting, pod.Name)
 			continue
 		}
-		after, err := redis.ServedCertificate(ctx, ep, 5*time.Second)
+		after, err := t.servedCertificate(ctx, ep, 5*time.Second)
 		if err != nil {
 			waiting = append(waiting, pod.Name)
 			continue

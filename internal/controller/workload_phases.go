@@ -122,12 +122,12 @@ func (d *Dependencies) waitForStorage(ctx context.Context, w *workloadScope) (bo
 
 // reloadTLSOn brings a renewed TLS Secret into the running pods, without restarts.
 func (d *Dependencies) reloadTLSOn(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
-	return tlsReload{client: d.Client, pool: d.Redis, recorder: d.Recorder}.reload(ctx, w, pods)
+	return tlsReload{client: d.Client, node: d.redisNode, servedCertificate: d.servedCertificate, recorder: d.Recorder}.reload(ctx, w, pods)
 }
 
 // reloadACLOn brings an edit of the ACL Secret into the running pods, without restarts.
 func (d *Dependencies) reloadACLOn(ctx context.Context, w *workloadScope, pods []corev1.Pod) error {
-	return aclReload{pool: d.Redis, recorder: d.Recorder}.reload(ctx, w, pods)
+	return aclReload{node: d.redisNode, evict: d.evictRedisNode, recorder: d.Recorder}.reload(ctx, w, pods)
 }
 
 // rotatePassword changes the running pods' password in place when the Secret's changed, and
@@ -138,7 +138,7 @@ func (d *Dependencies) rotatePassword(ctx context.Context, w *workloadScope) (bo
 	if w.spec.sentinels != nil {
 		sentinels = func() ([]watchingSentinels, error) { return w.spec.sentinels(ctx) }
 	}
-	rotation := passwordRotation{client: d.Client, pool: d.Redis, recorder: d.Recorder, tls: w.tls.clientConfig(), acl: w.acl}
+	rotation := passwordRotation{client: d.Client, node: d.redisNode, recorder: d.Recorder, tls: w.tls.clientConfig(), acl: w.acl}
 	return rotation.rotateWatched(ctx, w.spec.owner, pods, sentinels, w.spec.port, w.password, w.Conditions,
 		func(why string) { w.Requeue(ctx, whileBroken, why) })
 }
