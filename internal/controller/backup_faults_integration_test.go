@@ -223,9 +223,9 @@ func (c *logCapture) all() []string {
 	return append([]string(nil), c.lines...)
 }
 
-// faultOperator makes the test's namespace and starts an operator whose log is captured,
-// with the given backup retries.
-func faultOperator(t *testing.T, options ...operatorOption) (ns string, c client.Client, logs *logCapture, op *operator) {
+// faultOperator makes the test's namespace and starts an operator, with the default backup
+// retries, whose log is captured.
+func faultOperator(t *testing.T) (ns string, c client.Client, logs *logCapture, op *operator) {
 	t.Helper()
 	ns = testNamespace(t)
 	c = newClient(t)
@@ -233,7 +233,7 @@ func faultOperator(t *testing.T, options ...operatorOption) (ns string, c client
 		t.Fatal(err)
 	}
 	logs = &logCapture{}
-	return ns, c, logs, startOperator(t, ns, append(options, withLogger(logs.logger()))...)
+	return ns, c, logs, startOperator(t, ns, withLogger(logs.logger()))
 }
 
 // checkNoCredential fails the test if secret shows in the status of a RedisBackup or Redis
@@ -397,6 +397,7 @@ func TestBackupWhoseSourcePodGoesMidStreamFails(t *testing.T) {
 
 	f.waitPhase(b, v1alpha1.BackupFailed) // fails the test at once should it end Completed
 	cond := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
+	t.Logf("conditions %s", describeConditions(b.Status.Conditions))
 	if cond == nil || cond.Reason != ReasonBackupFailed || !strings.HasPrefix(cond.Message, "reading the snapshot failed: ") ||
 		!strings.Contains(cond.Message, "snapshot of big-0 into s3://"+f.s3.Bucket+"/") {
 		t.Errorf("conditions %s; want Failed, the snapshot of big-0 not read", describeConditions(b.Status.Conditions))
@@ -438,6 +439,7 @@ func TestBackupIntoAFullBucketFailsAtOnce(t *testing.T) {
 	b := f.create("full-bucket", v1alpha1.TargetRedis, "big", "", "s3-credentials")
 	f.waitPhase(b, v1alpha1.BackupFailed)
 	cond := meta.FindStatusCondition(b.Status.Conditions, v1beta2.ConditionReady)
+	t.Logf("conditions %s", describeConditions(b.Status.Conditions))
 	wantCause := fmt.Sprintf("store %s has no space left for the object: a quota or its storage is full (403 QuotaExceeded): ", front.Endpoint())
 	if cond == nil || cond.Reason != ReasonBackupFailed || !strings.HasPrefix(cond.Message, wantCause) {
 		t.Errorf("conditions %s; want Failed, %q...", describeConditions(b.Status.Conditions), wantCause)
