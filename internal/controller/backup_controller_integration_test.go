@@ -39,6 +39,9 @@ type backupFixture struct {
 	s3 *s3test.Server
 	// caSecret, when set, is the Secret of the store's CA the backups name.
 	caSecret string
+	// endpoint, when set, is the store's endpoint the backups name instead of the server's
+	// own: a front in its place.
+	endpoint string
 }
 
 func newBackupFixture(t *testing.T, c client.Client, ns string) *backupFixture {
@@ -70,10 +73,14 @@ func (f *backupFixture) create(name, kind, target string, source v1alpha1.Backup
 
 // spec is the spec of a backup of target into the fixture's bucket.
 func (f *backupFixture) spec(kind, target string, source v1alpha1.BackupSource, credentials string) v1alpha1.RedisBackupSpec {
+	endpoint := f.s3.URL()
+	if f.endpoint != "" {
+		endpoint = f.endpoint
+	}
 	spec := v1alpha1.RedisBackupSpec{
 		Target: v1alpha1.BackupTarget{Kind: kind, Name: target},
 		Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{
-			Endpoint: f.s3.URL(), Bucket: f.s3.Bucket, Prefix: "/team-a/", Region: s3test.Region, ForcePathStyle: true,
+			Endpoint: endpoint, Bucket: f.s3.Bucket, Prefix: "/team-a/", Region: s3test.Region, ForcePathStyle: true,
 			CredentialsSecret: v1alpha1.SecretReference{Name: credentials},
 		}},
 		Source: source,

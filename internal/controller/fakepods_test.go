@@ -418,11 +418,26 @@ func (p *fakePod) stop(signal syscall.Signal) {
 // where the downward API gives it, and its ConfigMap volumes as they are now.
 func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSet, pod, dataDir string) {
 	k.t.Helper()
+	args, env, ok := k.restoreInit(ctx, sts, pod, dataDir)
+	if !ok {
+		return
+	}
+	if err := restore.RunCommand(ctx, args, func(name string) string { return env[name] }, io.Discard); err != nil {
+		k.t.Fatalf("restore init container of %s: %v", pod, err)
+	}
+}
+
+// restoreInit is what the restore init container of the pod template runs, as the kubelet
+// would give it to the pod: the subcommand's arguments, the data directory and ConfigMap
+// paths replaced by this pod's, and its environment resolved (the Secret's keys, the pod's
+// name). ok is false when the template has no restore init container.
+func (k *fakeKubelet) restoreInit(ctx context.Context, sts *appsv1.StatefulSet, pod, dataDir string) (args []string, env map[string]string, ok bool) {
+	k.t.Helper()
 	for _, c := range sts.Spec.Template.Spec.InitContainers {
 		if c.Name != "restore" {
 			continue
 		}
-		env := map[string]string{}
+		env = map[string]string{}
 		for _, e := range c.Env {
 			if e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
 				env[e.Name] = pod
@@ -435,7 +450,7 @@ func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSe
 			}
 			env[e.Name] = string(secret.Data[ref.Key])
 		}
-		args := slices.Clone(c.Command[2:]) // after /redis-operator restore
+		args = slices.Clone(c.Command[2:]) // after /redis-operator restore
 		if i := slices.Index(args, "--data-dir"); i >= 0 {
 			args[i+1] = dataDir
 		}
@@ -450,10 +465,9 @@ func (k *fakeKubelet) runRestoreInit(ctx context.Context, sts *appsv1.StatefulSe
 				}
 			}
 		}
-		if err := restore.RunCommand(ctx, args, func(name string) string { return env[name] }, io.Discard); err != nil {
-			k.t.Fatalf("restore init container of %s: %v", pod, err)
-		}
+		return args, env, true
 	}
+	return nil, nil, false
 }
 
 // configMapVolume writes the keys of the template's ConfigMap volume of that name into a new

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,9 @@ type operatorSettings struct {
 	clock      clock.PassiveClock // the schedules' clock; nil: the real one
 	// storeRetries are the backups' waits between attempts; nil: the default.
 	storeRetries []time.Duration
+	// logger, when set, is the manager's logger (its controllers' too): a test reads what the
+	// operator logged. Unset: the process's, as ctrl.SetLogger set it.
+	logger *logr.Logger
 }
 
 type operatorOption func(*operatorSettings)
@@ -112,6 +116,11 @@ func withClock(c clock.PassiveClock) operatorOption {
 // withStoreRetries sets the waits between a backup's attempts after a transient store failure.
 func withStoreRetries(waits ...time.Duration) operatorOption {
 	return func(o *operatorSettings) { o.storeRetries = waits }
+}
+
+// withLogger gives the operator's manager, and so its reconcilers, that logger.
+func withLogger(l logr.Logger) operatorOption {
+	return func(o *operatorSettings) { o.logger = &l }
 }
 
 // withLiveness runs the liveness watcher for the RedisReplications and RedisClusters, as main does.
@@ -158,7 +167,7 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		}
 	}})
 	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOptions := ctrl.Options{
 		Scheme:     testScheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: &skip},
@@ -168,7 +177,11 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		// watched by their metadata.
 		Cache:  CacheOptions([]string{namespace}),
 		Client: ClientOptions(),
-	})
+	}
+	if settings.logger != nil {
+		mgrOptions.Logger = *settings.logger
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,11 @@ var (
 		minio.AccessDenied: true, minio.InvalidAccessKeyID: true, minio.SignatureDoesNotMatch: true,
 		unknownUserCode: true, "InvalidToken": true, "AccountProblem": true, "AllAccessDisabled": true,
 	}
-	sizeCodes = map[string]bool{
-		"EntityTooLarge": true, "QuotaExceeded": true, "XMinioAdminBucketQuotaExceeded": true,
+	sizeCodes = map[string]bool{"EntityTooLarge": true}
+	// Codes of a store or bucket that is full (a quota reached, its disks full): the object
+	// is not too big in itself, but no retry within minutes frees the space.
+	spaceCodes = map[string]bool{
+		"QuotaExceeded": true, "XMinioAdminBucketQuotaExceeded": true,
 		"InsufficientStorage": true, "XMinioStorageFull": true,
 	}
 	checksumCodes = map[string]bool{
@@ -107,6 +110,8 @@ func classifyAnswer(store string, answer minio.ErrorResponse) Failure {
 		return Failure{Cause: fmt.Sprintf("%s refused the credentials or their rights (%s)", store, said)}
 	case answer.Code == minio.NoSuchBucket:
 		return Failure{Cause: fmt.Sprintf("the bucket does not exist on %s (%s)", store, said)}
+	case spaceCodes[answer.Code] || answer.StatusCode == http.StatusInsufficientStorage:
+		return Failure{Cause: fmt.Sprintf("%s has no space left for the object: a quota or its storage is full (%s)", store, said)}
 	case sizeCodes[answer.Code] || answer.StatusCode == http.StatusRequestEntityTooLarge:
 		return Failure{Cause: fmt.Sprintf("%s refused the object's size (%s)", store, said)}
 	case checksumCodes[answer.Code]:
