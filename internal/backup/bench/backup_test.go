@@ -294,7 +294,7 @@ func streamToFile(ctx context.Context, t *testing.T, ep redis.Endpoint, path str
 	t.Helper()
 	mem.begin()
 	start := time.Now()
-	f, err := os.Create(path) //nolint:gosec // a path of the test's own temporary directory
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func download(ctx context.Context, t *testing.T, st *store.S3, key, path string)
 		t.Fatal(err)
 	}
 	defer func() { _ = body.Close() }()
-	f, err := os.Create(path) //nolint:gosec // a path of the test's own temporary directory
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func startLoaded(ctx context.Context, t *testing.T, dir, data string, keys int) 
 	for {
 		select {
 		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log")) //nolint:gosec // the test's own file
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 			t.Fatalf("redis-server exited before it loaded:\n%s", log)
 		default:
 		}
@@ -475,12 +475,12 @@ func freePort(t *testing.T) int {
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
-	in, err := os.Open(from) //nolint:gosec // the test's own file
+	in, err := os.Open(from)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = in.Close() }()
-	out, err := os.Create(to) //nolint:gosec // the test's own file
+	out, err := os.Create(to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +571,7 @@ func residentBytes() uint64 {
 	if err != nil {
 		return 0
 	}
-	return pages * uint64(os.Getpagesize()) //nolint:gosec // a page size is positive
+	return pages * uint64(os.Getpagesize())
 }
 
 func median(xs []float64) float64 {
@@ -627,7 +627,7 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/rediskube/redis-operator\n") { //nolint:gosec // go.mod upwards of the test
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/rediskube/redis-operator\n") {
 			return dir
 		}
 		parent := filepath.Dir(dir)
