@@ -217,7 +217,7 @@ chainsaw: ## Build bin/chainsaw (kyverno/chainsaw v0.2.12), which runs the tests
 
 .PHONY: vet
 vet: ## Run go vet on the operator's module and on the test module (integration tests and benchmarks included).
-	go vet -tags $(INTEGRATION_TAG),release ./...
+	go vet -tags bench,$(INTEGRATION_TAG),release ./...
 	cd $(TEST_MODULE) && go vet -tags bench,chaos,servers,$(INTEGRATION_TAG),release ./...
 
 .PHONY: test
@@ -259,6 +259,12 @@ BENCH_SLOT ?= $(if $(filter command line environment,$(origin SANDBOX_SLOT)),$(S
 bench: packages server-roots control-plane build ## Measure the operator on the sandbox; writes bench/results/latest.json.
 	cd $(TEST_MODULE) && E2E_SANDBOX_SLOT=$(BENCH_SLOT) go test -tags bench -count=1 -timeout 30m -v -run TestBenchmark ./bench/
 
+# The backup and restore benchmark (issue #22): no sandbox, a local redis-server, redis-cli and
+# versitygw. BENCH_BACKUP_KEYS (1000000) values of 100 B, BENCH_BACKUP_ROUNDS (3) rounds of each side.
+.PHONY: bench-backup
+bench-backup: packages $(VERSITYGW) ## Measure backup throughput against redis-cli --rdb and restore against a plain load; writes bench/results/backup-latest.json.
+	VERSITYGW=$(VERSITYGW) go test -tags bench -count=1 -timeout 30m -v -run TestBackupBenchmark ./internal/backup/bench/
+
 # Hundreds of pods (QUIET_REDIS=100 standalone Redis, QUIET_CLUSTERS=20 clusters 3×(1+1)): run it on
 # an otherwise idle machine. Adds "quiet_at_scale" to bench/results/latest.json.
 .PHONY: bench-quiet
@@ -267,7 +273,7 @@ bench-quiet: packages server-roots control-plane build ## Measure the idle opera
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) lint-api ## Run golangci-lint on the operator's module and on the test module, and kube-api-linter on api/.
-	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags $(INTEGRATION_TAG),release ./...
+	$(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,$(INTEGRATION_TAG),release ./...
 	cd $(TEST_MODULE) && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml --build-tags bench,chaos,servers,$(INTEGRATION_TAG),release ./...
 
 # The rules it runs, those it leaves off and the released fields it excludes, each with its
