@@ -37,6 +37,15 @@ type RedisClusterInput struct {
 	ServicePods *ClusterPods
 	// DNSDomain is the cluster's DNS domain, the end of the pods' names; "" is cluster.local.
 	DNSDomain string
+	// Restore, when set (its Shards by leader ordinal), restores a backup into the leader
+	// pods before their Redis first starts: leader i restores shard i, and claims the slots it
+	// finds keys of. The followers restore nothing: they sync from their masters. RestoredFrom
+	// is as RedisInput's, on the leader StatefulSet.
+	Restore      *RestoreInput
+	RestoredFrom string
+	// Restored: the cluster was Ready on the restored data; the restore state ConfigMap then
+	// tells every leader pod started later to skip the restore.
+	Restored bool
 }
 
 // ClusterPods are the pod counts of the two StatefulSets of a RedisCluster.
@@ -109,6 +118,12 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		}
 		if leader == nil {
 			leader = w
+			if err := leaderRestore(w, in); err != nil {
+				return nil, err
+			}
+			if w.restore != nil {
+				out.ConfigMaps = append(out.ConfigMaps, w.restoreStateConfigMap(in.Restored))
+			}
 		}
 		w.aclOperatorUser = in.ACLOperatorUser
 		out.ConfigMaps = append(out.ConfigMaps, cm)
@@ -132,6 +147,22 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	labels := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelManagedBy: ManagedByValue, LabelCluster: cr.Name}
 	out.Services = append(out.Services, roleService(leader, MasterServiceName(cr.Name), RedisRoleMaster, selector, labels))
 	return out, nil
+}
+
+// leaderRestore gives the leader workload the restore of in, if any.
+func leaderRestore(w *workload, in RedisClusterInput) error {
+	if in.Restore == nil {
+		w.restoredFrom = in.RestoredFrom
+		return nil
+	}
+	if err := in.Restore.check(); err != nil {
+		return err
+	}
+	if len(in.Restore.Shards) == 0 {
+		return errors.New("restore: a cluster restores one snapshot per shard, and none is given")
+	}
+	w.restore, w.restoredFrom = in.Restore, in.Restore.BackupName
+	return nil
 }
 
 func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role string, replicas int32, r *v1beta2.RedisClusterRole,
