@@ -22,7 +22,8 @@ import (
 )
 
 // ConditionRestored tells what became of spec.restore: True once the pod (a replication: its
-// master, with every replica linked) is Ready on the restored data, False while it waits for
+// master, with every replica linked; a cluster: every slot served, every replica linked) is
+// Ready on the restored data, False while it waits for
 // its backup or when the restore is refused.
 const ConditionRestored = "Restored"
 
@@ -263,6 +264,9 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 	owner := w.spec.owner
 	facts := restoreFacts{kind: kind, spec: spec, operatorImage: d.OperatorImage, unsupported: !supported,
 		restored: meta.IsStatusConditionTrue(w.Conditions.List(), ConditionRestored)}
+	if cr, ok := owner.(*v1beta2.RedisCluster); ok {
+		facts.leaders = int(builder.LeaderReplicas(cr))
+	}
 	var sts appsv1.StatefulSet
 	err := d.Client.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: statefulSet}, &sts)
 	switch {

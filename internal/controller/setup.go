@@ -40,7 +40,22 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return b.Complete(r)
+	// A RedisBackup that appears or completes lets the RedisCluster that restores it go on.
+	c := mgr.GetClient()
+	return b.Watches(&v1alpha1.RedisBackup{}, handler.EnqueueRequestsFromMapFunc(
+		func(ctx context.Context, obj client.Object) []reconcile.Request {
+			var list v1beta2.RedisClusterList
+			if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for i := range list.Items {
+				if rs := list.Items[i].Spec.Restore; rs != nil && rs.BackupName == obj.GetName() {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+			return out
+		})).Complete(r)
 }
 
 // SetupWithManager registers the Redis controller.
