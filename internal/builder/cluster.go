@@ -110,6 +110,9 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	if sp := in.ServicePods; sp != nil {
 		servicePods = ClusterPods{Leaders: max(pods.Leaders, sp.Leaders), Followers: max(pods.Followers, sp.Followers)}
 	}
+	if err := checkClusterRestore(in.Restore); err != nil {
+		return nil, err
+	}
 	var leader *workload
 	for _, r := range roles {
 		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, authName, in.DNSDomain)
@@ -118,12 +121,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		}
 		if leader == nil {
 			leader = w
-			if err := leaderRestore(w, in); err != nil {
-				return nil, err
-			}
-			if w.restore != nil {
-				out.ConfigMaps = append(out.ConfigMaps, w.restoreStateConfigMap(in.Restored))
-			}
+			leaderRestore(w, in, out)
 		}
 		w.aclOperatorUser = in.ACLOperatorUser
 		out.ConfigMaps = append(out.ConfigMaps, cm)
@@ -149,20 +147,29 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	return out, nil
 }
 
-// leaderRestore gives the leader workload the restore of in, if any.
-func leaderRestore(w *workload, in RedisClusterInput) error {
-	if in.Restore == nil {
-		w.restoredFrom = in.RestoredFrom
+// checkClusterRestore refuses a restore a cluster's leaders could not run.
+func checkClusterRestore(in *RestoreInput) error {
+	if in == nil {
 		return nil
 	}
-	if err := in.Restore.check(); err != nil {
+	if err := in.check(); err != nil {
 		return err
 	}
-	if len(in.Restore.Shards) == 0 {
+	if len(in.Shards) == 0 {
 		return errors.New("restore: a cluster restores one snapshot per shard, and none is given")
 	}
-	w.restore, w.restoredFrom = in.Restore, in.Restore.BackupName
 	return nil
+}
+
+// leaderRestore gives the leader workload the restore of in (checkClusterRestore), with its
+// state ConfigMap, if any.
+func leaderRestore(w *workload, in RedisClusterInput, out *Objects) {
+	if in.Restore == nil {
+		w.restoredFrom = in.RestoredFrom
+		return
+	}
+	w.restore, w.restoredFrom = in.Restore, in.Restore.BackupName
+	out.ConfigMaps = append(out.ConfigMaps, w.restoreStateConfigMap(in.Restored))
 }
 
 func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role string, replicas int32, r *v1beta2.RedisClusterRole,

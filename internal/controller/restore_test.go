@@ -67,8 +67,8 @@ func TestDecideRestore(t *testing.T) {
 				b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "c"}
 			})}, restoreRefuse, status.ReasonRestoreUnsupported},
 		{"no operator image", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis")}, restoreRefuse, status.ReasonRestoreUnsupported},
-		{"cluster, new", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
-		{"cluster, running", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true, statefulSetExists: true},
+		{"a kind without restore, new", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
+		{"a kind without restore, running", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true, statefulSetExists: true},
 			restoreRefuseRunning, status.ReasonRestoreUnsupported},
 		// A RedisReplication restores a backup of a RedisReplication (one shard: its master's
 		// or a replica's snapshot), with the same refusals as a Redis.
@@ -167,9 +167,10 @@ func TestRestoreFirstMaster(t *testing.T) {
 	}
 }
 
-// clusterBackup is a Completed backup of a cluster of n shards on the even split, its shards
+// clusterBackup is a Completed backup of a cluster of three shards on the even split, its shards
 // listed in the order given (a backup lists them as it read them).
-func clusterBackup(n int, order ...int) *v1alpha1.RedisBackup {
+func clusterBackup(order ...int) *v1alpha1.RedisBackup {
+	const n = 3
 	b := restorableBackup("RedisCluster")
 	b.Status.Shards = nil
 	ranges := redis.SplitSlots(n)
@@ -232,7 +233,7 @@ func TestDecideRestoreForClusters(t *testing.T) {
 		return f
 	}
 	changed := func(change func(*v1alpha1.RedisBackup)) *v1alpha1.RedisBackup {
-		b := clusterBackup(3)
+		b := clusterBackup()
 		change(b)
 		return b
 	}
@@ -242,13 +243,13 @@ func TestDecideRestoreForClusters(t *testing.T) {
 		action restoreAction
 		reason string
 	}{
-		{"new cluster", facts(clusterBackup(3), nil), restoreBuild, ""},
-		{"created by this restore", facts(clusterBackup(3), func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom = true, "nightly" }), restoreBuild, ""},
-		{"running cluster", facts(clusterBackup(3), func(f *restoreFacts) { f.statefulSetExists = true }), restoreRefuseRunning, status.ReasonRestoreRefused},
-		{"running, restored from another", facts(clusterBackup(3), func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom = true, "weekly" }),
+		{"new cluster", facts(clusterBackup(), nil), restoreBuild, ""},
+		{"created by this restore", facts(clusterBackup(), func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom = true, "nightly" }), restoreBuild, ""},
+		{"running cluster", facts(clusterBackup(), func(f *restoreFacts) { f.statefulSetExists = true }), restoreRefuseRunning, status.ReasonRestoreRefused},
+		{"running, restored from another", facts(clusterBackup(), func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom = true, "weekly" }),
 			restoreRefuseRunning, status.ReasonRestoreRefused},
-		{"fewer leaders than shards", facts(clusterBackup(3), func(f *restoreFacts) { f.leaders = 2 }), restoreRefuse, status.ReasonRestoreMismatch},
-		{"more leaders than shards", facts(clusterBackup(3), func(f *restoreFacts) { f.leaders = 4 }), restoreRefuse, status.ReasonRestoreMismatch},
+		{"fewer leaders than shards", facts(clusterBackup(), func(f *restoreFacts) { f.leaders = 2 }), restoreRefuse, status.ReasonRestoreMismatch},
+		{"more leaders than shards", facts(clusterBackup(), func(f *restoreFacts) { f.leaders = 4 }), restoreRefuse, status.ReasonRestoreMismatch},
 		{"backup of a Redis", facts(restorableBackup("Redis"), func(f *restoreFacts) { f.leaders = 1 }), restoreRefuse, status.ReasonRestoreMismatch},
 		{"backup of a replication", facts(restorableBackup("RedisReplication"), nil), restoreRefuse, status.ReasonRestoreMismatch},
 		{"no backup", facts(nil, nil), restoreWait, status.ReasonRestoreBackupNotFound},
@@ -263,7 +264,7 @@ func TestDecideRestoreForClusters(t *testing.T) {
 		{"a shard without slots", facts(changed(func(b *v1alpha1.RedisBackup) { b.Status.Shards[0].SlotRanges = nil }), nil), restoreRefuse, status.ReasonRestoreMismatch},
 		{"two shards on one range", facts(changed(func(b *v1alpha1.RedisBackup) { b.Status.Shards[1].SlotRanges = []string{"0-100"} }), nil),
 			restoreRefuse, status.ReasonRestoreMismatch},
-		{"no operator image", facts(clusterBackup(3), func(f *restoreFacts) { f.operatorImage = "" }), restoreRefuse, status.ReasonRestoreUnsupported},
+		{"no operator image", facts(clusterBackup(), func(f *restoreFacts) { f.operatorImage = "" }), restoreRefuse, status.ReasonRestoreUnsupported},
 		{"restored, backup gone since", facts(nil, func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom, f.restored = true, "nightly", true }), restoreDone, ""},
 		{"restoring, backup gone before Ready", facts(nil, func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom = true, "nightly" }),
 			restoreWait, status.ReasonRestoreBackupNotFound},
@@ -279,7 +280,7 @@ func TestDecideRestoreForClusters(t *testing.T) {
 		})
 	}
 	// Shards listed out of order: each leader gets the shard of its designed range.
-	d := decideRestore(facts(clusterBackup(3, 2, 0, 1), nil))
+	d := decideRestore(facts(clusterBackup(2, 0, 1), nil))
 	if d.action != restoreBuild || len(d.input.Shards) != 3 || d.input.Key != "" || d.input.SHA256 != "" || d.input.Bytes != 0 {
 		t.Fatalf("decision %d, input %+v; want one object per leader", d.action, d.input)
 	}
