@@ -3,10 +3,13 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,6 +289,59 @@ func TestRestoreIntoRedisCluster(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The backup deleted, and its objects with it: a leader recreated without its volume
+	// skips the restore (it would fail on the missing object, and its data would be older
+	// than its shard's), comes back empty, and the cluster serves every key again.
+	if err := c.Delete(ctx, &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "backup nightly gone", func() error {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nightly"}, &v1alpha1.RedisBackup{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+	for i := range 3 {
+		dir := g.kubelet.pod(fmt.Sprintf("restored-leader-%d", i)).dataDir
+		if markers, err := filepath.Glob(filepath.Join(dir, ".restored-*")); err != nil || len(markers) != 1 {
+			t.Fatalf("restored-leader-%d: markers %v (%v), want its shard's", i, markers, err)
+		}
+	}
+	g.kubelet.deletePod(ctx, ns, "restored-leader-1", syscall.SIGKILL)
+	waitUntil(t, 60*time.Second, "follower of leader-1 promoted", func() error {
+		for i := range 3 {
+			role, err := g.passwordNode(fmt.Sprintf("restored-follower-%d", i), password).Do(ctx, "ROLE").Slice()
+			if err == nil && len(role) > 0 && role[0] == "master" {
+				return nil
+			}
+		}
+		return errors.New("no follower is master yet")
+	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&leaderSts), &leaderSts); err != nil {
+		t.Fatal(err)
+	}
+	g.kubelet.startPod(ctx, &leaderSts, 1, "")
+	if markers, err := filepath.Glob(filepath.Join(g.kubelet.pod("restored-leader-1").dataDir, ".restored-*")); err != nil || len(markers) != 0 {
+		t.Fatalf("leader-1 recreated without its volume restored %v (%v); it should have skipped", markers, err)
+	}
+	g.waitReady(120 * time.Second)
+	if n, err := g.passwordNode("restored-leader-1", password).Do(ctx, "ROLE").Slice(); err != nil || len(n) == 0 {
+		t.Fatalf("restored-leader-1 ROLE %v, %v", n, err)
+	}
+	after := g.passwordClusterClient(password) // at the pods' addresses now, leader-1's new one
+	missing := 0
+	for k := range keys {
+		if v, err := after.Get(ctx, k).Result(); err != nil || v != "v:"+k {
+			if missing++; missing < 5 {
+				t.Errorf("after leader-1 came back empty: %s = %q, %v", k, v, err)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d keys lost after leader-1 came back empty", missing, len(keys))
+	}
 
 	// The running source is never restored into.
 	cr := f.get()
