@@ -106,8 +106,9 @@ func (f *clusterFixture) leaderSlots(pod, password string) map[int][]redis.SlotR
 // leader restores the snapshot of its slots and serves them, the followers sync from the
 // restored masters, and the cluster is Ready and Restored only once every slot is served:
 // every key reads back with its value and TTL through a cluster client, and the slot map is
-// the backup's. A backup of another number of shards is refused, creating nothing, and the
-// running source is never restored into.
+// the backup's. Made before its backup, it waits for it, creating nothing; a backup of
+// another number of shards is refused, creating nothing, and the running source is never
+// restored into.
 func TestRestoreIntoRedisCluster(t *testing.T) {
 	t.Parallel()
 	const password = "restore-secret"
@@ -116,38 +117,6 @@ func TestRestoreIntoRedisCluster(t *testing.T) {
 	f.runPods()
 	f.waitReady(90 * time.Second)
 	ctx, c, ns := f.ctx, f.c, f.ns
-
-	keys := restoreTestKeys()
-	for _, k := range []string{"restore:0", "restore:1", "restore:99"} {
-		if got, err := f.passwordNode(f.name+"-leader-0", password).ClusterKeySlot(ctx, k).Result(); err != nil || int(got) != keySlot(k) {
-			t.Fatalf("CLUSTER KEYSLOT %s = %d (%v), the test computes %d", k, got, err, keySlot(k))
-		}
-	}
-	source := f.passwordClusterClient(password)
-	if _, err := source.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for k, ttl := range keys {
-			exp := time.Duration(0)
-			if ttl {
-				exp = time.Hour
-			}
-			p.Set(ctx, k, "v:"+k, exp)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if err := f.passwordNode(fmt.Sprintf("%s-leader-%d", f.name, i), password).Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bf := newBackupFixture(t, c, ns)
-	nightly := bf.create("nightly", v1alpha1.TargetRedisCluster, f.name, "", "s3-credentials")
-	bf.waitPhase(nightly, v1alpha1.BackupCompleted)
-	if len(nightly.Status.Shards) != 3 {
-		t.Fatalf("shards %+v, want 3", nightly.Status.Shards)
-	}
-	sourceSlots := f.leaderSlots(f.name+"-leader-0", password)
 
 	newCluster := func(name string, leaders int32, port int) *v1beta2.RedisCluster {
 		secretName, secretKey := "redis-secret", "password"
@@ -174,6 +143,49 @@ func TestRestoreIntoRedisCluster(t *testing.T) {
 		})
 	}
 
+	keys := restoreTestKeys()
+	for _, k := range []string{"restore:0", "restore:1", "restore:99"} {
+		if got, err := f.passwordNode(f.name+"-leader-0", password).ClusterKeySlot(ctx, k).Result(); err != nil || int(got) != keySlot(k) {
+			t.Fatalf("CLUSTER KEYSLOT %s = %d (%v), the test computes %d", k, got, err, keySlot(k))
+		}
+	}
+	source := f.passwordClusterClient(password)
+	if _, err := source.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for k, ttl := range keys {
+			exp := time.Duration(0)
+			if ttl {
+				exp = time.Hour
+			}
+			p.Set(ctx, k, "v:"+k, exp)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := f.passwordNode(fmt.Sprintf("%s-leader-%d", f.name, i), password).Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &clusterFixture{t: t, ctx: ctx, c: c, name: "restored", ns: ns, port: nextTestPort()}
+	g.kubelet = newFakeKubelet(t, c, g.port)
+	g.kubelet.password = password
+	restored := newCluster(g.name, 3, g.port)
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	waitClusterRestoreCondition(restored, metav1.ConditionFalse, status.ReasonRestoreBackupNotFound)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored-leader"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("StatefulSet restored-leader before the backup: %v, want none", err)
+	}
+	bf := newBackupFixture(t, c, ns)
+	nightly := bf.create("nightly", v1alpha1.TargetRedisCluster, f.name, "", "s3-credentials")
+	bf.waitPhase(nightly, v1alpha1.BackupCompleted)
+	if len(nightly.Status.Shards) != 3 {
+		t.Fatalf("shards %+v, want 3", nightly.Status.Shards)
+	}
+	sourceSlots := f.leaderSlots(f.name+"-leader-0", password)
+
 	// Two leaders for three shards: refused, Degraded, nothing created.
 	small := newCluster("small", 2, nextTestPort())
 	if err := c.Create(ctx, small); err != nil {
@@ -184,15 +196,8 @@ func TestRestoreIntoRedisCluster(t *testing.T) {
 		t.Errorf("small: %s, want Degraded", describeConditions(small.Status.Conditions))
 	}
 
-	// Restored into a new cluster of three leaders and three followers.
-	g := &clusterFixture{t: t, ctx: ctx, c: c, name: "restored", ns: ns, port: nextTestPort()}
-	g.kubelet = newFakeKubelet(t, c, g.port)
-	g.kubelet.password = password
-	g.kubelet.nextIP = 100
-	restored := newCluster(g.name, 3, g.port)
-	if err := c.Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
+	// Restored into a new cluster of three leaders and three followers, made before the
+	// backup: it waits for it, creating nothing, and goes on once the backup completes.
 	var leaderSts, followerSts appsv1.StatefulSet
 	waitUntil(t, 30*time.Second, "the restored cluster's StatefulSets", func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored-leader"}, &leaderSts); err != nil {

@@ -123,7 +123,11 @@ func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: cfg.RedisReplicationName}}}
-		})).Complete(r)
+		})).
+		// A RedisBackup that appears or completes lets the replication that restores it go on.
+		Watches(&v1alpha1.RedisBackup{}, restoringFrom(mgr.GetClient(), &v1beta2.RedisReplicationList{},
+			func(o runtime.Object) *v1beta2.RestoreSpec { return o.(*v1beta2.RedisReplication).Spec.Restore })).
+		Complete(r)
 }
 
 // watchKind registers a kind's controller: it watches the resources and what they own, their
