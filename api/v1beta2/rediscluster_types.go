@@ -63,8 +63,11 @@ type RedisClusterSpec struct {
 	PersistenceEnabled *bool `json:"persistenceEnabled,omitempty"`
 	// +optional
 	EnvVars *[]corev1.EnvVar `json:"env,omitempty"`
-	// Restore fills the new resource's data from a RedisBackup before Redis first starts. Not
-	// supported for this kind yet: refused (RestoreUnsupported), and nothing is created.
+	// Restore fills the new resource's data from a RedisBackup of a RedisCluster with as many
+	// shards as the cluster has leaders, before Redis first starts: each leader restores the
+	// shard of its slots and serves them, the followers sync from their masters. It applies
+	// only when the resource's StatefulSets are created: a running resource is never
+	// overwritten.
 	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
 }

@@ -37,6 +37,15 @@ type RedisClusterInput struct {
 	ServicePods *ClusterPods
 	// DNSDomain is the cluster's DNS domain, the end of the pods' names; "" is cluster.local.
 	DNSDomain string
+	// Restore, when set (its Shards by leader ordinal), restores a backup into the leader
+	// pods before their Redis first starts: leader i restores shard i, and claims the slots it
+	// finds keys of. The followers restore nothing: they sync from their masters. RestoredFrom
+	// is as RedisInput's, on the leader StatefulSet.
+	Restore      *RestoreInput
+	RestoredFrom string
+	// Restored: the cluster was Ready on the restored data; the restore state ConfigMap then
+	// tells every leader pod started later to skip the restore.
+	Restored bool
 }
 
 // ClusterPods are the pod counts of the two StatefulSets of a RedisCluster.
@@ -101,6 +110,9 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	if sp := in.ServicePods; sp != nil {
 		servicePods = ClusterPods{Leaders: max(pods.Leaders, sp.Leaders), Followers: max(pods.Followers, sp.Followers)}
 	}
+	if err := checkClusterRestore(in.Restore); err != nil {
+		return nil, err
+	}
 	var leader *workload
 	for _, r := range roles {
 		w, cm, err := clusterRole(cr, owner, r.name, r.replicas, r.spec, authName, in.DNSDomain)
@@ -109,6 +121,7 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 		}
 		if leader == nil {
 			leader = w
+			leaderRestore(w, in, out)
 		}
 		w.aclOperatorUser = in.ACLOperatorUser
 		out.ConfigMaps = append(out.ConfigMaps, cm)
@@ -132,6 +145,31 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	labels := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelManagedBy: ManagedByValue, LabelCluster: cr.Name}
 	out.Services = append(out.Services, roleService(leader, MasterServiceName(cr.Name), RedisRoleMaster, selector, labels))
 	return out, nil
+}
+
+// checkClusterRestore refuses a restore a cluster's leaders could not run.
+func checkClusterRestore(in *RestoreInput) error {
+	if in == nil {
+		return nil
+	}
+	if err := in.check(); err != nil {
+		return err
+	}
+	if len(in.Shards) == 0 {
+		return errors.New("restore: a cluster restores one snapshot per shard, and none is given")
+	}
+	return nil
+}
+
+// leaderRestore gives the leader workload the restore of in (checkClusterRestore), with its
+// state ConfigMap, if any.
+func leaderRestore(w *workload, in RedisClusterInput, out *Objects) {
+	if in.Restore == nil {
+		w.restoredFrom = in.RestoredFrom
+		return
+	}
+	w.restore, w.restoredFrom = in.Restore, in.Restore.BackupName
+	out.ConfigMaps = append(out.ConfigMaps, w.restoreStateConfigMap(in.Restored))
 }
 
 func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role string, replicas int32, r *v1beta2.RedisClusterRole,

@@ -62,6 +62,17 @@ type RestoreInput struct {
 	// CredentialsSecret holds AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; CASecret, when
 	// set, ca.crt.
 	CredentialsSecret, CASecret string
+	// Shards, set for a RedisCluster instead of Key, SHA256 and Bytes, are the snapshots of its
+	// shards by leader ordinal: leader pod i restores Shards[i]. Absent from the annotation of
+	// a Redis or a RedisReplication, whose record keeps its form.
+	Shards []RestoreObject `json:",omitempty"`
+}
+
+// RestoreObject is one shard's snapshot: its key in the bucket, its SHA-256 and its size.
+type RestoreObject struct {
+	Key    string
+	SHA256 string
+	Bytes  int64
 }
 
 // RecordedRestore reads the restore a StatefulSet's annotations record; nil when they record
@@ -93,9 +104,15 @@ func (in *RestoreInput) record() string {
 // restoreArgs are the subcommand's arguments: every setting but the credentials, which come
 // from the environment (a process's arguments are visible to anyone on the node).
 func (in *RestoreInput) restoreArgs(appendOnly, firstMaster bool) []string {
-	args := []string{"restore",
-		"--endpoint", in.Endpoint, "--bucket", in.Bucket, "--key", in.Key,
-		"--sha256", in.SHA256, "--bytes", strconv.FormatInt(in.Bytes, 10), "--data-dir", dataDir}
+	args := []string{"restore", "--endpoint", in.Endpoint, "--bucket", in.Bucket}
+	if len(in.Shards) == 0 {
+		args = append(args, "--key", in.Key, "--sha256", in.SHA256, "--bytes", strconv.FormatInt(in.Bytes, 10))
+	}
+	for i, o := range in.Shards {
+		// The key last: it is the one part that may hold the separator.
+		args = append(args, "--ordinal-object", fmt.Sprintf("%d:%s:%d:%s", i, o.SHA256, o.Bytes, o.Key))
+	}
+	args = append(args, "--data-dir", dataDir)
 	if in.Region != "" {
 		args = append(args, "--region", in.Region)
 	}
@@ -109,9 +126,19 @@ func (in *RestoreInput) restoreArgs(appendOnly, firstMaster bool) []string {
 		args = append(args, "--appendonly")
 	}
 	if firstMaster {
-		args = append(args, "--only-ordinal", "0", "--skip-file", restoreStateDir+"/"+RestoreDoneKey)
+		args = append(args, "--only-ordinal", "0")
+	}
+	if in.tracked(firstMaster) {
+		args = append(args, "--skip-file", restoreStateDir+"/"+RestoreDoneKey)
 	}
 	return args
+}
+
+// tracked: the restore is done in some pods only (a replication's pod 0, a cluster's leaders)
+// and, once the resource is restored, in none: the state ConfigMap says so to pods started
+// later, which get their data from a master instead.
+func (in *RestoreInput) tracked(firstMaster bool) bool {
+	return firstMaster || len(in.Shards) > 0
 }
 
 // restoreContainer is the init container that fills the data volume from the backup before
@@ -130,11 +157,12 @@ func (w *workload) restoreContainer() corev1.Container {
 		mounts = append(mounts, corev1.VolumeMount{Name: restoreCAVolume, MountPath: restoreCADir, ReadOnly: true})
 	}
 	env := []corev1.EnvVar{secretEnv(RestoreAccessKeyIDKey), secretEnv(RestoreSecretAccessKeyKey)}
-	if w.restoreFirstMaster {
+	if in.tracked(w.restoreFirstMaster) {
 		// A replication's pods share this template: the subcommand restores only in pod 0,
-		// which the controller makes the first master, and skips once the state ConfigMap,
-		// mounted as a volume (its content is read when a pod starts, and changing it changes
-		// no template), says the replication was restored.
+		// which the controller makes the first master; a cluster's leaders each restore the
+		// shard of their ordinal. Every pod skips once the state ConfigMap, mounted as a
+		// volume (its content is read when a pod starts, and changing it changes no
+		// template), says the resource was restored.
 		mounts = append(mounts, corev1.VolumeMount{Name: restoreStateVolume, MountPath: restoreStateDir, ReadOnly: true})
 		env = append(env, corev1.EnvVar{Name: envPodName, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
@@ -166,7 +194,7 @@ func (w *workload) restoreVolumes() []corev1.Volume {
 			Items:       []corev1.KeyToPath{{Key: RestoreCAKey, Path: RestoreCAKey}},
 		}}})
 	}
-	if w.restoreFirstMaster {
+	if w.restore.tracked(w.restoreFirstMaster) {
 		// Every key, not listed items: the key appears once the restore is done.
 		out = append(out, corev1.Volume{Name: restoreStateVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: RestoreStateConfigMapName(w.name)},
@@ -198,12 +226,31 @@ func (in *RestoreInput) check() error {
 		return errors.New("restore: no backup name")
 	case in.Image == "":
 		return errors.New("restore: the operator's image is unknown (set --operator-image or OPERATOR_IMAGE)")
-	case in.Endpoint == "" || in.Bucket == "" || in.Key == "":
-		return errors.New("restore: no endpoint, bucket or key")
-	case in.SHA256 == "" || in.Bytes <= 0:
-		return errors.New("restore: no checksum or size")
+	case in.Endpoint == "" || in.Bucket == "":
+		return errors.New("restore: no endpoint or bucket")
 	case in.CredentialsSecret == "":
 		return errors.New("restore: no credentials Secret")
+	}
+	if len(in.Shards) == 0 {
+		return RestoreObject{Key: in.Key, SHA256: in.SHA256, Bytes: in.Bytes}.check()
+	}
+	if in.Key != "" || in.SHA256 != "" || in.Bytes != 0 {
+		return errors.New("restore: both one object and shards")
+	}
+	for i, o := range in.Shards {
+		if err := o.check(); err != nil {
+			return fmt.Errorf("shard of leader %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (o RestoreObject) check() error {
+	switch {
+	case o.Key == "":
+		return errors.New("restore: no key")
+	case o.SHA256 == "" || o.Bytes <= 0:
+		return errors.New("restore: no checksum or size")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestRestoreInitContainer(t *testing.T) {
 	}
 	// The StatefulSet records the restore, which builds the same pod template again.
 	recorded, err := RecordedRestore(o.StatefulSets[0].Annotations)
-	if err != nil || recorded == nil || *recorded != *testRestore() {
+	if err != nil || recorded == nil || !equality.Semantic.DeepEqual(recorded, testRestore()) {
 		t.Fatalf("recorded restore %+v (%v), want %+v", recorded, err, testRestore())
 	}
 	again, err := BuildRedis(RedisInput{CR: minimalRedis(), Restore: recorded})
@@ -140,5 +141,96 @@ func TestReplicationRestoreInitContainer(t *testing.T) {
 	}
 	if cmd := strings.Join(standalone.StatefulSets[0].Spec.Template.Spec.InitContainers[0].Command, " "); strings.Contains(cmd, "--only-ordinal") {
 		t.Errorf("standalone command %q has the replication's rule", cmd)
+	}
+}
+
+func testClusterRestore() *RestoreInput {
+	in := testRestore()
+	in.Key, in.SHA256, in.Bytes = "", "", 0
+	for i := range 3 {
+		in.Shards = append(in.Shards, RestoreObject{Key: fmt.Sprintf("cluster/default/nightly-1/shards-follower-%d.rdb", i),
+			SHA256: strings.Repeat(fmt.Sprintf("%x", 10+i), 64), Bytes: int64(4096 + i)})
+	}
+	return in
+}
+
+// A cluster restores through its leaders only, each the shard of its ordinal, and skips
+// once the state ConfigMap says the cluster was restored; the followers restore nothing and
+// sync from their masters.
+func TestClusterRestoreInitContainer(t *testing.T) {
+	build := func(restored bool) *Objects {
+		t.Helper()
+		o, err := BuildRedisCluster(RedisClusterInput{CR: minimalCluster(), Restore: testClusterRestore(), Restored: restored})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := build(false)
+	leader, follower := o.StatefulSet("shards-leader"), o.StatefulSet("shards-follower")
+	if leader == nil || follower == nil {
+		t.Fatal("no leader or follower StatefulSet")
+	}
+	inits := leader.Spec.Template.Spec.InitContainers
+	if len(inits) != 1 || inits[0].Name != restoreInitName {
+		t.Fatalf("leader init containers %+v, want the restore", inits)
+	}
+	cmd := strings.Join(inits[0].Command, " ")
+	for i, shard := range testClusterRestore().Shards {
+		want := fmt.Sprintf("--ordinal-object %d:%s:%d:%s", i, shard.SHA256, shard.Bytes, shard.Key)
+		if !strings.Contains(cmd, want) {
+			t.Errorf("command %q lacks %q", cmd, want)
+		}
+	}
+	for _, unwanted := range []string{"--only-ordinal", "--key ", "--sha256 ", "--bytes "} {
+		if strings.Contains(cmd, unwanted) {
+			t.Errorf("command %q has %q: the pod picks its shard by its ordinal", cmd, unwanted)
+		}
+	}
+	if !strings.Contains(cmd, "--skip-file "+restoreStateDir+"/"+RestoreDoneKey) || !strings.Contains(cmd, "--appendonly") {
+		t.Errorf("command %q, want the skip file and the AOF (persistence is on by default)", cmd)
+	}
+	var podName bool
+	for _, e := range inits[0].Env {
+		podName = podName || e.Name == envPodName && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil
+	}
+	if !podName {
+		t.Errorf("env %+v, want %s", inits[0].Env, envPodName)
+	}
+	if got := follower.Spec.Template.Spec.InitContainers; len(got) != 0 {
+		t.Errorf("follower init containers %+v, want none: followers sync from their masters", got)
+	}
+	if follower.Annotations[AnnotationRestoredFrom] != "" || follower.Annotations[AnnotationRestoreInput] != "" {
+		t.Errorf("follower annotations %v, want no restore", follower.Annotations)
+	}
+	recorded, err := RecordedRestore(leader.Annotations)
+	if err != nil || !equality.Semantic.DeepEqual(recorded, testClusterRestore()) || leader.Annotations[AnnotationRestoredFrom] != "nightly-1" {
+		t.Fatalf("recorded %+v (%v), annotations %v; want the cluster's restore", recorded, err, leader.Annotations)
+	}
+	state := o.ConfigMap(RestoreStateConfigMapName(leader.Name))
+	if state == nil || len(state.Data) != 0 {
+		t.Fatalf("restore state %+v, want an empty ConfigMap while restoring", state)
+	}
+	done := build(true)
+	if got := done.ConfigMap(RestoreStateConfigMapName(leader.Name)).Data[RestoreDoneKey]; got != "nightly-1" {
+		t.Errorf("restore state once restored: %q, want the backup's name", got)
+	}
+	if !equality.Semantic.DeepEqual(done.StatefulSet("shards-leader"), leader) {
+		t.Error("the restore being done changed the leader StatefulSet: its pods would restart")
+	}
+
+	// A single object, or a shard without its checksum, is no cluster restore.
+	single := testRestore()
+	if _, err := BuildRedisCluster(RedisClusterInput{CR: minimalCluster(), Restore: single}); err == nil {
+		t.Error("a cluster restore of one object: built")
+	}
+	broken := testClusterRestore()
+	broken.Shards[1].SHA256 = ""
+	if _, err := BuildRedisCluster(RedisClusterInput{CR: minimalCluster(), Restore: broken}); err == nil {
+		t.Error("a shard without checksum: built")
+	}
+	// The record of a Redis keeps its form: no Shards field.
+	if raw := testRestore().record(); strings.Contains(raw, "Shards") {
+		t.Errorf("a Redis's record %s names shards", raw)
 	}
 }

@@ -39,7 +39,7 @@ type RedisClusterReconciler struct {
 // clusterScope is what the phases of one reconcile share.
 type clusterScope struct {
 	workloadScope
-	// restore is what the restore phase decided of spec.restore (refused: not supported yet).
+	// restore is what the restore phase decided of spec.restore.
 	restore restoreState
 	cr      *v1beta2.RedisCluster
 	// clusterStage is which pods a RedisCluster on its way waits for (see status.StateFacts).
@@ -82,7 +82,7 @@ func (r *RedisClusterReconciler) phases() []reconcile.Phase[*clusterScope] {
 		sharedPhase[*clusterScope]("password-rotation", r.rotatePassword),
 		{Name: "scale-in", Run: r.holdScaleIn},
 		{Name: "node-port-services", Run: r.ensureNodePortServices},
-		{Name: "restore", Run: r.refuseRestore},
+		{Name: "restore", Run: r.resolveRestoreOf},
 		{Name: "build", Run: r.buildObjects},
 		sharedPhase[*clusterScope]("storage", r.growStorage),
 		sharedPhase[*clusterScope]("objects", r.applyObjects),
@@ -95,6 +95,7 @@ func (r *RedisClusterReconciler) phases() []reconcile.Phase[*clusterScope] {
 		{Name: "pod-roles", Run: r.labelPodRoles},
 		{Name: "dynamic-config", Run: r.applyDynamicConfig},
 		{Name: "health", Run: r.checkHealth},
+		{Name: "restored", Run: r.markRestoredOf},
 		{Name: "requested-failover", Run: r.failoverOnRequest},
 		{Name: "rolling-update", Run: r.rollPods},
 	}
@@ -137,7 +138,11 @@ func (r *RedisClusterReconciler) allPods(ctx context.Context, s *clusterScope) f
 
 func (r *RedisClusterReconciler) buildObjects(_ context.Context, s *clusterScope) (bool, error) {
 	s.objects, s.buildErr = builder.BuildRedisCluster(builder.RedisClusterInput{CR: s.cr, Password: s.password, ACL: s.acl.content, ACLOperatorUser: s.acl.operatorUser, Pods: &s.pods,
-		NodePorts: s.nodePorts, ServicePods: &s.servicePods, DNSDomain: r.DNSDomain})
+		NodePorts: s.nodePorts, ServicePods: &s.servicePods, DNSDomain: r.DNSDomain,
+		Restore: s.restore.decision.input, RestoredFrom: s.restore.decision.restoredFrom,
+		// Once Ready on the restored data, the state ConfigMap tells leader pods started later
+		// (one recreated without its volume, a scale-out's) to skip the restore.
+		Restored: meta.IsStatusConditionTrue(s.Conditions.List(), ConditionRestored)})
 	s.acl.keepIn(s.objects, s.cr.Name)
 	return false, nil
 }
@@ -179,6 +184,12 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *clusterScope) error {
 	if s.cr.Status.State != "" && s.cr.Status.State != status.ClusterStateInitializing {
 		return r.meetEarly(ctx, s)
+	}
+	if restoring(s) {
+		// Each restored leader claims the slots it holds keys of as Redis starts; the slots
+		// of a leader not running yet are unknown, and given early to another they would be
+		// taken from the keys. The plan gives the keyless rest once every pod runs.
+		return nil
 	}
 	var running []corev1.Pod
 	for _, p := range s.leaders {
@@ -285,8 +296,24 @@ func (s *clusterScope) withPods(leaders, followers []corev1.Pod) *clusterScope {
 		leaders: leaders, followers: followers}
 }
 
-// refuseRestore refuses spec.restore, which a RedisCluster cannot act on yet: a new one is not
-// created empty in the restore's place, a running one is left as it is.
-func (r *RedisClusterReconciler) refuseRestore(ctx context.Context, s *clusterScope) (bool, error) {
-	return r.resolveRestore(ctx, &s.workloadScope, "RedisCluster", builder.ClusterStatefulSetName(s.cr.Name, builder.RoleLeader), false, s.cr.Spec.Restore, &s.restore)
+// resolveRestoreOf decides what becomes of spec.restore before the build. A cluster is
+// restored shard by shard through its leaders (builder.RedisClusterInput.Restore): each
+// restores the shard of its slots, and Redis, finding keys of slots nobody serves, claims
+// them as it starts; the plan gives the keyless rest to their designed leaders, and the
+// followers sync from the restored masters.
+func (r *RedisClusterReconciler) resolveRestoreOf(ctx context.Context, s *clusterScope) (bool, error) {
+	return r.resolveRestore(ctx, &s.workloadScope, "RedisCluster", builder.ClusterStatefulSetName(s.cr.Name, builder.RoleLeader), true, s.cr.Spec.Restore, &s.restore)
+}
+
+// markRestoredOf says Restored once the cluster is Ready on the restored data: the health
+// phase, which runs before, stops the reconcile until every slot is served (every key of the
+// backup with it) and every replica follows its master.
+func (r *RedisClusterReconciler) markRestoredOf(_ context.Context, s *clusterScope) (bool, error) {
+	r.markRestored(&s.workloadScope, &s.restore)
+	return false, nil
+}
+
+// restoring: the cluster was created by a restore that is not done yet.
+func restoring(s *clusterScope) bool {
+	return s.restore.decision.action == restoreBuild && !meta.IsStatusConditionTrue(s.Conditions.List(), ConditionRestored)
 }

@@ -17,11 +17,13 @@ import (
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/builder"
+	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // ConditionRestored tells what became of spec.restore: True once the pod (a replication: its
-// master, with every replica linked) is Ready on the restored data, False while it waits for
+// master, with every replica linked; a cluster: every slot served, every replica linked) is
+// Ready on the restored data, False while it waits for
 // its backup or when the restore is refused.
 const ConditionRestored = "Restored"
 
@@ -66,6 +68,8 @@ type restoreFacts struct {
 	operatorImage string
 	// unsupported: the operator cannot restore into this kind yet.
 	unsupported bool
+	// leaders is a RedisCluster's designed number of leaders (shards).
+	leaders int
 }
 
 // restoreDecision is what the restore phase does, and why.
@@ -103,8 +107,11 @@ func decideRestore(f restoreFacts) restoreDecision {
 	if f.statefulSetExists && f.recorded != nil && f.recorded.BackupName == name {
 		// The pod template keeps the restore it was created with, whatever became of the
 		// backup or of the operator's image since: changing it would restart the pod.
-		return restoreDecision{action: restoreBuild, input: f.recorded, restoredFrom: name,
-			message: fmt.Sprintf("restoring RedisBackup %s (%s/%s, %d bytes)", name, f.recorded.Bucket, f.recorded.Key, f.recorded.Bytes)}
+		message := fmt.Sprintf("restoring RedisBackup %s (%s/%s, %d bytes)", name, f.recorded.Bucket, f.recorded.Key, f.recorded.Bytes)
+		if n := len(f.recorded.Shards); n > 0 {
+			message = fmt.Sprintf("restoring RedisBackup %s (%d shards of bucket %s)", name, n, f.recorded.Bucket)
+		}
+		return restoreDecision{action: restoreBuild, input: f.recorded, restoredFrom: name, message: message}
 	}
 	d := checkBackup(f)
 	if d.action == restoreBuild || !f.statefulSetExists || !f.restored {
@@ -137,31 +144,102 @@ func checkBackup(f restoreFacts) restoreDecision {
 		return refuse(status.ReasonRestoreMismatch, "RedisBackup %s is of a %s, not of a %s: it cannot be restored into this one",
 			name, b.Spec.Target.Kind, f.kind)
 	}
-	if len(b.Status.Shards) != 1 {
+	cluster := f.kind == "RedisCluster"
+	var order []int // a cluster's: the shard each leader ordinal restores
+	switch {
+	case !cluster && len(b.Status.Shards) != 1:
 		return refuse(status.ReasonRestoreMismatch, "RedisBackup %s holds %d snapshots, a %s restores exactly one", name, len(b.Status.Shards), f.kind)
+	case cluster && len(b.Status.Shards) != f.leaders:
+		return refuse(status.ReasonRestoreMismatch, "RedisBackup %s holds %d shards and this RedisCluster has %d leaders: "+
+			"a cluster restores with as many leaders as its backup had shards (set clusterSize to %d)", name, len(b.Status.Shards), f.leaders, len(b.Status.Shards))
+	case cluster:
+		var err error
+		if order, err = shardOrdinals(b.Status.Shards, f.leaders); err != nil {
+			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s cannot be restored into this RedisCluster: %v", name, err)
+		}
 	}
 	s3 := b.Spec.Storage.S3
 	if s3 == nil {
 		return refuse(status.ReasonRestoreUnsupported, "RedisBackup %s is on a PersistentVolumeClaim: only backups in an S3 store can be restored yet", name)
 	}
-	shard := b.Status.Shards[0]
-	key, ok := strings.CutPrefix(shard.Location, "s3://"+s3.Bucket+"/")
-	if !ok || key == "" || shard.SHA256 == "" || shard.Bytes <= 0 {
-		return refuse(status.ReasonRestoreMismatch, "RedisBackup %s records no object of bucket %s with its size and SHA-256 (%s)", name, s3.Bucket, shard.Location)
+	var objects []builder.RestoreObject
+	for _, shard := range b.Status.Shards {
+		key, ok := strings.CutPrefix(shard.Location, "s3://"+s3.Bucket+"/")
+		if !ok || key == "" || shard.SHA256 == "" || shard.Bytes <= 0 {
+			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s records no object of bucket %s with its size and SHA-256 (%s)", name, s3.Bucket, shard.Location)
+		}
+		objects = append(objects, builder.RestoreObject{Key: key, SHA256: shard.SHA256, Bytes: shard.Bytes})
 	}
 	if f.operatorImage == "" {
 		return refuse(status.ReasonRestoreUnsupported, "the operator does not know its own image (--operator-image, OPERATOR_IMAGE), which runs the restore")
 	}
 	in := &builder.RestoreInput{
 		BackupName: name, Image: f.operatorImage,
-		Endpoint: s3.Endpoint, Bucket: s3.Bucket, Region: s3.Region, ForcePathStyle: s3.ForcePathStyle, Key: key,
-		SHA256: shard.SHA256, Bytes: shard.Bytes, CredentialsSecret: s3.CredentialsSecret.Name,
+		Endpoint: s3.Endpoint, Bucket: s3.Bucket, Region: s3.Region, ForcePathStyle: s3.ForcePathStyle,
+		CredentialsSecret: s3.CredentialsSecret.Name,
 	}
 	if s3.CASecret != nil {
 		in.CASecret = s3.CASecret.Name
 	}
+	if cluster {
+		for _, shard := range order {
+			in.Shards = append(in.Shards, objects[shard])
+		}
+		return restoreDecision{action: restoreBuild, input: in, restoredFrom: name,
+			message: fmt.Sprintf("restoring RedisBackup %s (%d shards, %d bytes)", name, len(objects), b.Status.TotalBytes)}
+	}
+	shard := b.Status.Shards[0]
+	in.Key, in.SHA256, in.Bytes = objects[0].Key, objects[0].SHA256, objects[0].Bytes
 	return restoreDecision{action: restoreBuild, input: in, restoredFrom: name,
 		message: fmt.Sprintf("restoring RedisBackup %s (%s, %d bytes)", name, shard.Location, shard.Bytes)}
+}
+
+// shardOrdinals maps a cluster backup's shards onto the leaders of a cluster of that many
+// (the caller checks the counts): leader i restores shard order[i], the shard whose slots
+// overlap most with i's designed range (redis.SplitSlots), which the restored leader then
+// serves, its keys with it. Shards that do not map one to one (two on one range, a shard
+// without slots) are an error: the cluster would start with keys on a node that does not
+// serve them, or without some.
+func shardOrdinals(shards []v1alpha1.ShardBackup, leaders int) ([]int, error) {
+	designed := redis.SplitSlots(leaders)
+	order := make([]int, leaders)
+	for i := range order {
+		order[i] = -1
+	}
+	for s, shard := range shards {
+		if len(shard.SlotRanges) == 0 {
+			return nil, fmt.Errorf("shard %s records no slot range", shard.Node)
+		}
+		overlaps := make([]int, len(designed))
+		for _, text := range shard.SlotRanges {
+			r, err := redis.ParseSlotRange(text)
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", shard.Node, err)
+			}
+			for i, want := range designed {
+				if lo, hi := max(r.Start, want.Start), min(r.End, want.End); lo <= hi {
+					overlaps[i] += hi - lo + 1
+				}
+			}
+		}
+		best := 0
+		for i := range overlaps {
+			if overlaps[i] > overlaps[best] {
+				best = i
+			}
+		}
+		if prev := order[best]; prev >= 0 {
+			return nil, fmt.Errorf("shards %s and %s both serve most of leader %d's slots %s: the backup's slot map does not fit %d leaders",
+				shards[prev].Node, shard.Node, best, designed[best], leaders)
+		}
+		order[best] = s
+	}
+	for i, s := range order {
+		if s < 0 {
+			return nil, fmt.Errorf("no shard serves leader %d's slots %s", i, designed[i])
+		}
+	}
+	return order, nil
 }
 
 func phaseOrPending(p v1alpha1.BackupPhase) v1alpha1.BackupPhase {
@@ -186,6 +264,9 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 	owner := w.spec.owner
 	facts := restoreFacts{kind: kind, spec: spec, operatorImage: d.OperatorImage, unsupported: !supported,
 		restored: meta.IsStatusConditionTrue(w.Conditions.List(), ConditionRestored)}
+	if cr, ok := owner.(*v1beta2.RedisCluster); ok {
+		facts.leaders = int(builder.LeaderReplicas(cr))
+	}
 	var sts appsv1.StatefulSet
 	err := d.Client.Get(ctx, types.NamespacedName{Namespace: owner.GetNamespace(), Name: statefulSet}, &sts)
 	switch {

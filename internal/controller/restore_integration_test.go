@@ -167,37 +167,6 @@ func TestRestoreIntoRedis(t *testing.T) {
 	}
 }
 
-// A RedisCluster cannot be restored into yet: spec.restore is refused and nothing is
-// created, rather than an empty resource in the restore's place.
-func TestRestoreRefusedForRedisCluster(t *testing.T) {
-	t.Parallel()
-	ns, _, c := operatorInNamespace(t)
-	ctx := context.Background()
-	size := int32(2)
-	cluster := &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: "cl", Namespace: ns},
-		Spec: v1beta2.RedisClusterSpec{Size: &size, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
-			Restore: &v1beta2.RestoreSpec{BackupName: "nightly"}}}
-	if err := c.Create(ctx, cluster); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 30*time.Second, "cl refuses the restore", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
-			return err
-		}
-		restored := meta.FindStatusCondition(cluster.Status.Conditions, ConditionRestored)
-		degraded := meta.FindStatusCondition(cluster.Status.Conditions, v1beta2.ConditionDegraded)
-		if restored != nil && restored.Reason == status.ReasonRestoreUnsupported &&
-			degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == status.ReasonRestoreUnsupported {
-			return nil
-		}
-		return fmt.Errorf("conditions %s", describeConditions(cluster.Status.Conditions))
-	})
-	var sts appsv1.StatefulSet
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cl-leader"}, &sts); !apierrors.IsNotFound(err) {
-		t.Errorf("StatefulSet cl-leader: %v, want none", err)
-	}
-}
-
 // waitReplicationRestored waits for a restored replication to be Ready with its master, every
 // pod ready, and Restored=True.
 func waitReplicationRestored(t *testing.T, c client.Client, cr *v1beta2.RedisReplication, master string) {

@@ -40,7 +40,38 @@ type commandOptions struct {
 	podName     string
 	// skipFile, when set and present, says the resource's restore is done: skip.
 	skipFile string
+	// objects, when set (a RedisCluster's leaders), are the snapshots by pod ordinal: the pod
+	// restores the one of its ordinal, in place of --key, --sha256 and --bytes.
+	objects ordinalObjects
 	Options
+}
+
+// ordinalObjects is the --ordinal-object flag: ORDINAL:SHA256:BYTES:KEY, repeated.
+type ordinalObjects map[int]Options
+
+func (o *ordinalObjects) String() string { return fmt.Sprintf("%d objects", len(*o)) }
+
+func (o *ordinalObjects) Set(v string) error {
+	parts := strings.SplitN(v, ":", 4)
+	if len(parts) != 4 {
+		return fmt.Errorf("%q: want ORDINAL:SHA256:BYTES:KEY", v)
+	}
+	ordinal, err := strconv.Atoi(parts[0])
+	if err != nil || ordinal < 0 {
+		return fmt.Errorf("%q: the ordinal %q is not a number of 0 or more", v, parts[0])
+	}
+	size, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q: the size: %w", v, err)
+	}
+	if *o == nil {
+		*o = ordinalObjects{}
+	}
+	if _, dup := (*o)[ordinal]; dup {
+		return fmt.Errorf("%q: ordinal %d given twice", v, ordinal)
+	}
+	(*o)[ordinal] = Options{SHA256: parts[1], Bytes: size, Key: parts[3]}
+	return nil
 }
 
 func parseCommand(args []string, getenv func(string) string, output io.Writer) (*commandOptions, error) {
@@ -59,12 +90,18 @@ func parseCommand(args []string, getenv func(string) string, output io.Writer) (
 	fs.BoolVar(&opts.AppendOnly, "appendonly", false, "Redis runs with appendonly yes: write the snapshot as the base of a new AOF.")
 	fs.IntVar(&opts.onlyOrdinal, "only-ordinal", -1,
 		"Restore only in the StatefulSet pod of this ordinal (its name from "+EnvPodName+", else HOSTNAME); other pods skip. -1: every pod restores.")
+	fs.Var(&opts.objects, "ordinal-object",
+		"ORDINAL:SHA256:BYTES:KEY, repeated: the StatefulSet pod of each ordinal restores its own object (a cluster's leaders, a shard each); "+
+			"a pod of another ordinal skips. Replaces --key, --sha256 and --bytes.")
 	fs.StringVar(&opts.skipFile, "skip-file", "", "Skip when this file exists: the resource was restored already and this pod syncs from its master.")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parse flags: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if len(opts.objects) > 0 && (opts.Key != "" || opts.SHA256 != "" || opts.Bytes != 0 || opts.onlyOrdinal >= 0) {
+		return nil, errors.New("--ordinal-object replaces --key, --sha256, --bytes and --only-ordinal: give one or the other")
 	}
 	opts.AccessKeyID, opts.SecretAccessKey = getenv(EnvAccessKeyID), getenv(EnvSecretAccessKey)
 	opts.podName = getenv(EnvPodName)
@@ -136,8 +173,10 @@ func RunCommand(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-// skip tells whether this pod leaves the restore to another, and why. Only a RedisReplication
-// sets the flags: its pods share one template, but only the pod of ordinal 0, which the
+// skip tells whether this pod leaves the restore to another, and why; with --ordinal-object it
+// also picks the pod's object. A RedisCluster's leaders each restore the object of their
+// ordinal, and skip once the resource is restored, as below. A RedisReplication sets
+// --only-ordinal: its pods share one template, but only the pod of ordinal 0, which the
 // operator makes the first master, restores; the others start empty and sync from it. Once
 // the resource is restored (the skip file, which the operator's ConfigMap fills then, is there)
 // no pod restores any more, not even pod 0 recreated without its volume: it becomes a replica
@@ -152,12 +191,21 @@ func (opts *commandOptions) skip() (bool, string, error) {
 			return false, "", fmt.Errorf("skip file: %w", err)
 		}
 	}
-	if opts.onlyOrdinal < 0 {
+	if opts.onlyOrdinal < 0 && len(opts.objects) == 0 {
 		return false, "", nil
 	}
 	ordinal, err := PodOrdinal(opts.podName)
 	if err != nil {
 		return false, "", err
+	}
+	if len(opts.objects) > 0 {
+		// A cluster's leader restores its own shard; a leader added since has none.
+		object, ok := opts.objects[ordinal]
+		if !ok {
+			return true, fmt.Sprintf("pod %s has no snapshot of its ordinal to restore", opts.podName), nil
+		}
+		opts.Key, opts.SHA256, opts.Bytes = object.Key, object.SHA256, object.Bytes
+		return false, "", nil
 	}
 	if ordinal != opts.onlyOrdinal {
 		return true, fmt.Sprintf("pod %s is not of ordinal %d, which restores; it syncs from its master", opts.podName, opts.onlyOrdinal), nil

@@ -155,3 +155,72 @@ func TestRestoreOnlyOnTheOrdinal(t *testing.T) {
 		t.Errorf("no ordinal flag: %v, want the restore to go on", err)
 	}
 }
+
+// A cluster's leaders share one command: each picks the object of its own ordinal (here
+// found restored already by its marker, so no store is asked), a pod of an ordinal without
+// one skips, and so does every pod once the skip file says the cluster was restored.
+func TestOrdinalObjectsArePickedByThePodsOrdinal(t *testing.T) {
+	sums := []string{strings.Repeat("0a", 32), strings.Repeat("1b", 32)}
+	args := func(dir string, extra ...string) []string {
+		return append([]string{"--endpoint", "http://127.0.0.1:1", "--bucket", "b", "--data-dir", dir,
+			"--ordinal-object", "0:" + sums[0] + ":10:cluster/ns/b/shard:0.rdb",
+			"--ordinal-object", "1:" + sums[1] + ":11:cluster/ns/b/shard:1.rdb"}, extra...)
+	}
+	env := func(pod string) func(string) string {
+		return func(k string) string {
+			if k == EnvPodName {
+				return pod
+			}
+			return ""
+		}
+	}
+	dir := t.TempDir()
+	opts, err := parseCommand(args(dir), env("shards-leader-1"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip, why, err := opts.skip(); err != nil || skip {
+		t.Fatalf("leader 1: skip %v (%s), %v", skip, why, err)
+	}
+	if opts.Key != "cluster/ns/b/shard:1.rdb" || opts.SHA256 != sums[1] || opts.Bytes != 11 {
+		t.Errorf("leader 1 picked %+v, want its own object", opts.Options)
+	}
+	if err := os.WriteFile(filepath.Join(dir, markerPrefix+sums[1]), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := RunCommand(context.Background(), args(dir), env("shards-leader-1"), &out); err != nil ||
+		!strings.Contains(out.String(), sums[1]) || !strings.Contains(out.String(), AlreadyRestored.String()) {
+		t.Errorf("leader 1 with its marker: %q, %v; want its object already restored", out.String(), err)
+	}
+	// Leader 0 in a data dir restored for leader 1: its own object is not there, and the
+	// store (unreachable, no credentials) is asked for it.
+	if err := RunCommand(context.Background(), args(dir), env("shards-leader-0"), io.Discard); err == nil {
+		t.Error("leader 0 found its object restored by leader 1's marker")
+	}
+	out.Reset()
+	if err := RunCommand(context.Background(), args(t.TempDir()), env("shards-leader-2"), &out); err != nil || !strings.Contains(out.String(), Skipped.String()) {
+		t.Errorf("leader 2, which has no object: %q, %v; want skipped", out.String(), err)
+	}
+	skipFile := filepath.Join(t.TempDir(), "restored")
+	if err := os.WriteFile(skipFile, []byte("nightly"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := RunCommand(context.Background(), args(t.TempDir(), "--skip-file", skipFile), env("shards-leader-0"), &out); err != nil ||
+		!strings.Contains(out.String(), Skipped.String()) {
+		t.Errorf("leader 0 after the cluster was restored: %q, %v; want skipped", out.String(), err)
+	}
+	for name, bad := range map[string][]string{
+		"with --key":        args(dir, "--key", "k"),
+		"with only-ordinal": args(dir, "--only-ordinal", "0"),
+		"twice":             args(dir, "--ordinal-object", "1:"+sums[1]+":11:k"),
+		"no key":            {"--ordinal-object", "0:" + sums[0] + ":10"},
+		"bad size":          {"--ordinal-object", "0:" + sums[0] + ":ten:k"},
+		"bad ordinal":       {"--ordinal-object", "-1:" + sums[0] + ":10:k"},
+	} {
+		if _, err := parseCommand(bad, env("shards-leader-0"), io.Discard); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}
