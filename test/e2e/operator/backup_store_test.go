@@ -45,36 +45,7 @@ func TestBackupToTheSampleStore(t *testing.T) {
 		}
 	}
 
-	// Read the object back as any S3 client would, through the store's Service, with the
-	// credentials of the sample's Secret.
-	var secret corev1.Secret
-	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s3-store-credentials"}, &secret); err != nil {
-		t.Fatal(err)
-	}
-	var svc corev1.Service
-	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s3-store"}, &svc); err != nil {
-		t.Fatal(err)
-	}
-	s3, err := minio.New(net.JoinHostPort(svc.Spec.ClusterIP, "8333"), &minio.Options{
-		Creds: credentials.NewStaticV4(string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]), ""),
-		// versitygw's default region.
-		Region:       "us-east-1",
-		BucketLookup: minio.BucketLookupPath,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A backup whose store refuses the connection ends Failed: wait until the Service routes
-	// to the store (a pod Ready is not yet a Service that answers, under load).
-	sb.WaitFor(t, ns, "the store answering through its Service", time.Minute, func(ctx context.Context) (bool, string, error) {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		ok, err := s3.BucketExists(ctx, "backups")
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return ok, "bucket backups not there yet", nil
-	})
+	s3, storeAddr := sampleStore(t, ns)
 
 	// The sample names the store by its bare Service name, which the operator (in another
 	// namespace) resolves in the backup's namespace.
@@ -108,7 +79,7 @@ func TestBackupToTheSampleStore(t *testing.T) {
 
 	data, err := readObject(ctx, s3, "backups", key)
 	if err != nil {
-		t.Fatalf("read %s back through the Service %s: %v", shard.Location, svc.Spec.ClusterIP, err)
+		t.Fatalf("read %s back through the Service %s: %v", shard.Location, storeAddr, err)
 	}
 	sum := sha256.Sum256(data)
 	if int64(len(data)) != shard.Bytes || hex.EncodeToString(sum[:]) != shard.SHA256 {
@@ -149,6 +120,43 @@ func TestBackupToTheSampleStore(t *testing.T) {
 			t.Errorf("restored %s = %q (%v), want %q", k, got, err, want)
 		}
 	}
+}
+
+// sampleStore is an S3 client of the sample store (config/samples/backup/s3-store.yaml) applied
+// in ns, through its Service with the credentials of the sample's Secret, once the store
+// answers there, and the Service's address.
+func sampleStore(t *testing.T, ns string) (*minio.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	var secret corev1.Secret
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s3-store-credentials"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	var svc corev1.Service
+	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s3-store"}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(svc.Spec.ClusterIP, "8333")
+	s3, err := minio.New(addr, &minio.Options{
+		Creds: credentials.NewStaticV4(string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]), ""),
+		// versitygw's default region.
+		Region:       "us-east-1",
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pod Ready is not yet a Service that answers, under load: wait for the bucket.
+	sb.WaitFor(t, ns, "the store answering through its Service", time.Minute, func(ctx context.Context) (bool, string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		ok, err := s3.BucketExists(ctx, "backups")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		return ok, "bucket backups not there yet", nil
+	})
+	return s3, addr
 }
 
 // readObject reads an object whole.
