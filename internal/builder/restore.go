@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,7 +111,7 @@ func (in *RestoreInput) restoreArgs(appendOnly, firstMaster bool) []string {
 	}
 	for i, o := range in.Shards {
 		// The key last: it is the one part that may hold the separator.
-		args = append(args, "--ordinal-object", fmt.Sprintf("%d:%s:%d:%s", i, o.SHA256, o.Bytes, o.Key))
+		args = append(args, "--ordinal-object", strings.Join([]string{strconv.Itoa(i), o.SHA256, strconv.FormatInt(o.Bytes, 10), o.Key}, ":"))
 	}
 	args = append(args, "--data-dir", dataDir)
 	if in.Region != "" {
