@@ -63,9 +63,6 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 			}
 		}
 	}
-	if s.Clean && !viewsAgreeOnMasters(members, self) {
-		s.Clean = false
-	}
 	for i := range members {
 		m := &members[i]
 		if m.Role != Leader {
@@ -89,29 +86,6 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 		}
 	}
 	return s
-}
-
-// viewsAgreeOnMasters: every view gives each master's slots to the node that claims them in its
-// own line. A master back from its nodes.conf after a failover it missed (a pod restarted
-// while it was stuck in a script, or cut off) claims its old slots for a moment, until gossip
-// tells it the shard moved on; a sighting taken then would show it the master before, and the
-// next one a failover nobody flagged.
-func viewsAgreeOnMasters(members []Member, self map[string]redis.Node) bool {
-	for _, me := range self {
-		if !me.IsMaster() || len(me.Slots) == 0 {
-			continue
-		}
-		slot := me.Slots[0].Start
-		for i := range members {
-			if members[i].View == nil {
-				continue
-			}
-			if owner, ok := members[i].View.SlotOwner(slot); !ok || owner.ID != me.ID {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // HandMade is a shard whose master moved to a follower pod by a failover made by hand.

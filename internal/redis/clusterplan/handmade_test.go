@@ -172,36 +172,3 @@ func FuzzHandMadeFailovers(f *testing.F) {
 		}
 	})
 }
-
-// TestSightOfAMasterBackFromItsStaleConfigIsNotClean: a leader pod restarted after a failover
-// it missed (stuck in a script until its probe restarted it) comes back from its nodes.conf
-// claiming its old slots, which every other view gives the follower that took them over. That
-// sighting is not clean, so the next one, after gossip made the leader a replica, shows no
-// failover made by hand (seen once in the e2e stuck-script test, which the operator had asked).
-func TestSightOfAMasterBackFromItsStaleConfigIsNotClean(t *testing.T) {
-	after := swappedShard1()
-	members := cluster{known: after}.members(after)
-	stale := healthy()
-	for i := range members {
-		if members[i].Pod == "c-leader-1" {
-			members[i].View = cluster{known: stale}.viewOf(stale[1], stale)
-		}
-	}
-	fails := map[string]uint64{}
-	for _, m := range members {
-		fails[m.Pod] = 0
-	}
-	before := Sight(members, fails)
-	if before.Clean {
-		t.Fatalf("a sighting where c-leader-1 claims slots every other view gives c-follower-1 is clean: %+v", before)
-	}
-	if before.Masters["c-leader-1"] != "c-leader-1" {
-		t.Fatalf("the stale leader's own line should name it master of its shard, got %q", before.Masters["c-leader-1"])
-	}
-	if got := HandMadeFailovers(before, sightOf(after, 0), nil); len(got) != 0 {
-		t.Errorf("a failover seen after a stale claim counts as hand-made: %+v", got)
-	}
-	if clean := sightOf(after, 0); !clean.Clean {
-		t.Error("the settled cluster after the failover must sight clean")
-	}
-}
