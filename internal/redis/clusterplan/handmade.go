@@ -15,9 +15,10 @@ import (
 // FAILOVER made by hand on a replica of a healthy master leaves none of them. A process
 // identity (run_id) tells neither apart: a partitioned master keeps its own.
 type Sighting struct {
-	// Clean: every member answered CLUSTER NODES and CLUSTER INFO, and no view flags any
-	// member's node fail? or fail. Only two clean sightings in a row can show a hand-made
-	// failover: a silent member may have been the one that failed.
+	// Clean: every member answered CLUSTER NODES and CLUSTER INFO, no view flags any
+	// member's node fail? or fail, and no two members claim one slot in their own lines. Only
+	// two clean sightings in a row can show a hand-made failover: a silent member may have
+	// been the one that failed, and a second claimer is a master back from a stale nodes.conf.
 	Clean bool
 	// Masters: by leader pod, the pod whose node serves that leader's shard as master (the
 	// leader itself, or the master it replicates), "" when its view does not say.
@@ -63,6 +64,9 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 			}
 		}
 	}
+	if s.Clean && selfClaimsOverlap(self) {
+		s.Clean = false
+	}
 	for i := range members {
 		m := &members[i]
 		if m.Role != Leader {
@@ -86,6 +90,23 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 		}
 	}
 	return s
+}
+
+// selfClaimsOverlap: two members' own lines claim one slot. A master back from its nodes.conf
+// after a failover it missed (a pod restarted while stuck in a script, or cut off) claims its
+// old slots until gossip tells it the shard moved on, while the node that took the shard claims
+// them too; a sighting taken then names the stale claimer its shard's master, and the next one
+// would show a failover nobody flagged. Other members' views are not consulted: they lag behind
+// any failover, a hand-made one too, for up to a gossip round, whereas a hand-made failover
+// leaves two claimers only between the new master's election and its first message to the old.
+func selfClaimsOverlap(self map[string]redis.Node) bool {
+	var claims [][]redis.SlotRange
+	for _, me := range self {
+		if me.IsMaster() {
+			claims = append(claims, me.Slots)
+		}
+	}
+	return slotClaimsOverlap(claims)
 }
 
 // HandMade is a shard whose master moved to a follower pod by a failover made by hand.

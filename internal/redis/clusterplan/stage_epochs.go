@@ -125,14 +125,23 @@ func mapsUnclaimedSlotsTo(o *observed, m *Member) string {
 
 // claimsOverlap: two masters claim one slot in their own views.
 func claimsOverlap(o *observed, masters []*Member) bool {
-	var claimed []redis.SlotRange
+	claims := make([][]redis.SlotRange, 0, len(masters))
 	for _, m := range masters {
-		for _, r := range o.self[m.Pod].Slots {
+		claims = append(claims, o.self[m.Pod].Slots)
+	}
+	return slotClaimsOverlap(claims)
+}
+
+// slotClaimsOverlap: a slot is in two of the claims.
+func slotClaimsOverlap(claims [][]redis.SlotRange) bool {
+	var claimed []redis.SlotRange
+	for _, ranges := range claims {
+		for _, r := range ranges {
 			if slices.ContainsFunc(claimed, func(c redis.SlotRange) bool { _, overlap := intersect(r, c); return overlap }) {
 				return true
 			}
 		}
-		claimed = append(claimed, o.self[m.Pod].Slots...)
+		claimed = append(claimed, ranges...)
 	}
 	return false
 }
