@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
+	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
 // TestClusterBackupUnderWritesRestoresIntoANewCluster backs up a 3×(1+1) cluster with a
@@ -31,7 +32,6 @@ func TestClusterBackupUnderWritesRestoresIntoANewCluster(t *testing.T) {
 	if err := sb.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	sb.Apply(t, ns, sample(t, "backup/s3-store.yaml"))
 	const manifest = `apiVersion: redis.redis.opstreelabs.in/v1beta2
 kind: RedisCluster
 metadata:
@@ -44,7 +44,64 @@ spec:
       name: shop-auth
       key: password
 `
-	source := &cluster{t: t, ctx: ctx, ns: ns, name: "shop", password: "back-me-up"}
+	backUpUnderWritesAndRestore(t, manifest,
+		&cluster{t: t, ctx: ctx, ns: ns, name: "shop", password: "back-me-up"},
+		&cluster{t: t, ctx: ctx, ns: ns, name: "shop-restored", password: "back-me-up"})
+}
+
+// TestTLSClusterWithoutDefaultUserBackupRestores is the same for a cluster that serves TLS only
+// and whose ACL file turns the default user off: the operator reads the snapshots over TLS as
+// its own user, the application's user writes and reads, and the restored cluster (same
+// certificate Secret, same ACL Secret) serves every key acknowledged before the backup.
+func TestTLSClusterWithoutDefaultUserBackupRestores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := sb.Namespace(t, "tls-acl-backup")
+	for _, s := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "vault-auth", Namespace: ns}, Data: map[string][]byte{"password": []byte("admin-pass")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "vault-users", Namespace: ns}, Data: map[string][]byte{"user.acl": []byte("user default off\nuser app on >app-pass ~* +@all\n")}},
+	} {
+		if err := sb.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := redistest.NewCA(t, "redis-ca")
+	cfg := tlsSecret(t, ns, ca.CertPEM, ca.Issue(t, "vault-leader", "vault-follower", "vault-restored-leader", "vault-restored-follower"))
+	const manifest = `apiVersion: redis.redis.opstreelabs.in/v1beta2
+kind: RedisCluster
+metadata:
+  name: NAME
+spec:
+  clusterSize: 3
+  kubernetesConfig:
+    image: redis:7.0.15
+    redisSecret: {name: vault-auth, key: password}
+  acl:
+    secret: {secretName: vault-users}
+  TLS:
+    secret:
+      secretName: ` + tlsSecretName + `
+`
+	backUpUnderWritesAndRestore(t, manifest,
+		&cluster{t: t, ctx: ctx, ns: ns, name: "vault", username: "app", password: "app-pass", tls: cfg},
+		&cluster{t: t, ctx: ctx, ns: ns, name: "vault-restored", username: "app", password: "app-pass", tls: cfg})
+	// The default user is off in the restored cluster too: the file came with the resource.
+	for _, p := range (&cluster{t: t, ctx: ctx, ns: ns, name: "vault-restored"}).pods(ctx) {
+		n := tlsClient(t, p.Status.PodIP, 6379, "admin-pass", cfg)
+		if err := n.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+			t.Errorf("pod %s: the default user with the admin password = %v, want WRONGPASS", p.Name, err)
+		}
+	}
+}
+
+// backUpUnderWritesAndRestore makes the cluster source from manifest (NAME its name), backs it
+// up into the sample store under writes on every shard, and makes restored from the same
+// manifest with spec.restore: every key acknowledged before the backup was asked for reads
+// back with its value and TTL, none written after the backup completed does.
+func backUpUnderWritesAndRestore(t *testing.T, manifest string, source, restored *cluster) {
+	t.Helper()
+	ctx, ns := source.ctx, source.ns
+	sb.Apply(t, ns, sample(t, "backup/s3-store.yaml"))
 	start := time.Now()
 	sb.Apply(t, ns, strings.Replace(manifest, "NAME", source.name, 1))
 	source.waitReady(start)
@@ -90,7 +147,7 @@ spec:
 		t.Fatal("no write of the sequence was acknowledged in 2 s")
 	}
 
-	const name = "shop-backup"
+	name := source.name + "-backup"
 	sb.Apply(t, ns, fmt.Sprintf(`apiVersion: redis.redis.opstreelabs.in/v1alpha1
 kind: RedisBackup
 metadata:
@@ -133,7 +190,6 @@ spec:
 		}
 	}
 
-	restored := &cluster{t: t, ctx: ctx, ns: ns, name: "shop-restored", password: "back-me-up"}
 	start = time.Now()
 	sb.Apply(t, ns, strings.Replace(manifest, "NAME", restored.name, 1)+"  restore:\n    backupName: "+name+"\n")
 	restored.waitReady(start)

@@ -129,7 +129,7 @@ func (c *cluster) pod(name string) *corev1.Pod {
 
 func (c *cluster) redis(p *corev1.Pod) *goredis.Client {
 	if c.tls != nil {
-		return tlsClient(c.t, p.Status.PodIP, 6379, c.password, c.tls)
+		return tlsClientAs(c.t, p.Status.PodIP, 6379, c.username, c.password, c.tls)
 	}
 	if c.username != "" {
 		rdb := goredis.NewClient(&goredis.Options{Addr: p.Status.PodIP + ":6379", Username: c.username, Password: c.password, MaxRetries: -1,

@@ -15,7 +15,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -225,6 +224,21 @@ func watchObjects(t *testing.T, ns string) *objectLog {
 	return l
 }
 
+// waitFor waits until the watch has delivered event (e.g. "DELETED Service/x").
+func (l *objectLog) waitFor(t *testing.T, event string, timeout time.Duration) {
+	t.Helper()
+	seen := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return slices.ContainsFunc(l.events, func(e string) bool { return strings.HasSuffix(e, " "+event) })
+	}
+	for deadline := time.Now().Add(timeout); !seen(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch did not deliver %q within %s", event, timeout)
+		}
+	}
+}
+
 // before asserts that event a (e.g. "ADDED Service/x") happened, and before b.
 func (l *objectLog) before(t *testing.T, a, b string) {
 	t.Helper()
@@ -332,13 +346,9 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		c.waitReady(since)
 		c.assertShapeOf(3, 3)
 		for _, pod := range []string{c.name + "-leader-3", c.name + "-follower-3"} {
-			sb.WaitFor(t, c.ns, "Service "+pod+" removed", time.Minute, func(ctx context.Context) (bool, string, error) {
-				err := sb.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: pod}, &corev1.Service{})
-				if apierrors.IsNotFound(err) {
-					return true, "", nil
-				}
-				return false, "still there", err
-			})
+			// Waited for on the watch, not by a GET: a GET can see the Service gone before
+			// the watch delivers its deletion (one full run failed so).
+			objects.waitFor(t, "DELETED Service/"+pod, time.Minute)
 		}
 		objects.stop()
 		for _, pod := range []string{c.name + "-leader-3", c.name + "-follower-3"} {

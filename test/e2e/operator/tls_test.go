@@ -26,11 +26,18 @@ import (
 	"github.com/rediskube/redis-operator/test/e2e/framework"
 )
 
-// tlsClient opens a TLS client to ip:port; it is closed when the test ends.
+// tlsClient opens a TLS client to ip:port as the default user; it is closed when the test ends.
 func tlsClient(t testing.TB, ip string, port int, password string, cfg *tls.Config) *goredis.Client {
 	t.Helper()
+	return tlsClientAs(t, ip, port, "", password, cfg)
+}
+
+// tlsClientAs opens a TLS client to ip:port as username ("" for default); it is closed when
+// the test ends.
+func tlsClientAs(t testing.TB, ip string, port int, username, password string, cfg *tls.Config) *goredis.Client {
+	t.Helper()
 	c := goredis.NewClient(&goredis.Options{
-		Addr: net.JoinHostPort(ip, strconv.Itoa(port)), Password: password, TLSConfig: cfg,
+		Addr: net.JoinHostPort(ip, strconv.Itoa(port)), Username: username, Password: password, TLSConfig: cfg,
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1,
 	})
 	t.Cleanup(func() { _ = c.Close() })
