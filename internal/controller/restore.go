@@ -27,9 +27,6 @@ import (
 // its backup or when the restore is refused.
 const ConditionRestored = "Restored"
 
-// restoreWaitRecheck is how soon a resource waiting for the backup it restores looks again.
-const restoreWaitRecheck = 10 * time.Second
-
 // restoreWarning is the key of a restore's lasting trouble in the Memory's warnings.
 const restoreWarning = "restore"
 
@@ -308,10 +305,7 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 	case restoreWait:
 		w.Conditions.Set(ConditionRestored, metav1.ConditionFalse, dec.reason, dec.message)
 		w.Conditions.Progressing(dec.reason, dec.message)
-		// The Redis kind's RedisBackup watch brings a Redis back; the replication and cluster
-		// kinds look again.
-		w.Requeue(ctx, restoreWaitRecheck, "waiting for the RedisBackup to restore")
-		return true, nil
+		return true, nil // the RedisBackup watch brings us back
 	case restoreRefuse, restoreRefuseRunning:
 		w.Conditions.Set(ConditionRestored, metav1.ConditionFalse, dec.reason, dec.message)
 		if warned.FirstWarning(owner.GetUID(), restoreWarning, dec.message) {

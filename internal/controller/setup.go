@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,15 +33,61 @@ func (r *RedisClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := requireShared(r.Memory, r.Applier, "RedisClusterReconciler"); err != nil {
 		return err
 	}
-	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
-		func(obj client.Object) []string {
+	return setupRestoringKind(mgr, &r.Dependencies, r, "rediscluster", &v1beta2.RedisCluster{}, &v1beta2.RedisClusterList{}, builder.SetupCluster,
+		func(obj runtime.Object) restoringSpec {
 			spec := obj.(*v1beta2.RedisCluster).Spec
-			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
+			return restoringSpec{spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL, spec.Restore}
 		})
+}
+
+// restoringSpec is what the watches of a kind that restores backups read of a resource.
+type restoringSpec struct {
+	password *v1beta2.ExistingPasswordSecret
+	tls      *v1beta2.TLSConfig
+	acl      *v1beta2.ACLConfig
+	restore  *v1beta2.RestoreSpec
+}
+
+// setupRestoringKind registers the controller of a kind with spec.restore: watchKind's
+// watches, and the RedisBackups: one that appears or completes lets the resources that
+// restore it go on.
+func setupRestoringKind(mgr ctrl.Manager, d *Dependencies, r reconcile.Reconciler, name string, obj client.Object, list client.ObjectList,
+	setupType string, specOf func(runtime.Object) restoringSpec) error {
+	b, err := watchKind(mgr, d.SecretWatch, d.Liveness, name, obj, list, setupType, func(obj client.Object) []string {
+		spec := specOf(obj)
+		return secretNames(spec.password, spec.tls, spec.acl)
+	})
 	if err != nil {
 		return err
 	}
-	return b.Complete(r)
+	return b.Watches(&v1alpha1.RedisBackup{}, restoringFrom(mgr.GetClient(), list,
+		func(o runtime.Object) *v1beta2.RestoreSpec { return specOf(o).restore })).Complete(r)
+}
+
+// restoringFrom enqueues the resources of a kind (list is its empty list) whose spec.restore
+// names the RedisBackup.
+func restoringFrom(c client.Client, list client.ObjectList, restoreOf func(runtime.Object) *v1beta2.RestoreSpec) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l, ok := list.DeepCopyObject().(client.ObjectList)
+		if !ok {
+			return nil
+		}
+		if err := c.List(ctx, l, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, item := range items {
+			o, ok := item.(client.Object)
+			if rs := restoreOf(item); ok && rs != nil && rs.BackupName == obj.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return out
+	})
 }
 
 // SetupWithManager registers the Redis controller.
@@ -48,30 +95,11 @@ func (r *RedisReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := requireShared(r.Memory, r.Applier, "RedisReconciler"); err != nil {
 		return err
 	}
-	b, err := watchKind(mgr, r.SecretWatch, r.Liveness, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
-		func(obj client.Object) []string {
+	return setupRestoringKind(mgr, &r.Dependencies, r, "redis", &v1beta2.Redis{}, &v1beta2.RedisList{}, builder.SetupStandalone,
+		func(obj runtime.Object) restoringSpec {
 			spec := obj.(*v1beta2.Redis).Spec
-			return secretNames(spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL)
+			return restoringSpec{spec.KubernetesConfig.ExistingPasswordSecret, spec.TLS, spec.ACL, spec.Restore}
 		})
-	if err != nil {
-		return err
-	}
-	// A RedisBackup that appears or completes lets the Redis that restores it go on.
-	c := mgr.GetClient()
-	return b.Watches(&v1alpha1.RedisBackup{}, handler.EnqueueRequestsFromMapFunc(
-		func(ctx context.Context, obj client.Object) []reconcile.Request {
-			var list v1beta2.RedisList
-			if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-				return nil
-			}
-			var out []reconcile.Request
-			for i := range list.Items {
-				if rs := list.Items[i].Spec.Restore; rs != nil && rs.BackupName == obj.GetName() {
-					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-				}
-			}
-			return out
-		})).Complete(r)
 }
 
 // SetupWithManager registers the RedisReplication controller.
@@ -95,7 +123,11 @@ func (r *RedisReplicationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: cfg.RedisReplicationName}}}
-		})).Complete(r)
+		})).
+		// A RedisBackup that appears or completes lets the replication that restores it go on.
+		Watches(&v1alpha1.RedisBackup{}, restoringFrom(mgr.GetClient(), &v1beta2.RedisReplicationList{},
+			func(o runtime.Object) *v1beta2.RestoreSpec { return o.(*v1beta2.RedisReplication).Spec.Restore })).
+		Complete(r)
 }
 
 // watchKind registers a kind's controller: it watches the resources and what they own, their
