@@ -13,7 +13,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +45,21 @@ type replicationPhaseFixture struct {
 
 func newReplicationPhaseFixture(t *testing.T, nodes ...*fakeNode) replicationPhaseFixture {
 	t.Helper()
+	return buildReplicationPhaseFixture(t, nil, nodes)
+}
+
+// replicationSentinelIP is the address of the one embedded sentinel of the tests that have it.
+const replicationSentinelIP = "10.0.4.1"
+
+// newSentinelWatchedFixture is a replication watched by one embedded sentinel, the node
+// sentinel, whose pod runs at replicationSentinelIP.
+func newSentinelWatchedFixture(t *testing.T, sentinel *fakeNode, nodes ...*fakeNode) replicationPhaseFixture {
+	t.Helper()
+	return buildReplicationPhaseFixture(t, sentinel, nodes)
+}
+
+func buildReplicationPhaseFixture(t *testing.T, sentinel *fakeNode, nodes []*fakeNode) replicationPhaseFixture {
+	t.Helper()
 	cr := &v1beta2.RedisReplication{ObjectMeta: metav1.ObjectMeta{Name: "rr", Namespace: "ns", UID: types.UID("replication-uid"), Generation: 1},
 		Spec: v1beta2.RedisReplicationSpec{Size: ptr.To(int32(len(nodes)))}}
 	dialer := fakeRedis{}
@@ -54,7 +71,20 @@ func newReplicationPhaseFixture(t *testing.T, nodes ...*fakeNode) replicationPha
 		pods = append(pods, *pod)
 		dialer[fmt.Sprintf("%s:%d", replicationPodIP(i), builder.DefaultRedisPort)] = node
 	}
-	kube := fake.NewClientBuilder().WithObjects(objects...).Build()
+	if sentinel != nil {
+		cr.Spec.Sentinel = &v1beta2.Sentinel{Size: 1}
+		objects = append(objects, statefulSetPod(builder.EmbeddedSentinelStatefulSetName(cr.Name), 0, replicationSentinelIP))
+		dialer[fmt.Sprintf("%s:%d", replicationSentinelIP, builder.DefaultSentinelPort)] = sentinel
+	}
+	// RedisSentinels are listed to find who watches the replication.
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1beta2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
 	recorder := events.NewFakeRecorder(20)
 	r := &RedisReplicationReconciler{Dependencies: Dependencies{Client: kube, Recorder: recorder, RedisNodes: dialer, Memory: NewMemory()}}
 	s := &replicationScope{workloadScope: workloadScope{memory: r.Memory,
@@ -354,6 +384,122 @@ func TestWaitCaughtUpUntilTheReplicasHoldThePausedMastersOffset(t *testing.T) {
 			}
 			if polls := len(behind.sent); (polls > 1) != tc.polls {
 				t.Errorf("rr-2 was asked %d time(s) (%q), polled: want %v", polls, behind.sent, tc.polls)
+			}
+		})
+	}
+}
+
+// A hand-over (scale-in, rolling update, requested failover, terminating master) is FAILOVER
+// TO on the master, naming the replica as the master lists it in INFO replication (by IP, or
+// by the DNS name it announces), or as the sentinels would when the master cannot say. A
+// FAILOVER already in progress is waited for, not an error; any other refusal is a Warning
+// and fails the phase.
+func TestHandOverNamesTheReplicaAsTheMasterListsIt(t *testing.T) {
+	masterIP, replicaIP := replicationPodIP(0), replicationPodIP(1)
+	replicaFQDN := builder.ReplicationPodFQDN("rr-1", "rr", "ns", "")
+	for _, tc := range []struct {
+		name      string
+		listed    string // the host the master lists its replica by; "": INFO fails
+		hostnames bool
+		refusal   error
+		target    string
+		wantErr   bool
+		event     string // the prefix of the one event, "" for none
+	}{
+		{name: "listed by IP", listed: replicaIP, target: replicaIP, event: "Normal HandOver"},
+		{name: "listed by DNS name", listed: replicaFQDN, hostnames: true, target: replicaFQDN, event: "Normal HandOver"},
+		{name: "the master cannot list its replicas: the IP without DNS names", target: replicaIP, event: "Normal HandOver"},
+		{name: "a FAILOVER already in progress is waited for", listed: replicaIP, target: replicaIP,
+			refusal: fakeServerError("ERR FAILOVER already in progress.")},
+		{name: "a refusal is a Warning", listed: replicaIP, target: replicaIP, wantErr: true, event: "Warning HandOverFailed",
+			refusal: fakeServerError("ERR FAILOVER target HOST and PORT is not a replica.")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			master := redisPod(masterRole(100), 100, "")
+			if tc.listed != "" {
+				master.replicationInfo["slave0"] = fmt.Sprintf("ip=%s,port=%d,state=online,offset=100,lag=0", tc.listed, builder.DefaultRedisPort)
+			}
+			master.refuse = map[string]error{"failover": tc.refusal}
+			f := newReplicationPhaseFixture(t, master, redisPod(replicaRole(masterIP, "connected", 100), 100, "0"))
+			f.s.hostnames = tc.hostnames
+			f.observeBefore(t)
+			if tc.listed == "" {
+				master.refuse["info"] = errConnectionRefused // once observed as master
+			}
+
+			err := f.r.handOver(context.Background(), f.s, "rr-0", "rr-1", status.ReasonRollingUpdate, "for a test")
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, tc.refusal)) {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			want := []string{"rr-0: info replication", fmt.Sprintf("rr-0: failover to %s %d timeout 5000", tc.target, builder.DefaultRedisPort)}
+			if got := f.sentTo(); !slices.Equal(got, want) {
+				t.Errorf("sent %q, want %q", got, want)
+			}
+			events := drainEvents(f.recorder)
+			if tc.event == "" && len(events) > 0 || tc.event != "" && (len(events) != 1 || !strings.HasPrefix(events[0], tc.event)) {
+				t.Errorf("events %q, want %q", events, tc.event)
+			}
+		})
+	}
+}
+
+// A sentinel-watched master is handed over through the sentinels: its writes paused, the
+// replicas caught up, one sentinel that names it asked to fail over, and once a replica
+// answers as master the old master made its replica before its pause ends; the pause is
+// lifted whatever happens. When the sentinel's failover ends without a promotion, or a
+// replica does not catch up, nothing is re-pointed and the status keeps the master.
+func TestHandOverThroughSentinels(t *testing.T) {
+	masterIP, replicaIP := replicationPodIP(0), replicationPodIP(1)
+	group := builder.EmbeddedMasterGroupName
+	caughtUp := replicaRole(masterIP, "connected", 100)
+	for _, tc := range []struct {
+		name string
+		// replica is rr-1's ROLE answers after the observation's: the catch-up check's, then
+		// the promotion wait's.
+		replica    []redis.Role
+		toMaster   []string
+		toSentinel []string
+		master     string // the status's master after
+		event      string
+	}{
+		{name: "a replica promoted by the sentinels", replica: []redis.Role{caughtUp, masterRole(100)},
+			toMaster:   []string{"client pause 10000 write", "role", fmt.Sprintf("replicaof %s %d", replicaIP, builder.DefaultRedisPort), "client unpause"},
+			toSentinel: []string{"sentinel master " + group, "sentinel failover " + group, "sentinel master " + group},
+			master:     "rr-1", event: "Normal " + ReasonSentinelHandOver},
+		{name: "a failover that ends without a promotion", replica: []redis.Role{caughtUp, caughtUp},
+			toMaster:   []string{"client pause 10000 write", "role", "client unpause"},
+			toSentinel: []string{"sentinel master " + group, "sentinel failover " + group, "sentinel master " + group},
+			master:     "rr-0", event: "Warning " + ReasonSentinelHandOver},
+		{name: "a replica that does not catch up", replica: []redis.Role{replicaRole(masterIP, "connected", 90)},
+			toMaster:   []string{"client pause 10000 write", "role", "client unpause"},
+			toSentinel: []string{"sentinel master " + group},
+			master:     "rr-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // the replica that does not catch up waits out its bound
+			sentinel := &fakeNode{masterState: map[string]map[string]string{group: {"ip": masterIP, "flags": "master"}}}
+			replica := redisPod(caughtUp, 100, "0")
+			replica.roles = append([]redis.Role{caughtUp}, tc.replica...) // the observation's first
+			f := newSentinelWatchedFixture(t, sentinel, redisPod(masterRole(100), 100, ""), replica)
+			f.s.cr.Status.MasterNode = "rr-0"
+			f.observeBefore(t)
+
+			asked, err := f.r.handOverThroughSentinels(context.Background(), f.s, "rr-0", "for a test")
+			if !asked || err != nil {
+				t.Fatalf("asked=%v err=%v, want the sentinels asked", asked, err)
+			}
+			if got := f.nodes[0].sent; !slices.Equal(got, tc.toMaster) {
+				t.Errorf("the master received %q, want %q", got, tc.toMaster)
+			}
+			if got := sentinel.sent; !slices.Equal(got, tc.toSentinel) {
+				t.Errorf("the sentinel received %q, want %q", got, tc.toSentinel)
+			}
+			if f.s.cr.Status.MasterNode != tc.master {
+				t.Errorf("status names master %q, want %q", f.s.cr.Status.MasterNode, tc.master)
+			}
+			events := drainEvents(f.recorder)
+			if tc.event == "" && len(events) > 0 || tc.event != "" && (len(events) != 1 || !strings.HasPrefix(events[0], tc.event)) {
+				t.Errorf("events %q, want %q", events, tc.event)
 			}
 		})
 	}
