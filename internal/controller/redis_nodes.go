@@ -51,7 +51,18 @@ type RedisNode interface {
 	authPassHolder
 	aclFileLoader
 	tlsFilesReloader
+	// The replication kind's (replication_*.go, sentinel_unstick.go).
+	roleObserver
+	replicaOfRunner
+	failoverToRunner
+	writePauser
+	sentinelStateReader
+	sentinelFailoverAsker
+	downAfterSetter
 }
+
+// The operator's nodes are the pool's clients: each must have every command of the seam.
+var _ RedisNode = (*redis.Client)(nil)
 
 // RedisDialer hands out the node at an endpoint. The operator's is the Redis pool
 // (Dependencies.Redis); tests inject a fake through Dependencies.RedisNodes.

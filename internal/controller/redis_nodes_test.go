@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path"
 	"slices"
@@ -106,6 +107,17 @@ type fakeNode struct {
 	// them.
 	servedCert *x509.Certificate
 	certFiles  *x509.Certificate
+	// roles are ROLE's answers in turn, the last one repeated (none: a master at offset 0),
+	// as a replica's offset moves on or a failover promotes it. REPLICAOF makes the node a
+	// replica of the master named (link "connect") and REPLICAOF NO ONE a master, at the
+	// offset it held, as Redis does.
+	roles []redis.Role
+	// replicationInfo is what INFO replication answers (master_repl_offset,
+	// master_link_down_since_seconds, slave0...).
+	replicationInfo map[string]string
+	// refuse are the commands ("replicaof", "failover", "client pause", "sentinel failover"...)
+	// the node answers with the error given, after recording them.
+	refuse map[string]error
 	// sent is every command received, lowercase, with its arguments.
 	sent []string
 	// journal, when set, records every command of the nodes that share it, after the
@@ -290,4 +302,82 @@ func (c *fakeConn) ReloadTLS(_ context.Context, certFile string) error {
 	}
 	c.node.servedCert = c.node.certFiles
 	return nil
+}
+
+// answer records a command as receive does and refuses it when the test said so: name is
+// the command without its arguments, as refuse holds it.
+func (c *fakeConn) answer(name string, args ...string) error {
+	if err := c.receive(append([]string{name}, args...)...); err != nil {
+		return err
+	}
+	return c.node.refuse[name]
+}
+
+// role is what ROLE answers now, without taking the answer from the script.
+func (n *fakeNode) role() redis.Role {
+	if len(n.roles) == 0 {
+		return redis.Role{Kind: redis.RoleMaster}
+	}
+	return n.roles[0]
+}
+
+// becomes makes role the node's one answer from now on.
+func (n *fakeNode) becomes(role redis.Role) { n.roles = []redis.Role{role} }
+
+func (c *fakeConn) Role(context.Context) (redis.Role, error) {
+	if err := c.answer("role"); err != nil {
+		return redis.Role{}, err
+	}
+	n := c.node
+	role := n.role()
+	if len(n.roles) > 1 {
+		n.roles = n.roles[1:]
+	}
+	return role, nil
+}
+
+func (c *fakeConn) Info(_ context.Context, section string) (map[string]string, error) {
+	if err := c.answer("info", section); err != nil {
+		return nil, err
+	}
+	if section != "replication" {
+		return map[string]string{}, nil
+	}
+	return maps.Clone(c.node.replicationInfo), nil
+}
+
+func (c *fakeConn) ReplicaOf(_ context.Context, host string, port int) error {
+	if err := c.answer("replicaof", host, strconv.Itoa(port)); err != nil {
+		return err
+	}
+	n := c.node
+	n.becomes(redis.Role{Kind: redis.RoleSlave, ReplicationOffset: n.role().ReplicationOffset, MasterIP: host, MasterPort: port, ReplicationState: "connect"})
+	return nil
+}
+
+func (c *fakeConn) ReplicaOfNoOne(context.Context) error {
+	if err := c.answer("replicaof", "no", "one"); err != nil {
+		return err
+	}
+	n := c.node
+	n.becomes(redis.Role{Kind: redis.RoleMaster, ReplicationOffset: n.role().ReplicationOffset})
+	return nil
+}
+
+func (c *fakeConn) FailoverTo(_ context.Context, host string, port int, timeout time.Duration) error {
+	return c.answer("failover", "to", host, strconv.Itoa(port), "timeout", strconv.FormatInt(timeout.Milliseconds(), 10))
+}
+
+func (c *fakeConn) PauseWrites(_ context.Context, d time.Duration) error {
+	return c.answer("client pause", strconv.FormatInt(d.Milliseconds(), 10), "write")
+}
+
+func (c *fakeConn) Unpause(context.Context) error { return c.answer("client unpause") }
+
+func (c *fakeConn) SentinelFailover(_ context.Context, group string) error {
+	return c.answer("sentinel failover", group)
+}
+
+func (c *fakeConn) SentinelSetDownAfter(_ context.Context, group string, period time.Duration) error {
+	return c.answer("sentinel set", group, "down-after-milliseconds", strconv.FormatInt(period.Milliseconds(), 10))
 }

@@ -202,15 +202,16 @@ func (r *RedisReplicationReconciler) boundedWait(ctx context.Context, s *replica
 	s.Requeue(ctx, bound, "a wait that lasts past its bound is reported as stuck")
 }
 
-// client returns the pooled connection to a pod's Redis.
-func (r *RedisReplicationReconciler) client(s *replicationScope, ip string) (*redis.Client, error) {
-	return r.Redis.Client(s.endpointOf(ip))
+// node returns the Redis of a pod of the replication (Dependencies.redisNode: the pooled
+// connection, or the fake of a unit test).
+func (r *RedisReplicationReconciler) node(s *replicationScope, ip string) (RedisNode, error) {
+	return r.redisNode(s.endpointOf(ip))
 }
 
-// dial returns the pooled connection to a port of a pod: every connection this controller
-// makes goes through here.
-func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, tlsConfig *tls.Config) (*redis.Client, error) {
-	return r.Redis.Client(redis.NewEndpoint(ip, port, auth).WithTLS(tlsConfig))
+// dial returns the node at a port of a pod, logged in and with TLS as given: the sentinels
+// watching the replication, whose login is their own.
+func (r *RedisReplicationReconciler) dial(ip string, port int, auth redis.Auth, tlsConfig *tls.Config) (RedisNode, error) {
+	return r.redisNode(redis.NewEndpoint(ip, port, auth).WithTLS(tlsConfig))
 }
 
 // resolveHostnames finds whether the sentinels watching the replication name instances by DNS
@@ -304,7 +305,7 @@ func (r *RedisReplicationReconciler) applyDynamicConfig(ctx context.Context, s *
 		if m.Role == nil {
 			continue
 		}
-		c, err := r.client(s, m.IP)
+		c, err := r.node(s, m.IP)
 		if err != nil {
 			return false, err
 		}

@@ -48,6 +48,11 @@ func (r *RedisReplicationReconciler) handOverBeforeScaleIn(ctx context.Context, 
 	return false, nil // gone, or no longer master: nothing to hand over
 }
 
+// failoverToRunner is a master asked to hand its role to one of its replicas (handOver).
+type failoverToRunner interface {
+	FailoverTo(ctx context.Context, host string, port int, timeout time.Duration) error
+}
+
 // handOver runs FAILOVER TO on the master towards target (a FAILOVER already in progress is
 // waited for, not repeated), says so in an event and the conditions, and comes back once Redis
 // has swapped the roles.
@@ -56,7 +61,7 @@ func (r *RedisReplicationReconciler) handOver(ctx context.Context, s *replicatio
 	if from == nil || to == nil {
 		return fmt.Errorf("hand-over from %s to %s names a pod that was not observed", master, target)
 	}
-	c, err := r.client(s, from.IP)
+	c, err := r.node(s, from.IP)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,17 @@ const (
 	sentinelHandOverRetry = time.Minute
 )
 
+// writePauser is a master whose writes are held while a replica catches up with them.
+type writePauser interface {
+	PauseWrites(ctx context.Context, d time.Duration) error
+	Unpause(ctx context.Context) error
+}
+
+// sentinelFailoverAsker is a sentinel asked to fail a group's master over now.
+type sentinelFailoverAsker interface {
+	SentinelFailover(ctx context.Context, group string) error
+}
+
 // handOverThroughSentinels hands the master role of a sentinel-watched replication to a
 // replica before the master's pod is replaced, with writes held for about as long as a manual
 // failover holds them instead of the sentinels' down-after period and more: the master's writes
@@ -64,7 +75,7 @@ func (r *RedisReplicationReconciler) handOverThroughSentinels(ctx context.Contex
 	if err != nil || sentinel == nil {
 		return false, err
 	}
-	c, err := r.client(s, from.IP)
+	c, err := r.node(s, from.IP)
 	if err != nil {
 		return false, err
 	}
@@ -158,14 +169,14 @@ func replicasOf(members []replicationplan.Member, master *replicationplan.Member
 
 // waitCaughtUp waits, within sentinelCatchUpWait, until every replica has processed the
 // paused master's whole stream, and names one that has not ("" when all have).
-func (r *RedisReplicationReconciler) waitCaughtUp(ctx context.Context, s *replicationScope, master *redis.Client, replicas []replicationplan.Member) (string, error) {
+func (r *RedisReplicationReconciler) waitCaughtUp(ctx context.Context, s *replicationScope, master roleReader, replicas []replicationplan.Member) (string, error) {
 	role, err := master.Role(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read the paused master's offset: %w", err)
 	}
 	deadline := time.Now().Add(sentinelCatchUpWait)
 	for _, m := range replicas {
-		c, err := r.client(s, m.IP)
+		c, err := r.node(s, m.IP)
 		if err != nil {
 			return "", err
 		}
@@ -188,7 +199,7 @@ func (r *RedisReplicationReconciler) waitCaughtUp(ctx context.Context, s *replic
 // master, and returns it; nil if none did, aborted when the sentinel asked no longer fails
 // over (it found no replica it may promote: -failover-abort-no-good-slave).
 func (r *RedisReplicationReconciler) waitPromoted(ctx context.Context, s *replicationScope, replicas []replicationplan.Member,
-	sentinel *redis.Client, group string) (promoted *replicationplan.Member, aborted bool) {
+	sentinel sentinelMasterReader, group string) (promoted *replicationplan.Member, aborted bool) {
 	deadline := time.Now().Add(sentinelPromotionWait)
 	for time.Now().Before(deadline) {
 		// Read before the replicas, so that a failover that ended with a promotion is seen
@@ -196,7 +207,7 @@ func (r *RedisReplicationReconciler) waitPromoted(ctx context.Context, s *replic
 		fields, err := sentinel.SentinelMaster(ctx, group)
 		failingOver := err != nil || strings.Contains(fields["flags"], "failover_in_progress")
 		for i := range replicas {
-			c, err := r.client(s, replicas[i].IP)
+			c, err := r.node(s, replicas[i].IP)
 			if err != nil {
 				continue
 			}

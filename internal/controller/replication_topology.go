@@ -88,7 +88,7 @@ func (r *RedisReplicationReconciler) observeLagSeconds(ctx context.Context, s *r
 }
 
 func (r *RedisReplicationReconciler) info(ctx context.Context, s *replicationScope, ip string) (map[string]string, error) {
-	c, err := r.client(s, ip)
+	c, err := r.node(s, ip)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *r
 		m := replicationplan.Member{Pod: pod.Name, Ordinal: podOrdinal(pod.Name), IP: pod.Status.PodIP, Port: builder.DefaultRedisPort, Ready: podReady(pod),
 			Terminating: pod.DeletionTimestamp != nil}
 		if pod.Status.PodIP != "" && pod.Status.Phase == corev1.PodRunning {
-			c, err := r.client(s, m.IP)
+			c, err := r.node(s, m.IP)
 			if err != nil {
 				return err
 			}
@@ -134,13 +134,36 @@ func (r *RedisReplicationReconciler) observePodMembers(ctx context.Context, s *r
 	return nil
 }
 
+// roleReader is a node asked its ROLE: what it is, its offset, its master and replicas.
+type roleReader interface {
+	Role(ctx context.Context) (redis.Role, error)
+}
+
+// replicationInfoReader is a node asked an INFO section ("replication": the offset it holds,
+// how long its link has been down, the replicas it lists with their lag).
+type replicationInfoReader interface {
+	Info(ctx context.Context, section string) (map[string]string, error)
+}
+
+// roleObserver is a pod asked for its role and offset (observeRole).
+type roleObserver interface {
+	roleReader
+	replicationInfoReader
+}
+
+// replicaOfRunner is a pod the plan re-points at a master, or promotes (runStep).
+type replicaOfRunner interface {
+	ReplicaOf(ctx context.Context, host string, port int) error
+	ReplicaOfNoOne(ctx context.Context) error
+}
+
 // observeRole is ROLE with the offset of the stream the node holds. ROLE reports -1 for a
 // replica whose link is down, exactly when the planner compares what replicas hold, so the
 // offset comes from INFO replication (master_repl_offset), which a replica keeps while
 // disconnected. It also returns how long a replica's link has been down
 // (master_link_down_since_seconds; 0 when up, or -1 as Redis says of a link never up since
 // the replica started).
-func observeRole(ctx context.Context, c *redis.Client) (redis.Role, time.Duration, error) {
+func observeRole(ctx context.Context, c roleObserver) (redis.Role, time.Duration, error) {
 	role, err := c.Role(ctx)
 	if err != nil {
 		return role, 0, err
@@ -292,7 +315,7 @@ func (r *RedisReplicationReconciler) runStep(ctx context.Context, s *replication
 	if target == nil {
 		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
 	}
-	c, err := r.client(s, target.IP)
+	c, err := r.node(s, target.IP)
 	if err != nil {
 		return err
 	}

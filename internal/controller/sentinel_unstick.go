@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	"github.com/rediskube/redis-operator/internal/redis"
 	"github.com/rediskube/redis-operator/internal/redis/replicationplan"
 	"github.com/rediskube/redis-operator/internal/status"
 )
@@ -34,7 +33,21 @@ const (
 // sentinelPeer is one running sentinel pod and a client of it.
 type sentinelPeer struct {
 	pod    string
-	client *redis.Client
+	client sentinelPeerNode
+}
+
+// sentinelPeerNode is a sentinel read (failoverViewOf), asked to fail over, and whose
+// down-after period is raised for that failover and set back (sentinelUnstick), or asked to
+// fail over for a hand-over (handOverThroughSentinels).
+type sentinelPeerNode interface {
+	sentinelStateReader
+	sentinelFailoverAsker
+	downAfterSetter
+}
+
+// downAfterSetter is a sentinel whose down-after period for a group is set.
+type downAfterSetter interface {
+	SentinelSetDownAfter(ctx context.Context, group string, period time.Duration) error
 }
 
 // sentinelUnstick asks a failover of sentinels that hold a replication's master down and can
@@ -91,7 +104,7 @@ func (u sentinelUnstick) unstick(ctx context.Context, owner client.Object, group
 
 // restore sets the sentinel's down-after period back; a failure is an event naming the period
 // to set by hand, as nothing else would.
-func (u sentinelUnstick) restore(ctx context.Context, owner client.Object, c *redis.Client, pod, group string, period time.Duration) {
+func (u sentinelUnstick) restore(ctx context.Context, owner client.Object, c downAfterSetter, pod, group string, period time.Duration) {
 	if err := c.SentinelSetDownAfter(ctx, group, period); err != nil {
 		u.rec.Eventf(owner, nil, corev1.EventTypeWarning, ReasonSentinelFailoverUnstuck, "SentinelSet",
 			"could not set sentinel %s's down-after period back to %s: %v (SENTINEL SET %s down-after-milliseconds %d)", pod, period, err, group, period.Milliseconds())
@@ -100,7 +113,7 @@ func (u sentinelUnstick) restore(ctx context.Context, owner client.Object, c *re
 
 // waitSelected waits, within unstickSelectWait, until the sentinel has selected the replica
 // to promote or its failover ended: only then may its down-after period go back.
-func waitSelected(ctx context.Context, c *redis.Client, group string) {
+func waitSelected(ctx context.Context, c sentinelMasterReader, group string) {
 	ctx, cancel := context.WithTimeout(ctx, unstickSelectWait)
 	defer cancel()
 	for {
@@ -120,9 +133,15 @@ func waitSelected(ctx context.Context, c *redis.Client, group string) {
 	}
 }
 
+// sentinelMasterReader is a sentinel asked the state it keeps of a group's master (its
+// address, flags, failover state).
+type sentinelMasterReader interface {
+	SentinelMaster(ctx context.Context, group string) (map[string]string, error)
+}
+
 // sentinelStateReader is a sentinel asked the state it keeps of a group's master and replicas.
 type sentinelStateReader interface {
-	SentinelMaster(ctx context.Context, group string) (map[string]string, error)
+	sentinelMasterReader
 	SentinelReplicas(ctx context.Context, group string) ([]map[string]string, error)
 }
 
