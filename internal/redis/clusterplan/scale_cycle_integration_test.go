@@ -112,7 +112,7 @@ func (rc *raceCluster) run(ctx context.Context, design clusterplan.Design) {
 		}
 		if si := clusterplan.PlanScaleIn(design, members); len(si.Steps) > 0 {
 			rc.logf("scale-in steps %v", si.Steps)
-			rc.runSerial(ctx, members, si.Steps)
+			rc.runSerial(ctx, si.Steps)
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -138,7 +138,7 @@ func (rc *raceCluster) run(ctx context.Context, design clusterplan.Design) {
 				serial = append(serial, s)
 			}
 		}
-		rc.runSerial(ctx, members, serial)
+		rc.runSerial(ctx, serial)
 		var wg sync.WaitGroup
 		for _, mv := range moves {
 			wg.Add(1)
@@ -168,7 +168,7 @@ func viewLine(m clusterplan.Member) string {
 	return strings.Join(b, " | ")
 }
 
-func (rc *raceCluster) runSerial(ctx context.Context, members []clusterplan.Member, steps []clusterplan.Step) {
+func (rc *raceCluster) runSerial(ctx context.Context, steps []clusterplan.Step) {
 	for _, step := range steps {
 		cl := rc.c.Client(rc.t, rc.byPod[step.On])
 		var err error
