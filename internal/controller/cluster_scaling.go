@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -386,12 +387,69 @@ func (mv *slotMove) moveSlots(ctx context.Context, slots []int) (int, error) {
 			return 0, err
 		}
 	}
+	if len(withKeys) < len(slots) {
+		mv.logGivenUp(ctx, slots, withKeys)
+	}
 	moved, err := mv.source.MigrateSlots(ctx, withKeys, mv.targetIP, mv.targetPort,
 		redis.MigrateOptions{BatchSize: keysPerMigrate, Replace: true, Auth: mv.auth})
 	if err != nil {
 		return moved, err
 	}
-	return moved, mv.giveSlots(ctx, slots)
+	if err := mv.giveSlots(ctx, slots); err != nil {
+		return moved, err
+	}
+	return moved, mv.confirmTaken(ctx, slots)
+}
+
+// logGivenUp logs the slots of a batch the source no longer owned when it was to migrate them,
+// with whom its view gives them to: most often a move interrupted after its SETSLOT NODE and
+// repeated, but also what an UPDATE from a stale view leaves (the source then deleted the
+// slots' keys, in Redis before 7.2), which this tells apart afterwards.
+func (mv *slotMove) logGivenUp(ctx context.Context, slots, withKeys []int) {
+	topo, err := mv.source.ClusterNodes(ctx)
+	if err != nil {
+		return
+	}
+	for _, slot := range slots {
+		if slices.Contains(withKeys, slot) {
+			continue
+		}
+		owner, _ := topo.SlotOwner(slot)
+		log.FromContext(ctx).Info("the source of a slot move no longer owns a slot of the batch",
+			"source", mv.source.Addr(), "slot", slot, "ownerInItsView", owner.ID, "ownerEpochInItsView", owner.ConfigEpoch,
+			"destination", mv.step.To, "destinationID", mv.step.NodeID)
+		return // the first names the batch
+	}
+}
+
+// confirmTaken reads the destination's own line once the batch is given: a slot it does not
+// claim any more was taken from it by gossip at once, an UPDATE built from a stale view (Redis
+// before 7.2 then deletes the slot's keys there). The move stops with an error that names the
+// slots and the config epochs that decided it, so that the event says what happened.
+func (mv *slotMove) confirmTaken(ctx context.Context, slots []int) error {
+	topo, err := mv.target.ClusterNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("read the destination's view after the move: %w", err)
+	}
+	me, ok := topo.Myself()
+	if !ok {
+		return nil
+	}
+	var lost []int
+	for _, slot := range slots {
+		if !me.OwnsSlot(slot) {
+			lost = append(lost, slot)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	mapped := "no node"
+	if owner, ok := topo.SlotOwner(lost[0]); ok {
+		mapped = fmt.Sprintf("node %s at config epoch %d", owner.ID, owner.ConfigEpoch)
+	}
+	return fmt.Errorf("%s no longer claims %d of the slots it just took (slot %d first; its config epoch %d, its view maps the slot to %s): gossip took them, and their keys with them",
+		mv.step.To, len(lost), lost[0], me.ConfigEpoch, mapped)
 }
 
 // giveSlots makes the destination the slots' owner: on the destination first, then on the

@@ -186,7 +186,11 @@ func reannounce(members []Member, stale []staleMapping) []Step {
 		for _, owner := range order {
 			slots := bySlotOwner[owner.Pod]
 			ownerID := mustID(owner)
-			if !bumped[owner.Pod] {
+			// A new epoch for an owner to which some view still maps slots it gave away would
+			// make that view win: it would take those slots from their owner with an UPDATE,
+			// and Redis before 7.2 deletes their keys there. The owner is bumped once the views
+			// agree (slotMapsAgree corrects them); the departing pod waits meanwhile.
+			if !bumped[owner.Pod] && viewMappingUnclaimedSlots(members, owner) == "" {
 				bumped[owner.Pod] = true
 				bumps = append(bumps, Step{Kind: StepBumpEpoch, On: owner.Pod, NodeID: ownerID,
 					Reason: fmt.Sprintf("%s's view still maps slots %s to departing %s: the owner's claim must win", st.view.Pod, formatRanges(slotRanges(slots)), st.departing.Pod)})

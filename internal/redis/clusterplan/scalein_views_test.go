@@ -70,6 +70,21 @@ func TestDepartingMasterStaysWhileAnotherViewMapsASlotToIt(t *testing.T) {
 			freeFollowers: true, // follower-3 holds none of the slot's keys, leader-1 has them
 		},
 		{
+			// follower-0 still maps slot 100 to leader-1, which gave it to leader-0: a new
+			// epoch for leader-1 would make that mapping win, and leader-0 would lose the slot
+			// and its keys to an UPDATE. The lagging master is told, leader-1 is not bumped
+			// until the views agree (slotMapsAgree), and leader-3 stays.
+			name: "the owner is not bumped while a view maps to it a slot it gave away",
+			members: withViewSlots(t, withStaleView(t, agreed, nodes, "c-leader-2", "c-leader-1", 5462, "5463-10922"), nodes,
+				"c-follower-0", map[string]string{"c-leader-0": "0-99 101-5461", "c-leader-1": "100 5462-10922"}),
+			leaders: 4,
+			reason:  "c-leader-2's view still maps 1 slots (5462) to c-leader-3, which serves none",
+			steps: []Step{
+				{Kind: StepSetSlotNode, On: "c-leader-2", NodeID: leader1, To: "c-leader-1", Slots: slotRanges([]int{5462})},
+			},
+			freeFollowers: true,
+		},
+		{
 			// A replica takes no SETSLOT: the owner's bumped epoch reaches it by gossip.
 			name:    "a replica still maps the slot to it",
 			members: withStaleView(t, agreed, nodes, "c-follower-0", "c-leader-1", 5462, "5463-10922"),
@@ -112,6 +127,26 @@ func TestDepartingMasterStaysWhileAnotherViewMapsASlotToIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withViewSlots gives the member of pod a view in which the pods named in slots serve those
+// slots instead of their own.
+func withViewSlots(t *testing.T, members []Member, nodes []node, pod string, slots map[string]string) []Member {
+	t.Helper()
+	seen := slices.Clone(nodes)
+	for i := range seen {
+		if s, ok := slots[seen[i].pod]; ok {
+			seen[i].slots = s
+		}
+	}
+	c := cluster{known: seen}
+	out := slices.Clone(members)
+	for i := range out {
+		if out[i].Pod == pod {
+			out[i].View = c.viewOf(c.byPod(pod), seen)
+		}
+	}
+	return out
 }
 
 func silence(members []Member, pod string) []Member {

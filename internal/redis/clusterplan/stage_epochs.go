@@ -104,18 +104,27 @@ func epochsUnheard(o *observed, masters []*Member) string {
 // mapsUnclaimedSlotsTo names a member whose view maps to master m a slot that m does not claim
 // in its own view, "" when none does.
 func mapsUnclaimedSlotsTo(o *observed, m *Member) string {
-	own := o.self[m.Pod].Slots
-	for i := range o.members {
-		v := &o.members[i]
+	return viewMappingUnclaimedSlots(o.members, m)
+}
+
+// viewMappingUnclaimedSlots names a member whose view maps to master m a slot that m does not
+// claim in its own view, "" when none does (or m's own view is unknown).
+func viewMappingUnclaimedSlots(members []Member, m *Member) string {
+	me, ok := myself(m)
+	if !ok {
+		return ""
+	}
+	for i := range members {
+		v := &members[i]
 		if v.Pod == m.Pod || v.View == nil {
 			continue
 		}
-		seen, ok := v.View.NodeByID(o.idOf[m.Pod])
+		seen, ok := v.View.NodeByID(me.ID)
 		if !ok {
 			continue
 		}
 		for _, r := range seen.Slots {
-			if !slices.ContainsFunc(own, func(c redis.SlotRange) bool { return c.Start <= r.Start && r.End <= c.End }) {
+			if !slices.ContainsFunc(me.Slots, func(c redis.SlotRange) bool { return c.Start <= r.Start && r.End <= c.End }) {
 				return v.Pod
 			}
 		}
