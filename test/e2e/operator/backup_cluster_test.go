@@ -2,21 +2,15 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/internal/redis/redistest"
 )
 
@@ -100,79 +94,23 @@ spec:
 // back with its value and TTL, none written after the backup completed does.
 func backUpUnderWritesAndRestore(t *testing.T, manifest string, source, restored *cluster) {
 	t.Helper()
-	ctx, ns := source.ctx, source.ns
+	ns := source.ns
 	sb.Apply(t, ns, sample(t, "backup/s3-store.yaml"))
 	start := time.Now()
 	sb.Apply(t, ns, strings.Replace(manifest, "NAME", source.name, 1))
 	source.waitReady(start)
 	sampleStore(t, ns)
 
-	// Keys written and replicated before the backup, one in three with a TTL.
+	// Keys written and replicated before the backup; a load on every shard through the
+	// backup, and a sequence whose last acknowledged key before the backup is asked for must
+	// be in it.
 	cc := source.client()
-	const before = 600
-	for i := range before {
-		ttl := time.Duration(0)
-		if i%3 == 0 {
-			ttl = time.Hour
-		}
-		if err := cc.Set(ctx, fmt.Sprintf("before-%d", i), i, ttl).Err(); err != nil {
-			t.Fatalf("SET before-%d: %v", i, err)
-		}
-	}
-	// A load on every shard through the backup, and a sequence whose last acknowledged key
-	// before the backup is asked for must be in it.
+	writeKeysBeforeBackup(t, cc)
 	checker := source.startWriting("during")
-	var acked atomic.Int64
-	acked.Store(-1)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for n := int64(0); ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := cc.Set(ctx, fmt.Sprintf("seq-%d", n), n, 0).Err(); err != nil {
-				n-- // written again: a sequence without gaps
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			acked.Store(n)
-		}
-	})
-	time.Sleep(2 * time.Second)
-	ackedBefore := acked.Load()
-	if ackedBefore < 0 {
-		t.Fatal("no write of the sequence was acknowledged in 2 s")
-	}
-
-	name := source.name + "-backup"
-	sb.Apply(t, ns, fmt.Sprintf(`apiVersion: redis.redis.opstreelabs.in/v1alpha1
-kind: RedisBackup
-metadata:
-  name: %s
-spec:
-  target: {kind: RedisCluster, name: %s}
-  storage:
-    s3:
-      endpoint: http://s3-store:8333
-      bucket: backups
-      forcePathStyle: true
-      credentialsSecret: {name: s3-store-credentials}
-`, name, source.name))
-	b := &v1alpha1.RedisBackup{}
-	sb.WaitFor(t, ns, "RedisBackup "+name+" Completed", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
-		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
-			return false, "", client.IgnoreNotFound(err)
-		}
-		if b.Status.Phase == v1alpha1.BackupFailed {
-			return false, "", fmt.Errorf("the backup failed: %+v", b.Status.Conditions)
-		}
-		return b.Status.Phase == v1alpha1.BackupCompleted, fmt.Sprintf("phase %q, conditions %+v", b.Status.Phase, b.Status.Conditions), nil
-	})
-	close(stop)
-	wg.Wait()
+	sequence := startSequence(t, cc)
+	ackedBefore := sequence.ackedSoFar()
+	b := takeBackup(t, ns, "RedisCluster", source.name)
+	sequence.halt()
 	source.requireWrites(checker, "during the backup", 0)
 	if len(b.Status.Shards) != 3 {
 		t.Fatalf("the backup of a 3-shard cluster has %d shards: %+v", len(b.Status.Shards), b.Status.Shards)
@@ -182,56 +120,16 @@ spec:
 			t.Errorf("shard %+v: want its slot ranges, bytes and SHA-256", s)
 		}
 	}
-	// Written after the backup completed: not in it.
-	const after = 100
-	for i := range after {
-		if err := cc.Set(ctx, fmt.Sprintf("after-%d", i), i, 0).Err(); err != nil {
-			t.Fatalf("SET after-%d: %v", i, err)
-		}
-	}
+	writeKeysAfterBackup(t, cc)
 
 	start = time.Now()
-	sb.Apply(t, ns, strings.Replace(manifest, "NAME", restored.name, 1)+"  restore:\n    backupName: "+name+"\n")
+	sb.Apply(t, ns, strings.Replace(manifest, "NAME", restored.name, 1)+"  restore:\n    backupName: "+b.Name+"\n")
 	restored.waitReady(start)
 	sb.WaitFor(t, ns, "RedisCluster "+restored.name+" Restored", time.Minute, func(ctx context.Context) (bool, string, error) {
 		cr := restored.get()
 		c := meta.FindStatusCondition(cr.Status.Conditions, "Restored")
 		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", cr.Status.Conditions), nil
 	})
-
-	rc := restored.client()
-	var missing []string
-	for i := range before {
-		key := fmt.Sprintf("before-%d", i)
-		got, err := rc.Get(ctx, key).Int()
-		if err != nil || got != i {
-			missing = append(missing, fmt.Sprintf("%s=%d (%v)", key, got, err))
-			continue
-		}
-		ttl, err := rc.PTTL(ctx, key).Result()
-		switch {
-		case err != nil:
-			t.Errorf("PTTL %s: %v", key, err)
-		case i%3 == 0 && (ttl <= 0 || ttl > time.Hour):
-			t.Errorf("%s restored with TTL %s, want its hour (less the time since)", key, ttl)
-		case i%3 != 0 && ttl != -1: // go-redis gives PTTL's -1 (no TTL) as -1 ns
-			t.Errorf("%s restored with TTL %s, want none", key, ttl)
-		}
-	}
-	for n := range ackedBefore + 1 {
-		key := fmt.Sprintf("seq-%d", n)
-		if got, err := rc.Get(ctx, key).Int64(); err != nil || got != n {
-			missing = append(missing, fmt.Sprintf("%s=%d (%v)", key, got, err))
-		}
-	}
-	if len(missing) > 0 {
-		t.Errorf("%d keys acknowledged before the backup are not restored as written, e.g. %s", len(missing), strings.Join(missing[:min(len(missing), 10)], ", "))
-	}
-	for i := range after {
-		key := fmt.Sprintf("after-%d", i)
-		if err := rc.Get(ctx, key).Err(); !errors.Is(err, goredis.Nil) {
-			t.Errorf("%s, written after the backup completed, reads %v in the restored cluster, want no such key", key, err)
-		}
-	}
-	t.Logf("restored %d keys written before the backup (%d of a sequence acknowledged before it was asked for); none of the %d written after", before, ackedBefore+1, after)
+	requireRestoredKeys(t, restored.client(), "the restored cluster", ackedBefore)
+	t.Logf("restored %d keys written before the backup (%d of a sequence acknowledged before it was asked for); none of the %d written after", keysBeforeBackup, ackedBefore+1, keysAfterBackup)
 }
