@@ -21,9 +21,11 @@ func livenessOwner(obj client.Object) liveness.Owner {
 // connection), so that one that stops answering, or answers again, brings the resource back
 // within seconds whatever Kubernetes reports.
 func watchLiveness(w *liveness.Watcher, owner client.Object, pods []corev1.Pod, endpoint func(*corev1.Pod) redis.Endpoint) {
-	if w == nil {
-		return
-	}
+	w.Watch(livenessOwner(owner), livenessEndpoints(pods, endpoint))
+}
+
+// livenessEndpoints are the endpoints of the pods that run with an address, by pod name.
+func livenessEndpoints(pods []corev1.Pod, endpoint func(*corev1.Pod) redis.Endpoint) map[string]redis.Endpoint {
 	endpoints := map[string]redis.Endpoint{}
 	for i := range pods {
 		pod := &pods[i]
@@ -31,7 +33,7 @@ func watchLiveness(w *liveness.Watcher, owner client.Object, pods []corev1.Pod, 
 			endpoints[pod.Name] = endpoint(pod)
 		}
 	}
-	w.Watch(livenessOwner(owner), endpoints)
+	return endpoints
 }
 
 // silentPods says which running pods did not answer, in the words every kind's status uses.

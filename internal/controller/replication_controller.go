@@ -89,6 +89,11 @@ type replicationScope struct {
 	// asked ("" for none); legacySentinels is set while the embedded sentinels an earlier
 	// version ran (StatefulSet <name>-sentinel) still exist and must be retired.
 	embeddedReports []string
+	// silentSentinels are the embedded sentinels' running pods that did not answer.
+	silentSentinels []string
+	// watched are the endpoints of the replication's running Redis pods, which observePods
+	// hands the liveness watcher, and with embedded sentinels observeSentinels with theirs.
+	watched         map[string]redis.Endpoint
 	legacySentinels bool
 	// stuckSentinels says why the sentinels could not fail the master over by themselves and
 	// what was asked of them (sentinelUnstick), "" when they can.
@@ -263,6 +268,7 @@ func (r *RedisReplicationReconciler) degradeWhileSilent(_ context.Context, s *re
 			silent = append(silent, m.Pod)
 		}
 	}
+	silent = append(silent, s.silentSentinels...)
 	if len(silent) == 0 || !r.hasServed(s) {
 		return
 	}
@@ -358,31 +364,8 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		r.boundedWait(ctx, s, "master", "no master chosen yet", func(m string) { r.notReady(s, status.ReasonConverging, m) })
 		return true, nil
 	}
-	if sn := s.cr.Spec.Sentinel; sn != nil {
-		// Embedded sentinels are part of the replication: Ready needs them to monitor this master.
-		sentinelPods, err := podsOf(ctx, r.Client, s.cr.Namespace, builder.EmbeddedSentinelStatefulSetName(s.cr.Name))
-		if err != nil {
-			return false, err
-		}
-		// A sentinel that cannot learn the master is restarted (replicationplan.Reseed: while
-		// most follow the master, or while the others do or are blind too, as after every pod
-		// came back at a new address), and until it follows the replication is not Ready: that
-		// sentinel would miss the next failover.
-		blind, err := r.reseedEmbeddedSentinel(ctx, s, sentinelPods, r.embeddedSeedHost(s, master))
-		if err != nil {
-			return false, err
-		}
-		if blind != "" {
-			r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, status.ReasonConverging, m) })
-			s.Requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
-			return true, nil
-		}
-		if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
-			wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
-			r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
-			s.Requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
-			return true, nil
-		}
+	if held, err := r.embeddedSentinelsHold(ctx, s, master); held || err != nil {
+		return held, err
 	}
 	s.cr.Status.ConnectionInfo = connectionInfo(s.cr, r.DNSDomain)
 	if s.cr.Status.State != ReplicationStateReady && s.Conditions.FirstReady() {
@@ -397,6 +380,48 @@ func (r *RedisReplicationReconciler) checkHealth(ctx context.Context, s *replica
 		s.Requeue(ctx, sentinelWatchInterval, "sentinels may fail over without any Kubernetes event")
 	} else {
 		s.Requeue(ctx, healthCheckInterval, "periodic health check: Redis failures need not change any pod")
+	}
+	return false, nil
+}
+
+// embeddedSentinelsHold tells whether the replication's own sentinels (spec.sentinel) hold it
+// back from Ready, and reports why: they are part of the replication, and Ready needs every
+// one of them to answer and monitor this master.
+func (r *RedisReplicationReconciler) embeddedSentinelsHold(ctx context.Context, s *replicationScope, master *corev1.Pod) (bool, error) {
+	sn := s.cr.Spec.Sentinel
+	if sn == nil {
+		return false, nil
+	}
+	sentinelPods, err := podsOf(ctx, r.Client, s.cr.Namespace, builder.EmbeddedSentinelStatefulSetName(s.cr.Name))
+	if err != nil {
+		return false, err
+	}
+	// A sentinel that does not answer would miss the next failover, and the others
+	// need it for their quorum: the replication is not Ready (Degraded once it served).
+	if len(s.silentSentinels) > 0 {
+		message := "sentinel " + silentPods(s.silentSentinels)
+		r.notReady(s, status.ReasonRedisUnreachable, message)
+		s.Requeue(ctx, sentinelWatchInterval, message)
+		return true, nil
+	}
+	// A sentinel that cannot learn the master is restarted (replicationplan.Reseed: while
+	// most follow the master, or while the others do or are blind too, as after every pod
+	// came back at a new address), and until it follows the replication is not Ready: that
+	// sentinel would miss the next failover.
+	blind, err := r.reseedEmbeddedSentinel(ctx, s, sentinelPods, r.embeddedSeedHost(s, master))
+	if err != nil {
+		return false, err
+	}
+	if blind != "" {
+		r.boundedWait(ctx, s, "sentinel-reseed", blind, func(m string) { r.notReady(s, status.ReasonConverging, m) })
+		s.Requeue(ctx, time.Second, "a blind embedded sentinel is restarted after its grace") // sentinel pods are not watched
+		return true, nil
+	}
+	if ready := countReady(sentinelPods); ready < sn.Size || s.monitored != master.Status.PodIP {
+		wait := fmt.Sprintf("%d of %d sentinels ready; they report the master at %q, it is at %s", ready, sn.Size, s.monitored, master.Status.PodIP)
+		r.boundedWait(ctx, s, "sentinels", wait, func(m string) { r.notReady(s, status.ReasonConverging, m) })
+		s.Requeue(ctx, time.Second, wait) // sentinel pods are not watched by this controller
+		return true, nil
 	}
 	return false, nil
 }

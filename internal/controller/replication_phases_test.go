@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -502,5 +503,45 @@ func TestHandOverThroughSentinels(t *testing.T) {
 				t.Errorf("events %q, want %q", events, tc.event)
 			}
 		})
+	}
+}
+
+// An embedded sentinel whose pod runs but does not answer is on the replication's status at
+// the reconcile that asks it: the replication, which served, is Degraded naming that pod; one
+// that answers again takes it off. Without this a frozen sentinel (which the others need for
+// their quorum, and which would miss the next failover) stayed unseen until its readiness
+// probe failed.
+func TestSilentEmbeddedSentinelDegradesTheReplication(t *testing.T) {
+	masterIP := replicationPodIP(0)
+	group := builder.EmbeddedMasterGroupName
+	sentinel := &fakeNode{down: errors.New("i/o timeout"), masters: map[string]string{group: masterIP + ":6379"}}
+	f := newSentinelWatchedFixture(t, sentinel, redisPod(masterRole(100), 100, ""), redisPod(replicaRole(masterIP, "connected", 100), 100, "0"))
+	f.s.cr.Status.MasterNode = "rr-0"
+	f.r.served.Store(f.s.cr.UID, struct{}{})
+	f.observeBefore(t)
+	sentinelPod := builder.EmbeddedSentinelStatefulSetName("rr") + "-0"
+
+	if _, err := f.r.observeSentinels(context.Background(), f.s); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.s.silentSentinels, []string{sentinelPod}) {
+		t.Fatalf("silent sentinels %v, want [%s]", f.s.silentSentinels, sentinelPod)
+	}
+	if _, watched := f.s.watched[sentinelPod]; !watched {
+		t.Errorf("the liveness watcher is not told of sentinel pod %s: %v", sentinelPod, f.s.watched)
+	}
+	f.r.degradeWhileSilent(context.Background(), f.s)
+	degraded := meta.FindStatusCondition(f.s.cr.Status.Conditions, v1beta2.ConditionDegraded)
+	if degraded == nil || degraded.Status != metav1.ConditionTrue || !strings.Contains(degraded.Message, sentinelPod) {
+		t.Fatalf("Degraded = %+v, want True naming %s", degraded, sentinelPod)
+	}
+
+	sentinel.down = nil // it answers again
+	f.s.silentSentinels = nil
+	if _, err := f.r.observeSentinels(context.Background(), f.s); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.s.silentSentinels) != 0 || f.s.monitored != masterIP {
+		t.Errorf("after it answers: silent %v, monitored %q, want none and %s", f.s.silentSentinels, f.s.monitored, masterIP)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -79,11 +80,19 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 			log.FromContext(ctx).Info("cannot ask sentinels without their TLS settings", "sentinels", g.name, "error", err.Error())
 			continue
 		}
-		asked, peers, err := r.askSentinels(ctx, s.cr.Namespace, g, password, tlsSettings.clientConfig())
+		answers, err := r.askSentinels(ctx, s.cr, g, password, tlsSettings.clientConfig())
 		if err != nil {
 			return false, err
 		}
-		stuck, err := sentinelUnstick{rec: r.Recorder, waits: s.memory.waits}.unstick(ctx, s.cr, g.masterGroup, peers)
+		asked := answers.reports
+		if g.embedded {
+			s.silentSentinels = answers.silent
+			if s.watched == nil {
+				s.watched = map[string]redis.Endpoint{}
+			}
+			maps.Copy(s.watched, answers.endpoints)
+		}
+		stuck, err := sentinelUnstick{rec: r.Recorder, waits: s.memory.waits}.unstick(ctx, s.cr, g.masterGroup, answers.peers)
 		if err != nil {
 			return false, err
 		}
@@ -98,6 +107,10 @@ func (r *RedisReplicationReconciler) observeSentinels(ctx context.Context, s *re
 		if g.embedded {
 			s.embeddedReports = asked
 		}
+	}
+	if s.cr.Spec.Sentinel != nil {
+		// The replication's pods with its sentinels' (observePods leaves them to this phase).
+		r.Liveness.Watch(livenessOwner(s.cr), s.watched)
 	}
 	s.monitored = replicationplan.AgreedMaster(reports)
 	s.vote.host, s.vote.agreeing, s.vote.answering = replicationplan.SentinelVote(reports)
@@ -199,32 +212,58 @@ func (r *RedisReplicationReconciler) watchingSentinels(ctx context.Context, s *r
 	return out, nil
 }
 
-// askSentinels returns the master host each running pod of one set of sentinels reports, and
-// a client of each.
-func (r *RedisReplicationReconciler) askSentinels(ctx context.Context, namespace string, g sentinelGroup, password string,
-	tlsConfig *tls.Config) ([]string, []sentinelPeer, error) {
-	pods, err := podsOf(ctx, r.Client, namespace, g.statefulSet)
+// sentinelAnswers is what the running pods of one set of sentinels said: the master host each
+// reports ("" for none), a client of each that answered, the pods that did not answer, and
+// each pod's endpoint (the liveness watcher's, for embedded sentinels).
+type sentinelAnswers struct {
+	reports   []string
+	peers     []sentinelPeer
+	silent    []string
+	endpoints map[string]redis.Endpoint
+}
+
+// askSentinels asks each running pod of one set of sentinels where the master is. A read of
+// a pod is bounded as the replication's own pods' are (the liveness watcher's read context),
+// so that a frozen sentinel holds the reconcile a second, not a command timeout.
+func (r *RedisReplicationReconciler) askSentinels(ctx context.Context, owner client.Object, g sentinelGroup, password string,
+	tlsConfig *tls.Config) (sentinelAnswers, error) {
+	out := sentinelAnswers{endpoints: map[string]redis.Endpoint{}}
+	pods, err := podsOf(ctx, r.Client, owner.GetNamespace(), g.statefulSet)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	var reports []string
-	var peers []sentinelPeer
 	for j := range pods {
-		if pods[j].Status.PodIP == "" || pods[j].Status.Phase != corev1.PodRunning {
+		pod := &pods[j]
+		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		c, err := r.dial(pods[j].Status.PodIP, builder.DefaultSentinelPort, redis.Auth{Password: password}, tlsConfig)
+		ep := redis.NewEndpoint(pod.Status.PodIP, builder.DefaultSentinelPort, redis.Auth{Password: password}).WithTLS(tlsConfig)
+		if pod.DeletionTimestamp == nil {
+			out.endpoints[pod.Name] = ep
+		}
+		c, err := r.redisNode(ep)
 		if err != nil {
-			return nil, nil, err
+			return out, err
 		}
-		host, _, known, err := c.SentinelMasterAddr(ctx, g.masterGroup)
-		if err != nil || !known {
+		readCtx, cancel := r.Liveness.ReadContext(ctx, livenessOwner(owner), pod.Name)
+		host, _, known, err := c.SentinelMasterAddr(readCtx, g.masterGroup)
+		cancel()
+		switch {
+		case err != nil:
+			log.FromContext(ctx).V(1).Info("a sentinel does not answer", "pod", pod.Name, "error", err.Error())
 			host = ""
+			if pod.DeletionTimestamp == nil {
+				out.silent = append(out.silent, pod.Name)
+			}
+		case !known:
+			host = ""
+			out.peers = append(out.peers, sentinelPeer{pod: pod.Name, client: c})
+		default:
+			out.peers = append(out.peers, sentinelPeer{pod: pod.Name, client: c})
 		}
-		reports = append(reports, host)
-		peers = append(peers, sentinelPeer{pod: pods[j].Name, client: c})
+		out.reports = append(out.reports, host)
 	}
-	return reports, peers, nil
+	return out, nil
 }
 
 // hasLegacySentinels tells whether the embedded sentinels of an earlier version still run: a

@@ -362,3 +362,42 @@ func TestSentinelFailoverMovesTheMasterLabelOffAFrozenMaster(t *testing.T) {
 		}
 	}
 }
+
+// An embedded sentinel that freezes (SIGSTOP) while its pod stays Running and Ready is on the
+// replication's status within seconds, through the liveness watcher: Degraded naming the
+// sentinel's pod, not Ready. Thawed, the replication is Ready again with its master unchanged.
+func TestFrozenEmbeddedSentinelIsDegradedWithinSeconds(t *testing.T) {
+	t.Parallel()
+	f := newReplicationFixture(t, func(f *replicationFixture) {
+		f.operatorOptions = append(f.operatorOptions, withLiveness)
+		f.cr.Spec.Sentinel = &v1beta2.Sentinel{Size: 3, Image: "redis:7.0.15",
+			SentinelConfig: v1beta2.SentinelConfig{DownAfterMilliseconds: "5000", FailoverTimeout: "10000", ParallelSyncs: "1"}}
+	})
+	sentinels := f.sentinelKubelet("rr-s", builder.EmbeddedMasterGroupName)
+	sentinels.runStatefulSet(f.ctx, f.cr.Namespace, "rr-s")
+	f.waitReady("rr-0")
+	time.Sleep(time.Second) // just after a reconcile: only the watcher can tell of the freeze soon
+
+	frozen := sentinels.pod("rr-s-1")
+	stopped := time.Now()
+	thaw := frozen.freeze(t)
+	waitUntil(t, 15*time.Second, "Degraded naming the frozen sentinel rr-s-1", func() error {
+		if err := f.c.Get(f.ctx, client.ObjectKeyFromObject(f.cr), f.cr); err != nil {
+			return err
+		}
+		degraded := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionDegraded)
+		ready := meta.FindStatusCondition(f.cr.Status.Conditions, v1beta2.ConditionReady)
+		if degraded == nil || degraded.Status != metav1.ConditionTrue || !strings.Contains(degraded.Message, "rr-s-1") ||
+			ready == nil || ready.Status == metav1.ConditionTrue {
+			return fmt.Errorf("conditions %s", describeConditions(f.cr.Status.Conditions))
+		}
+		return nil
+	})
+	took := time.Since(stopped)
+	t.Logf("Degraded %s after the sentinel froze", took.Round(100*time.Millisecond))
+	if took > 10*time.Second {
+		t.Errorf("Degraded only %s after the sentinel froze", took.Round(100*time.Millisecond))
+	}
+	thaw()
+	f.waitReady("rr-0")
+}

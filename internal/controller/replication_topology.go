@@ -23,9 +23,12 @@ func (r *RedisReplicationReconciler) observePods(ctx context.Context, s *replica
 	if err := r.observeMembers(ctx, s); err != nil {
 		return false, err
 	}
-	watchLiveness(r.Liveness, s.cr, s.pods, func(pod *corev1.Pod) redis.Endpoint {
+	s.watched = livenessEndpoints(s.pods, func(pod *corev1.Pod) redis.Endpoint {
 		return redis.NewEndpoint(pod.Status.PodIP, builder.DefaultRedisPort, s.acl.auth(s.password)).WithTLS(s.tls.clientConfig())
 	})
+	if s.cr.Spec.Sentinel == nil {
+		r.Liveness.Watch(livenessOwner(s.cr), s.watched)
+	} // else observeSentinels adds the sentinels' pods: one Watch per reconcile keeps what each last answered
 	observeReplicationMembers(s.cr, s.members)
 	observeReplicationPods(s.cr, s.pods)
 	r.observeLagSeconds(ctx, s)
