@@ -95,9 +95,11 @@ func readTrimmed(variable, path string) string {
 // server that does not answer (or no redis-cli) stop at once, as they would without the hook;
 // a replica a second later (see below). A refused login holds on, reading the files again each round: after an in-place
 // rotation the kubelet updates the projected file only after its sync period (about a minute),
-// and stopping at once would skip the hand-over of every master deleted meanwhile. Stopping
-// at once is right for a master that sentinels watch (their connections are named sentinel-...): they, not the
-// operator, choose the next master, once this one is gone. (Later a master
+// and stopping at once would skip the hand-over of every master deleted meanwhile. A master
+// that sentinels watch waits too: the operator hands it over through them (SENTINEL FAILOVER)
+// while the hook holds it up; stopping at once left the hand-over to a race with the
+// kubelet, which the operator lost on a loaded machine, and the sentinels then failed over
+// only after their down-after period. (Later a master
 // may have no replica connected for a moment: a cluster replica that won the election has left
 // it before it learns it is a replica.) A master that became a replica answers as one
 // for demotedLinger seconds more, so that the operator sees whom it handed over to (a
@@ -129,7 +131,6 @@ func handOverScript(port int32, cliFlags string, credentials *credentialFiles, c
 		lines = append(lines, fmt.Sprintf(`  if [ -n "$first" ]; then n=0; for f in $(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s cluster nodes 2>/dev/null | grep myself); do n=$((n+1)); done; [ "$n" -eq 8 ] && exit 0; fi`, port, cliFlags))
 	}
 	return strings.Join(append(lines,
-		fmt.Sprintf(`  if [ -n "$first" ]; then case "$(redis-cli --no-auth-warning -h 127.0.0.1 -p %d%s client list 2>/dev/null)" in *name=sentinel-*) exit 0 ;; esac; fi`, port, cliFlags),
 		`  first=`,
 		`  sleep 0.2 2>/dev/null || sleep 1`,
 		`done`,

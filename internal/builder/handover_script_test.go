@@ -180,3 +180,49 @@ func TestHandOverScriptTrimsThePasswordFile(t *testing.T) {
 		}
 	}
 }
+
+// A master that sentinels watch (their connections are named sentinel-...) is held up like any
+// other master with a replica: the operator hands it over through the sentinels while the hook
+// waits. The hook once let such a master stop at once, which left the hand-over to a race with
+// the kubelet that the operator lost on a loaded machine (TestSentinelSamplesFailOver, CI).
+func TestHandOverScriptHoldsASentinelWatchedMaster(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatalf("redis-cli is needed (make packages installs redis-tools): %v", err)
+	}
+	servers := redistest.StartServers(t, 2, redistest.ServerOptions{})
+	master, replica := servers[0], servers[1]
+	ctx := context.Background()
+	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
+	sentinel := goredis.NewClient(&goredis.Options{Addr: master.Addr(), ClientName: "sentinel-2046013c-cmd", PoolSize: 1})
+	t.Cleanup(func() { _ = rc.Close(); _ = sentinel.Close() })
+	if err := rc.ReplicaOf(ctx, master.Host, fmt.Sprint(master.Port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, 20*time.Second, "the replica linked and a sentinel's connection on the master", func() error {
+		if err := sentinel.Ping(ctx).Err(); err != nil {
+			return err
+		}
+		info, err := sentinel.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "connected_slaves:1") {
+			return errors.New("no replica connected yet")
+		}
+		list, err := sentinel.ClientList(ctx).Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(list, "name=sentinel-") {
+			return errors.New("no sentinel-named connection yet")
+		}
+		return nil
+	})
+
+	hookCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(hookCtx, "/bin/sh", "-c", handOverScript(int32(master.Port), "", nil, false, 60)).CombinedOutput()
+	if hookCtx.Err() == nil {
+		t.Fatalf("the hook of a sentinel-watched master with a replica returned at once (%v %s): its pod stops before the operator can hand it over", err, out)
+	}
+}
