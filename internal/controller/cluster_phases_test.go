@@ -484,3 +484,109 @@ func TestForgetOfAnUnknownNodeIsNoFailure(t *testing.T) {
 		}
 	}
 }
+
+// sentOnly lists of sent the lines that begin with one of the commands given.
+func sentOnly(sent []string, commands ...string) []string {
+	var out []string
+	for _, line := range sent {
+		_, command, _ := strings.Cut(line, ": ")
+		for _, c := range commands {
+			if strings.HasPrefix(command, c) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Slots no master claims go where their keys are: every master counts its keys in them, the
+// one holding a slot's keys takes it (else the step's pod), bumps its epoch so that its claim
+// wins, and the other masters are told the owner.
+func TestAdoptSlotsStepGivesOrphansToTheMasterHoldingTheirKeys(t *testing.T) {
+	f := newClusterPhaseFixture(t, 3, 0)
+	// leader-2 lost its claim of 16000-16001 (a Redis 7.2 unmaps a slot whose owner stopped
+	// claiming it) but still holds the keys of 16000.
+	f.formed(threeMasters[0], threeMasters[1], clusterNode{pod: "rc-leader-2", slots: []string{"10923-15999", "16002-16383"}})
+	f.nodes["rc-leader-2"].keys = map[int]int64{16000: 5}
+	f.s.cr.Status.State = status.ClusterStateReady
+	f.observeBefore()
+	step := clusterplan.Step{Kind: clusterplan.StepAdoptSlots, On: "rc-leader-0", Slots: []redis.SlotRange{{Start: 16000, End: 16001}}, Reason: "orphaned"}
+	if err := f.r.runStep(context.Background(), f.s, step); err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	id0, id2 := f.id("rc-leader-0"), f.id("rc-leader-2")
+	want := []string{
+		"rc-leader-0: cluster countkeysinslot 16000",
+		"rc-leader-0: cluster countkeysinslot 16001",
+		"rc-leader-0: cluster setslot 16001 node " + id0,
+		"rc-leader-0: cluster bumpepoch",
+		"rc-leader-0: cluster setslot 16000 node " + id2,
+		"rc-leader-1: cluster countkeysinslot 16000",
+		"rc-leader-1: cluster countkeysinslot 16001",
+		"rc-leader-1: cluster setslot 16001 node " + id0,
+		"rc-leader-1: cluster setslot 16000 node " + id2,
+		"rc-leader-2: cluster countkeysinslot 16000",
+		"rc-leader-2: cluster countkeysinslot 16001",
+		"rc-leader-2: cluster setslot 16001 node " + id0,
+		"rc-leader-2: cluster setslot 16000 node " + id2,
+		"rc-leader-2: cluster bumpepoch",
+	}
+	if got := sentOnly(f.sentTo(), "cluster countkeysinslot", "cluster setslot", "cluster bumpepoch"); !reflect.DeepEqual(got, want) {
+		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Slots no node claimed are a fault Redis does not mend: their adoption is a warning.
+	if events := drainEvents(f.recorder); len(events) != 1 || !strings.HasPrefix(events[0], "Warning ClusterAdoptSlots") {
+		t.Errorf("events %q, want one Warning ClusterAdoptSlots", events)
+	}
+}
+
+// Before a departing master's slots leave, replica migration is turned off on it and on its
+// replicas, not on the other nodes: none of them is to copy the destination's data just
+// before its pod goes.
+func TestDepartingMasterIsKeptAloneBeforeItsSlotsMove(t *testing.T) {
+	f := newClusterPhaseFixture(t, 3, 3)
+	f.formed(append(slices.Clone(threeMasters), clusterNode{pod: "rc-follower-0", master: "rc-leader-0"},
+		clusterNode{pod: "rc-follower-1", master: "rc-leader-1"}, clusterNode{pod: "rc-follower-2", master: "rc-leader-2"})...)
+	// A scale-in to two leaders: leader-2 departs.
+	f.s.cr.Spec.RedisLeader.Replicas = ptr.To(int32(2))
+	f.s.cr.Status.State = status.ClusterStateReady
+	f.observeBefore()
+	f.movedView("rc-leader-0", clusterNode{pod: "rc-leader-0", slots: []string{"0-5460", "10923"}}, threeMasters[1],
+		clusterNode{pod: "rc-leader-2", slots: []string{"10924-16383"}})
+	step := clusterplan.Step{Kind: clusterplan.StepMigrate, On: "rc-leader-2", To: "rc-leader-0", NodeID: f.id("rc-leader-0"),
+		Slots: []redis.SlotRange{{Start: 10923, End: 10923}}}
+	if err := f.r.runStep(context.Background(), f.s, step); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	want := []string{"rc-leader-2: config set cluster-allow-replica-migration no", "rc-follower-2: config set cluster-allow-replica-migration no"}
+	if got := sentOnly(f.sentTo(), "config set"); !reflect.DeepEqual(got, want) {
+		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A new cluster of lone leaders, each knowing only itself: the topology phase gives each its
+// third of the slots before they meet (clusterplan.EarlySlots), then the first meets the
+// others; nothing else is sent but the observations.
+func TestNewClusterLeadersTakeTheirSlotsThenMeet(t *testing.T) {
+	f := newClusterPhaseFixture(t, 3, 0)
+	for _, pod := range f.pods {
+		f.nodes[pod].clusterNodes = f.view(pod, clusterNode{pod: pod})
+		f.nodes[pod].clusterInfo = redis.ClusterInfo{State: redis.ClusterStateFail}
+	}
+	requeued, err := f.r.reconcileTopology(context.Background(), f.s)
+	if err != nil || !requeued {
+		t.Fatalf("topology: requeued %v, error %v; want a requeue while Redis acts", requeued, err)
+	}
+	thirds := redis.SplitSlots(3)
+	want := []string{
+		"rc-leader-0: cluster addslotsrange " + thirds[0].String(),
+		"rc-leader-0: cluster meet 10.0.5.2 6379 16379",
+		"rc-leader-0: cluster meet 10.0.5.3 6379 16379",
+		"rc-leader-1: cluster addslotsrange " + thirds[1].String(),
+		"rc-leader-2: cluster addslotsrange " + thirds[2].String(),
+	}
+	if got := sentOnly(f.sentTo(), "cluster addslots", "cluster meet", "cluster replicate", "cluster setslot", "config set", "migrate"); !reflect.DeepEqual(got, want) {
+		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
