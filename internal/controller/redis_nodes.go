@@ -59,6 +59,8 @@ type RedisNode interface {
 	sentinelStateReader
 	sentinelFailoverAsker
 	downAfterSetter
+	// The sentinels' TLS roll's (sentinel_tls.go).
+	sentinelResetter
 	// The cluster kind's (cluster_*.go).
 	clusterObserver
 	clusterInfoReader

@@ -389,6 +389,10 @@ func (c *fakeConn) SentinelFailover(_ context.Context, group string) error {
 	return c.answer("sentinel failover", group)
 }
 
+func (c *fakeConn) SentinelReset(_ context.Context, group string) error {
+	return c.answer("sentinel reset", group)
+}
+
 func (c *fakeConn) SentinelSetDownAfter(_ context.Context, group string, period time.Duration) error {
 	return c.answer("sentinel set", group, "down-after-milliseconds", strconv.FormatInt(period.Milliseconds(), 10))
 }

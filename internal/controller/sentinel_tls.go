@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/internal/redis"
 )
@@ -34,10 +33,22 @@ const sentinelRollPause = 5 * time.Second
 // without it, so quorum holds throughout. A replacement starts with a new sentinel ID; the
 // others would count the ID of the departed sentinel as a voter forever, so once they have
 // found the newcomer, each in turn forgets the departed (SENTINEL RESET, then rediscovery).
+// It reaches the sentinels through the seam (Dependencies.redisNode).
 type sentinelTLSRoll struct {
-	client   client.Client
-	pool     *redis.Pool
-	recorder recorder.EventRecorder
+	*Dependencies
+}
+
+// sentinelResetter is a sentinel told to forget the sentinels and replicas it knows of a group
+// and to discover them anew: SENTINEL RESET.
+type sentinelResetter interface {
+	SentinelReset(ctx context.Context, group string) error
+}
+
+// sentinelRollChecker is a sentinel asked, before one of the set's pods goes, how it sees the
+// master and whether the sentinels together could still authorize a failover.
+type sentinelRollChecker interface {
+	sentinelMasterReader
+	quorumChecker
 }
 
 // sentinelSet is one set of sentinels as the roll sees it.
@@ -80,12 +91,12 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		if !podReady(pod) {
 			continue // its start brings the reconcile back
 		}
-		served, err := redis.ServedCertificate(ctx, podEndpoint(pod, port, set.auth).WithTLS(settings.config), 5*time.Second)
+		served, err := r.servedCertificate(ctx, podEndpoint(pod, port, set.auth).WithTLS(settings.config), 5*time.Second)
 		if err != nil || !served.Equal(leaf) {
 			requeue(sentinelRollPause, fmt.Sprintf("sentinel %s does not yet serve the TLS Secret's certificate", pod.Name))
 			continue
 		}
-		if err := setPodAnnotation(ctx, r.client, pod, TLSHashAnnotation, settings.hash); err != nil {
+		if err := setPodAnnotation(ctx, r.Client, pod, TLSHashAnnotation, settings.hash); err != nil {
 			return false, err
 		}
 	}
@@ -95,7 +106,8 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 	}
 	if state.reset != nil {
 		// Every sentinel is up and agrees; this one still counts departed sentinels.
-		c, err := r.pool.Client(podEndpoint(state.reset, port, set.auth).WithTLS(settings.config))
+		var c sentinelResetter
+		c, err := r.redisNode(podEndpoint(state.reset, port, set.auth).WithTLS(settings.config))
 		if err != nil {
 			return false, err
 		}
@@ -104,7 +116,7 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		}
 		// Related to the pod: one series per pod for the event recorder, which would keep only
 		// the first note of events about one resource that differ in their note alone.
-		r.recorder.Eventf(owner, state.reset, corev1.EventTypeNormal, ReasonSentinelsForgotten, "SentinelReset",
+		r.Recorder.Eventf(owner, state.reset, corev1.EventTypeNormal, ReasonSentinelsForgotten, "SentinelReset",
 			"sentinel %s counted %s other sentinels where %d run: reset to forget the departed ones", state.reset.Name, state.known, len(set.pods)-1)
 		requeue(sentinelRollPause, "a reset sentinel rediscovers the others")
 		return true, nil
@@ -122,12 +134,12 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		return false, nil
 	}
 	pod := stale[0]
-	if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("delete sentinel pod %s to load the renewed TLS Secret: %w", pod.Name, err)
 	}
 	settings.recordRestart(set.statefulSet, pod)
 	log.FromContext(ctx).Info("sentinel pod deleted to load the renewed TLS Secret", "pod", pod.Name)
-	r.recorder.Eventf(owner, pod, corev1.EventTypeNormal, ReasonTLSRestarted, "RestartSentinel",
+	r.Recorder.Eventf(owner, pod, corev1.EventTypeNormal, ReasonTLSRestarted, "RestartSentinel",
 		"sentinel pod %s restarted to load the TLS Secret (certificate serial %s): sentinels cannot reload TLS files in place; %d left",
 		pod.Name, leaf.SerialNumber.Text(16), len(stale)-1)
 	requeue(sentinelRollPause, "a sentinel pod restarts for the renewed TLS Secret")
@@ -157,10 +169,11 @@ func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, port int,
 	}
 	var master string
 	var state sentinelsState
-	var first *redis.Client
+	var first sentinelRollChecker
 	for i := range set.pods {
 		pod := &set.pods[i]
-		c, err := r.pool.Client(podEndpoint(pod, port, set.auth).WithTLS(settings.config))
+		var c sentinelRollChecker
+		c, err := r.redisNode(podEndpoint(pod, port, set.auth).WithTLS(settings.config))
 		if err != nil {
 			return sentinelsState{}, err
 		}
