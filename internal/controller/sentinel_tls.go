@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
@@ -64,8 +65,9 @@ type sentinelSet struct {
 }
 
 // roll replaces at most one sentinel pod (or resets one sentinel) per call; it reports whether
-// it did, so that the caller stops and waits for the pod watch.
-func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings *tlsSettings, set sentinelSet, port int, requeue func(time.Duration, string)) (bool, error) {
+// it did, so that the caller stops and waits for the pod watch. Sentinels listen on
+// builder.DefaultSentinelPort, whichever kind runs them.
+func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings *tlsSettings, set sentinelSet, requeue func(time.Duration, string)) (bool, error) {
 	if settings == nil {
 		return false, nil
 	}
@@ -91,7 +93,7 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		if !podReady(pod) {
 			continue // its start brings the reconcile back
 		}
-		served, err := r.servedCertificate(ctx, podEndpoint(pod, port, set.auth).WithTLS(settings.config), 5*time.Second)
+		served, err := r.servedCertificate(ctx, podEndpoint(pod, builder.DefaultSentinelPort, set.auth).WithTLS(settings.config), 5*time.Second)
 		if err != nil || !served.Equal(leaf) {
 			requeue(sentinelRollPause, fmt.Sprintf("sentinel %s does not yet serve the TLS Secret's certificate", pod.Name))
 			continue
@@ -100,14 +102,14 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 			return false, err
 		}
 	}
-	state, err := r.settled(ctx, set, port, settings)
+	state, err := r.settled(ctx, set, settings)
 	if err != nil {
 		return false, err
 	}
 	if state.reset != nil {
 		// Every sentinel is up and agrees; this one still counts departed sentinels.
 		var c sentinelResetter
-		c, err := r.redisNode(podEndpoint(state.reset, port, set.auth).WithTLS(settings.config))
+		c, err := r.redisNode(podEndpoint(state.reset, builder.DefaultSentinelPort, set.auth).WithTLS(settings.config))
 		if err != nil {
 			return false, err
 		}
@@ -160,7 +162,7 @@ type sentinelsState struct {
 // names a sentinel that also counts departed ones. A set ready to lose a pod for a moment can
 // also authorize a failover (SENTINEL CKQUORUM); that is not asked before a reset, since
 // departed voters may be what makes it fail.
-func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, port int, settings *tlsSettings) (sentinelsState, error) {
+func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, settings *tlsSettings) (sentinelsState, error) {
 	if ready := countReady(set.pods); len(set.pods) != int(set.replicas) || ready != set.replicas {
 		return sentinelsState{message: fmt.Sprintf("%d of %d sentinel pods ready", ready, set.replicas)}, nil
 	}
@@ -173,7 +175,7 @@ func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, port int,
 	for i := range set.pods {
 		pod := &set.pods[i]
 		var c sentinelRollChecker
-		c, err := r.redisNode(podEndpoint(pod, port, set.auth).WithTLS(settings.config))
+		c, err := r.redisNode(podEndpoint(pod, builder.DefaultSentinelPort, set.auth).WithTLS(settings.config))
 		if err != nil {
 			return sentinelsState{}, err
 		}

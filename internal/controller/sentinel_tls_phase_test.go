@@ -69,7 +69,7 @@ func newSentinelRollFixture(t *testing.T) sentinelRollFixture {
 // run runs the roll once, failing the test on error; it reports whether the roll acted.
 func (f sentinelRollFixture) run(t *testing.T) bool {
 	t.Helper()
-	acted, err := f.roll.roll(context.Background(), standaloneRedis(), f.settings, f.set, builder.DefaultSentinelPort,
+	acted, err := f.roll.roll(context.Background(), standaloneRedis(), f.settings, f.set,
 		func(_ time.Duration, why string) { *f.requeues = append(*f.requeues, why) })
 	if err != nil {
 		t.Fatalf("roll: %v", err)

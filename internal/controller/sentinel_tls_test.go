@@ -66,7 +66,7 @@ func TestSentinelTLSRollRestartsOnePodAtATimeAndForgetsTheDeparted(t *testing.T)
 			before[p.UID] = true
 		}
 		waiting := ""
-		if _, err := roll.roll(f.ctx, sn, settings, sentinelSet{statefulSet: sts, pods: pods, replicas: size, group: group}, builder.DefaultSentinelPort,
+		if _, err := roll.roll(f.ctx, sn, settings, sentinelSet{statefulSet: sts, pods: pods, replicas: size, group: group},
 			func(_ time.Duration, why string) { waiting = why }); err != nil {
 			t.Fatal(err)
 		}
