@@ -248,6 +248,13 @@ func (l *failoverLog) firstRefusal(key string) bool {
 	return true
 }
 
+// clusterFailoverAsker is the replica asked to take its master's place: CLUSTER FAILOVER, after
+// CONFIG GET cluster-node-timeout for how long its election may take.
+type clusterFailoverAsker interface {
+	configEditor
+	ClusterFailover(ctx context.Context, mode redis.FailoverMode) error
+}
+
 // askFailover runs CLUSTER FAILOVER on member (a replica in members) unless an election of its
 // shard is pending or within Redis's retry window; then it returns what it waits for, and
 // asks nothing. The window follows the node's own cluster-node-timeout, whatever the mode.
@@ -255,7 +262,8 @@ func (r *RedisClusterReconciler) askFailover(ctx context.Context, s *clusterScop
 	if wait := r.failovers.wait(members, member); wait != "" {
 		return wait, nil
 	}
-	c, err := r.Redis.Client(s.memberEndpoint(member))
+	var c clusterFailoverAsker
+	c, err := r.redisNode(s.memberEndpoint(member))
 	if err != nil {
 		return "", err
 	}
@@ -272,7 +280,7 @@ func (r *RedisClusterReconciler) askFailover(ctx context.Context, s *clusterScop
 
 // nodeTimeout is the node's cluster-node-timeout, the default when it does not tell (an ACL or
 // a renamed CONFIG may forbid asking).
-func nodeTimeout(ctx context.Context, c *redis.Client) time.Duration {
+func nodeTimeout(ctx context.Context, c configEditor) time.Duration {
 	values, err := c.ConfigGet(ctx, "cluster-node-timeout")
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("cluster-node-timeout unknown, assuming Redis's default", "error", err.Error())

@@ -62,6 +62,18 @@ func (r *RedisClusterReconciler) adoptOrphanSlots(ctx context.Context, s *cluste
 	return adopted, nil
 }
 
+// slotKeyCounter is a master asked how many keys it holds in each slot: CLUSTER COUNTKEYSINSLOT.
+type slotKeyCounter interface {
+	ClusterCountKeysInSlots(ctx context.Context, slots []int) ([]int64, error)
+}
+
+// slotTaker is a master that claims slots (CLUSTER SETSLOT NODE) and wins them (CLUSTER
+// BUMPEPOCH).
+type slotTaker interface {
+	slotSetter
+	epochBumper
+}
+
 // countKeysInSlots asks every master, side by side, how many keys it holds in each slot.
 func (r *RedisClusterReconciler) countKeysInSlots(ctx context.Context, s *clusterScope, masters map[string]*clusterplan.Member, slots []int) (map[string][]int64, error) {
 	keys := map[string][]int64{}
@@ -72,7 +84,8 @@ func (r *RedisClusterReconciler) countKeysInSlots(ctx context.Context, s *cluste
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := r.Redis.Client(s.memberEndpoint(m))
+			var c slotKeyCounter
+			c, err := r.redisNode(s.memberEndpoint(m))
 			var counts []int64
 			if err == nil {
 				counts, err = c.ClusterCountKeysInSlots(ctx, slots)
@@ -98,7 +111,8 @@ func (r *RedisClusterReconciler) countKeysInSlots(ctx context.Context, s *cluste
 func (r *RedisClusterReconciler) takeSlots(ctx context.Context, s *clusterScope, masters map[string]*clusterplan.Member, pod string, slots []int) error {
 	taker := masters[pod]
 	me, _ := myselfOf(taker)
-	c, err := r.Redis.Client(s.memberEndpoint(taker))
+	var c slotTaker
+	c, err := r.redisNode(s.memberEndpoint(taker))
 	if err != nil {
 		return err
 	}
@@ -112,7 +126,8 @@ func (r *RedisClusterReconciler) takeSlots(ctx context.Context, s *clusterScope,
 		if other == pod {
 			continue
 		}
-		oc, err := r.Redis.Client(s.memberEndpoint(masters[other]))
+		var oc slotSetter
+		oc, err := r.redisNode(s.memberEndpoint(masters[other]))
 		if err == nil {
 			err = errors.Join(oc.ClusterSetSlotEach(ctx, slots, redis.SlotNode, me.ID)...)
 		}

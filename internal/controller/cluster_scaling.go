@@ -296,7 +296,8 @@ func (r *RedisClusterReconciler) keepDepartingMasterAlone(ctx context.Context, s
 		if !ok || (m.Pod != from.Pod && (!node.IsReplica() || node.MasterID != me.ID)) {
 			continue
 		}
-		c, err := r.Redis.Client(s.memberEndpoint(m))
+		var c configEditor
+		c, err := r.redisNode(s.memberEndpoint(m))
 		if err != nil {
 			return err
 		}
@@ -313,20 +314,51 @@ func (r *RedisClusterReconciler) keepDepartingMasterAlone(ctx context.Context, s
 	return nil
 }
 
-// slotMove holds what moving the slots of one Migrate step needs: clients for its source, its
+// clusterNodesReader is a node asked its view alone: CLUSTER NODES.
+type clusterNodesReader interface {
+	ClusterNodes(ctx context.Context) (redis.Topology, error)
+}
+
+// slotMigrator is the source of a slot move: it sets its slots MIGRATING and sends their keys
+// with MIGRATE (after CLUSTER GETKEYSINSLOT), then gives the slots away; its view names the
+// owner of a slot it no longer has.
+type slotMigrator interface {
+	slotSetter
+	clusterNodesReader
+	MigrateSlots(ctx context.Context, slots []int, host string, port int, opts redis.MigrateOptions) (int, error)
+}
+
+// slotImporter is the destination of a slot move: it imports the slots, takes them, and its
+// view confirms it kept them.
+type slotImporter interface {
+	slotSetter
+	clusterNodesReader
+}
+
+// slotMove holds what moving the slots of one Migrate step needs: nodes for its source, its
 // destination and the other masters, which are told the new owner too.
 type slotMove struct {
-	source, target *redis.Client
+	source slotMigrator
+	// sourceAddr is the source's address, for the log.
+	sourceAddr string
+	target     slotImporter
 	// targetIP and targetPort are where the source sends the keys.
 	targetIP   string
 	targetPort int
-	others     []*redis.Client
+	others     []otherMaster
 	sourceID   string
 	// departing: the source leaves the cluster once it serves nothing, which every master
 	// must agree on before its pod goes.
 	departing bool
 	step      clusterplan.Step
 	auth      redis.Auth
+}
+
+// otherMaster is a master told a moved slot's new owner, and its address for the error that
+// says it was not told.
+type otherMaster struct {
+	node slotSetter
+	addr string
 }
 
 func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.Member, step clusterplan.Step) (*slotMove, error) {
@@ -343,13 +375,15 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 	if to == nil {
 		return nil, fmt.Errorf("slot move names unknown pod %s", step.To)
 	}
-	if move.source, err = r.Redis.Client(s.memberEndpoint(from)); err != nil {
+	sourceEndpoint := s.memberEndpoint(from)
+	if move.source, err = r.redisNode(sourceEndpoint); err != nil {
 		return nil, err
 	}
+	move.sourceAddr = sourceEndpoint.Address()
 	// The keys go to the destination's pod address, which behind NodePorts is not the one it
 	// announces: MIGRATE needs no detour through a node port.
 	move.targetIP, move.targetPort = to.Dial()
-	if move.target, err = r.Redis.Client(s.memberEndpoint(to)); err != nil {
+	if move.target, err = r.redisNode(s.memberEndpoint(to)); err != nil {
 		return nil, err
 	}
 	for i := range s.members {
@@ -357,11 +391,12 @@ func (r *RedisClusterReconciler) newSlotMove(s *clusterScope, from *clusterplan.
 		if node, ok := myselfOf(m); !ok || !node.IsMaster() || m.Pod == from.Pod || m.Pod == step.To {
 			continue
 		}
-		c, err := r.Redis.Client(s.memberEndpoint(m))
+		ep := s.memberEndpoint(m)
+		c, err := r.redisNode(ep)
 		if err != nil {
 			return nil, err
 		}
-		move.others = append(move.others, c)
+		move.others = append(move.others, otherMaster{node: c, addr: ep.Address()})
 	}
 	return move, nil
 }
@@ -416,7 +451,7 @@ func (mv *slotMove) logGivenUp(ctx context.Context, slots, withKeys []int) {
 		}
 		owner, _ := topo.SlotOwner(slot)
 		log.FromContext(ctx).Info("the source of a slot move no longer owns a slot of the batch",
-			"source", mv.source.Addr(), "slot", slot, "ownerInItsView", owner.ID, "ownerEpochInItsView", owner.ConfigEpoch,
+			"source", mv.sourceAddr, "slot", slot, "ownerInItsView", owner.ID, "ownerEpochInItsView", owner.ConfigEpoch,
 			"destination", mv.step.To, "destinationID", mv.step.NodeID)
 		return // the first names the batch
 	}
@@ -475,13 +510,13 @@ func (mv *slotMove) giveSlots(ctx context.Context, slots []int) error {
 	// seen to be unfinished. For a source that stays, it only delays MOVED answers.
 	errs := make([]error, len(mv.others))
 	var wg sync.WaitGroup
-	for i, c := range mv.others {
+	for i, other := range mv.others {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, err := range c.ClusterSetSlotEach(ctx, slots, redis.SlotNode, mv.step.NodeID) {
+			for _, err := range other.node.ClusterSetSlotEach(ctx, slots, redis.SlotNode, mv.step.NodeID) {
 				if err != nil && !serverSays(err, "only with masters") { // a master that became a replica follows its own
-					errs[i] = fmt.Errorf("tell %s the new owner: %w", c.Addr(), err)
+					errs[i] = fmt.Errorf("tell %s the new owner: %w", other.addr, err)
 					return
 				}
 			}

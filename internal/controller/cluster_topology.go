@@ -175,6 +175,12 @@ func (r *RedisClusterReconciler) migrationBlocked(ctx context.Context, s *cluste
 	return wait
 }
 
+// clusterInfoReader is a cluster node asked for CLUSTER INFO alone: whether both ends of a slot
+// move report cluster_state:ok, and the health check of a pod not observed in this reconcile.
+type clusterInfoReader interface {
+	ClusterInfo(ctx context.Context) (redis.ClusterInfo, error)
+}
+
 // notClusterOK says which of the pods does not report cluster_state:ok, "" when all do.
 func (r *RedisClusterReconciler) notClusterOK(ctx context.Context, s *clusterScope, pods ...string) string {
 	for _, pod := range pods {
@@ -182,7 +188,8 @@ func (r *RedisClusterReconciler) notClusterOK(ctx context.Context, s *clusterSco
 		if m == nil {
 			return "waiting for pod " + pod
 		}
-		c, err := r.Redis.Client(s.memberEndpoint(m))
+		var c clusterInfoReader
+		c, err := r.redisNode(s.memberEndpoint(m))
 		if err != nil {
 			return fmt.Sprintf("pod %s: %v", pod, err)
 		}
@@ -244,13 +251,20 @@ func (r *RedisClusterReconciler) observeMembers(ctx context.Context, s *clusterS
 	return members
 }
 
+// clusterObserver is a cluster node asked, in one round trip, for what the planner reads of it:
+// CLUSTER NODES, ROLE, CLUSTER INFO and INFO server (redis.ClusterObservation).
+type clusterObserver interface {
+	ObserveCluster(ctx context.Context) redis.ClusterObservation
+}
+
 // observeMember fills in the member's CLUSTER NODES and ROLE and returns its CLUSTER INFO (nil
 // when it failed); when the pod does not answer CLUSTER NODES its view stays nil.
 func (r *RedisClusterReconciler) observeMember(ctx context.Context, s *clusterScope, m *clusterplan.Member) *redis.ClusterInfo {
 	if m.IP == "" {
 		return nil // no address yet: the plan waits for this pod
 	}
-	c, err := r.Redis.Client(s.memberEndpoint(m))
+	var c clusterObserver
+	c, err := r.redisNode(s.memberEndpoint(m))
 	if err != nil {
 		return nil // no view: the plan waits for this pod
 	}
@@ -307,7 +321,7 @@ func (r *RedisClusterReconciler) runStep(ctx context.Context, s *clusterScope, s
 	if member == nil {
 		return fmt.Errorf("step %s names unknown pod %s", step.Kind, step.On)
 	}
-	c, err := r.Redis.Client(s.memberEndpoint(member))
+	c, err := r.redisNode(s.memberEndpoint(member))
 	if err != nil {
 		return err
 	}
@@ -371,8 +385,51 @@ var (
 	errFailoverRunning = errors.New("a failover asked recently is still running")
 )
 
+// The commands the steps of a plan send to the member they run on (execStep); a slot move's
+// and an adoption's reach other members too (slotMove, takeSlots), a failover's goes through
+// askFailover.
+type (
+	// clusterMeeter introduces a node: CLUSTER MEET.
+	clusterMeeter interface {
+		ClusterMeet(ctx context.Context, ip string, port, busPort int) error
+	}
+	// clusterForgetter drops a gone node from the member's table: CLUSTER FORGET.
+	clusterForgetter interface {
+		ClusterForget(ctx context.Context, nodeID string) error
+	}
+	// slotAdder claims unassigned slots: CLUSTER ADDSLOTSRANGE (Redis 7.0) or ADDSLOTS.
+	slotAdder interface {
+		ClusterAddSlotsRange(ctx context.Context, ranges ...redis.SlotRange) error
+		ClusterAddSlots(ctx context.Context, ranges ...redis.SlotRange) error
+	}
+	// clusterReplicator makes the member a replica of a master: CLUSTER REPLICATE.
+	clusterReplicator interface {
+		ClusterReplicate(ctx context.Context, masterID string) error
+	}
+	// epochBumper makes the member's claims win over stale gossip: CLUSTER BUMPEPOCH.
+	epochBumper interface {
+		ClusterBumpEpoch(ctx context.Context) (bool, error)
+	}
+	// slotSetter sets a state of slots (IMPORTING, MIGRATING, NODE), one CLUSTER SETSLOT each,
+	// with an error per slot.
+	slotSetter interface {
+		ClusterSetSlotEach(ctx context.Context, slots []int, state redis.SlotState, nodeID string) []error
+	}
+	// clusterStepRunner is the member a step runs on: every command above, and CONFIG SET for
+	// the address it announces.
+	clusterStepRunner interface {
+		clusterMeeter
+		clusterForgetter
+		slotAdder
+		clusterReplicator
+		epochBumper
+		slotSetter
+		configEditor
+	}
+)
+
 // execStep sends one step's commands to its member; it returns the slots a Migrate step moved.
-func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, c *redis.Client, member *clusterplan.Member, step *clusterplan.Step) (slots int, err error) {
+func (r *RedisClusterReconciler) execStep(ctx context.Context, s *clusterScope, c clusterStepRunner, member *clusterplan.Member, step *clusterplan.Step) (slots int, err error) {
 	switch step.Kind {
 	case clusterplan.StepMeet:
 		// A node met by a member of a cluster that serves every slot is added to it (a
@@ -536,7 +593,7 @@ func (r *RedisClusterReconciler) applyDynamicConfig(ctx context.Context, s *clus
 		if len(dynamic) == 0 {
 			continue
 		}
-		c, err := r.Redis.Client(s.memberEndpoint(&m))
+		c, err := r.redisNode(s.memberEndpoint(&m))
 		if err != nil {
 			return false, err
 		}
@@ -610,7 +667,8 @@ func (r *RedisClusterReconciler) clusterInfo(ctx context.Context, s *clusterScop
 	if info, ok := s.infos[m.Pod]; ok {
 		return info, nil
 	}
-	c, err := r.Redis.Client(s.memberEndpoint(&m))
+	var c clusterInfoReader
+	c, err := r.redisNode(s.memberEndpoint(&m))
 	if err != nil {
 		return redis.ClusterInfo{}, err
 	}

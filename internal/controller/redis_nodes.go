@@ -59,6 +59,16 @@ type RedisNode interface {
 	sentinelStateReader
 	sentinelFailoverAsker
 	downAfterSetter
+	// The sentinels' TLS roll's (sentinel_tls.go).
+	sentinelResetter
+	// The cluster kind's (cluster_*.go).
+	clusterObserver
+	clusterInfoReader
+	clusterStepRunner
+	slotMigrator
+	slotImporter
+	slotKeyCounter
+	clusterFailoverAsker
 }
 
 // The operator's nodes are the pool's clients: each must have every command of the seam.

@@ -72,7 +72,9 @@ func (fakeServerError) RedisError() {}
 const errWrongPass = fakeServerError("WRONGPASS invalid username-password pair or user is disabled.")
 
 // fakeNode is one Redis or sentinel. Its zero value requires no password, answers PING and
-// holds no config.
+// holds no config. A node is used by one goroutine at a time (the phases reach distinct
+// nodes side by side, never one node twice at once); journal is shared, so is not used by
+// tests whose phases run in parallel.
 type fakeNode struct {
 	// down, when set, is the error of every command: a node that stopped answering.
 	down error
@@ -115,8 +117,17 @@ type fakeNode struct {
 	// replicationInfo is what INFO replication answers (master_repl_offset,
 	// master_link_down_since_seconds, slave0...).
 	replicationInfo map[string]string
-	// refuse are the commands ("replicaof", "failover", "client pause", "sentinel failover"...)
-	// the node answers with the error given, after recording them.
+	// clusterNodes is CLUSTER NODES's answer, as Redis writes it (redis.ParseClusterNodes reads
+	// it); clusterInfo CLUSTER INFO's; serverInfo INFO server's text ("": a Redis 7.2.4).
+	clusterNodes string
+	clusterInfo  redis.ClusterInfo
+	serverInfo   string
+	// keys is how many keys the node holds in each slot: COUNTKEYSINSLOT answers it and
+	// MIGRATE sends them away.
+	keys map[int]int64
+	// refuse are the commands ("replicaof", "failover", "client pause", "sentinel failover",
+	// "cluster meet", "cluster setslot node"...) the node answers with the error given, after
+	// recording them; CLUSTER SETSLOT's go by their state, as the phases name what refused.
 	refuse map[string]error
 	// sent is every command received, lowercase, with its arguments.
 	sent []string
@@ -378,6 +389,133 @@ func (c *fakeConn) SentinelFailover(_ context.Context, group string) error {
 	return c.answer("sentinel failover", group)
 }
 
+func (c *fakeConn) SentinelReset(_ context.Context, group string) error {
+	return c.answer("sentinel reset", group)
+}
+
 func (c *fakeConn) SentinelSetDownAfter(_ context.Context, group string, period time.Duration) error {
 	return c.answer("sentinel set", group, "down-after-milliseconds", strconv.FormatInt(period.Milliseconds(), 10))
+}
+
+// The cluster's commands. CLUSTER SETSLOT and COUNTKEYSINSLOT are recorded one line per slot,
+// as Redis receives them in the pipeline.
+
+// defaultServerInfo is the INFO server of a node the test said nothing of its version.
+const defaultServerInfo = "redis_version:7.2.4"
+
+// ObserveCluster answers CLUSTER NODES, ROLE, CLUSTER INFO and INFO server, each with its own
+// refusal, as the pipeline of the real client does.
+func (c *fakeConn) ObserveCluster(ctx context.Context) redis.ClusterObservation {
+	var o redis.ClusterObservation
+	if o.NodesErr = c.answer("cluster nodes"); o.NodesErr == nil {
+		o.Nodes, o.NodesErr = redis.ParseClusterNodes(c.node.clusterNodes)
+	}
+	o.Role, o.RoleErr = c.Role(ctx)
+	o.Info, o.InfoErr = c.ClusterInfo(ctx)
+	if o.ServerErr = c.answer("info", "server"); o.ServerErr == nil {
+		text := c.node.serverInfo
+		if text == "" {
+			text = defaultServerInfo
+		}
+		o.Server, o.ServerErr = redis.ParseServerInfo(text)
+	}
+	return o
+}
+
+func (c *fakeConn) ClusterNodes(context.Context) (redis.Topology, error) {
+	if err := c.answer("cluster nodes"); err != nil {
+		return redis.Topology{}, err
+	}
+	return redis.ParseClusterNodes(c.node.clusterNodes)
+}
+
+func (c *fakeConn) ClusterInfo(context.Context) (redis.ClusterInfo, error) {
+	if err := c.answer("cluster info"); err != nil {
+		return redis.ClusterInfo{}, err
+	}
+	return c.node.clusterInfo, nil
+}
+
+func (c *fakeConn) ClusterMeet(_ context.Context, ip string, port, busPort int) error {
+	return c.answer("cluster meet", ip, strconv.Itoa(port), strconv.Itoa(busPort))
+}
+
+func (c *fakeConn) ClusterForget(_ context.Context, nodeID string) error {
+	return c.answer("cluster forget", nodeID)
+}
+
+// rangeArgs are slot ranges as CLUSTER NODES writes them ("0-5460").
+func rangeArgs(ranges []redis.SlotRange) []string {
+	out := make([]string, len(ranges))
+	for i, r := range ranges {
+		out[i] = r.String()
+	}
+	return out
+}
+
+func (c *fakeConn) ClusterAddSlotsRange(_ context.Context, ranges ...redis.SlotRange) error {
+	return c.answer("cluster addslotsrange", rangeArgs(ranges)...)
+}
+
+func (c *fakeConn) ClusterAddSlots(_ context.Context, ranges ...redis.SlotRange) error {
+	return c.answer("cluster addslots", rangeArgs(ranges)...)
+}
+
+func (c *fakeConn) ClusterReplicate(_ context.Context, masterID string) error {
+	return c.answer("cluster replicate", masterID)
+}
+
+func (c *fakeConn) ClusterBumpEpoch(context.Context) (bool, error) {
+	if err := c.answer("cluster bumpepoch"); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (c *fakeConn) ClusterFailover(_ context.Context, mode redis.FailoverMode) error {
+	if mode == redis.FailoverDefault {
+		return c.answer("cluster failover")
+	}
+	return c.answer("cluster failover", string(mode))
+}
+
+func (c *fakeConn) ClusterSetSlotEach(_ context.Context, slots []int, state redis.SlotState, nodeID string) []error {
+	errs := make([]error, len(slots))
+	for i, slot := range slots {
+		if err := c.receive("cluster setslot", strconv.Itoa(slot), string(state), nodeID); err != nil {
+			errs[i] = err
+			continue
+		}
+		errs[i] = c.node.refuse["cluster setslot "+string(state)]
+	}
+	return errs
+}
+
+func (c *fakeConn) ClusterCountKeysInSlots(_ context.Context, slots []int) ([]int64, error) {
+	counts := make([]int64, len(slots))
+	for i, slot := range slots {
+		if err := c.answer("cluster countkeysinslot", strconv.Itoa(slot)); err != nil {
+			return nil, err
+		}
+		counts[i] = c.node.keys[slot]
+	}
+	return counts, nil
+}
+
+// MigrateSlots sends the keys of the slots to host:port, recorded as one line: the node's keys
+// in those slots are gone from it, and their number is returned.
+func (c *fakeConn) MigrateSlots(_ context.Context, slots []int, host string, port int, _ redis.MigrateOptions) (int, error) {
+	args := []string{net.JoinHostPort(host, strconv.Itoa(port))}
+	for _, slot := range slots {
+		args = append(args, strconv.Itoa(slot))
+	}
+	if err := c.answer("migrate", args...); err != nil {
+		return 0, err
+	}
+	moved := 0
+	for _, slot := range slots {
+		moved += int(c.node.keys[slot])
+		delete(c.node.keys, slot)
+	}
+	return moved, nil
 }

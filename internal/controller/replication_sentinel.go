@@ -138,7 +138,7 @@ func (r *RedisReplicationReconciler) rollSentinelsForTLS(ctx context.Context, s 
 		return false, err
 	}
 	set := sentinelSet{statefulSet: sts, pods: pods, replicas: sn.Size, group: builder.EmbeddedMasterGroupName, auth: redis.Auth{Password: password}}
-	return sentinelTLSRoll{client: r.Client, pool: r.Redis, recorder: r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
+	return sentinelTLSRoll{&r.Dependencies}.roll(ctx, s.cr, s.tls, set, s.Requeuer(ctx))
 }
 
 // reseedEmbeddedSentinel asks each embedded sentinel what it sees of the master group and

@@ -207,7 +207,7 @@ func (r *RedisSentinelReconciler) rollForTLS(ctx context.Context, s *sentinelSco
 		group = builder.MasterGroupName(s.cr)
 	}
 	set := sentinelSet{statefulSet: builder.SentinelStatefulSetName(s.cr.Name), pods: s.pods, replicas: builder.SentinelReplicas(s.cr), group: group, auth: redis.Auth{Password: s.password}}
-	return sentinelTLSRoll{client: r.Client, pool: r.Redis, recorder: r.Recorder}.roll(ctx, s.cr, s.tls, set, builder.DefaultSentinelPort, s.Requeuer(ctx))
+	return sentinelTLSRoll{&r.Dependencies}.roll(ctx, s.cr, s.tls, set, s.Requeuer(ctx))
 }
 
 // checkHealth is Ready when every sentinel monitors the replication's current master and the

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/redis"
 )
 
@@ -34,10 +34,22 @@ const sentinelRollPause = 5 * time.Second
 // without it, so quorum holds throughout. A replacement starts with a new sentinel ID; the
 // others would count the ID of the departed sentinel as a voter forever, so once they have
 // found the newcomer, each in turn forgets the departed (SENTINEL RESET, then rediscovery).
+// It reaches the sentinels through the seam (Dependencies.redisNode).
 type sentinelTLSRoll struct {
-	client   client.Client
-	pool     *redis.Pool
-	recorder recorder.EventRecorder
+	*Dependencies
+}
+
+// sentinelResetter is a sentinel told to forget the sentinels and replicas it knows of a group
+// and to discover them anew: SENTINEL RESET.
+type sentinelResetter interface {
+	SentinelReset(ctx context.Context, group string) error
+}
+
+// sentinelRollChecker is a sentinel asked, before one of the set's pods goes, how it sees the
+// master and whether the sentinels together could still authorize a failover.
+type sentinelRollChecker interface {
+	sentinelMasterReader
+	quorumChecker
 }
 
 // sentinelSet is one set of sentinels as the roll sees it.
@@ -53,8 +65,9 @@ type sentinelSet struct {
 }
 
 // roll replaces at most one sentinel pod (or resets one sentinel) per call; it reports whether
-// it did, so that the caller stops and waits for the pod watch.
-func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings *tlsSettings, set sentinelSet, port int, requeue func(time.Duration, string)) (bool, error) {
+// it did, so that the caller stops and waits for the pod watch. Sentinels listen on
+// builder.DefaultSentinelPort, whichever kind runs them.
+func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings *tlsSettings, set sentinelSet, requeue func(time.Duration, string)) (bool, error) {
 	if settings == nil {
 		return false, nil
 	}
@@ -80,22 +93,23 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		if !podReady(pod) {
 			continue // its start brings the reconcile back
 		}
-		served, err := redis.ServedCertificate(ctx, podEndpoint(pod, port, set.auth).WithTLS(settings.config), 5*time.Second)
+		served, err := r.servedCertificate(ctx, podEndpoint(pod, builder.DefaultSentinelPort, set.auth).WithTLS(settings.config), 5*time.Second)
 		if err != nil || !served.Equal(leaf) {
 			requeue(sentinelRollPause, fmt.Sprintf("sentinel %s does not yet serve the TLS Secret's certificate", pod.Name))
 			continue
 		}
-		if err := setPodAnnotation(ctx, r.client, pod, TLSHashAnnotation, settings.hash); err != nil {
+		if err := setPodAnnotation(ctx, r.Client, pod, TLSHashAnnotation, settings.hash); err != nil {
 			return false, err
 		}
 	}
-	state, err := r.settled(ctx, set, port, settings)
+	state, err := r.settled(ctx, set, settings)
 	if err != nil {
 		return false, err
 	}
 	if state.reset != nil {
 		// Every sentinel is up and agrees; this one still counts departed sentinels.
-		c, err := r.pool.Client(podEndpoint(state.reset, port, set.auth).WithTLS(settings.config))
+		var c sentinelResetter
+		c, err := r.redisNode(podEndpoint(state.reset, builder.DefaultSentinelPort, set.auth).WithTLS(settings.config))
 		if err != nil {
 			return false, err
 		}
@@ -104,7 +118,7 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		}
 		// Related to the pod: one series per pod for the event recorder, which would keep only
 		// the first note of events about one resource that differ in their note alone.
-		r.recorder.Eventf(owner, state.reset, corev1.EventTypeNormal, ReasonSentinelsForgotten, "SentinelReset",
+		r.Recorder.Eventf(owner, state.reset, corev1.EventTypeNormal, ReasonSentinelsForgotten, "SentinelReset",
 			"sentinel %s counted %s other sentinels where %d run: reset to forget the departed ones", state.reset.Name, state.known, len(set.pods)-1)
 		requeue(sentinelRollPause, "a reset sentinel rediscovers the others")
 		return true, nil
@@ -122,12 +136,12 @@ func (r sentinelTLSRoll) roll(ctx context.Context, owner client.Object, settings
 		return false, nil
 	}
 	pod := stale[0]
-	if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("delete sentinel pod %s to load the renewed TLS Secret: %w", pod.Name, err)
 	}
 	settings.recordRestart(set.statefulSet, pod)
 	log.FromContext(ctx).Info("sentinel pod deleted to load the renewed TLS Secret", "pod", pod.Name)
-	r.recorder.Eventf(owner, pod, corev1.EventTypeNormal, ReasonTLSRestarted, "RestartSentinel",
+	r.Recorder.Eventf(owner, pod, corev1.EventTypeNormal, ReasonTLSRestarted, "RestartSentinel",
 		"sentinel pod %s restarted to load the TLS Secret (certificate serial %s): sentinels cannot reload TLS files in place; %d left",
 		pod.Name, leaf.SerialNumber.Text(16), len(stale)-1)
 	requeue(sentinelRollPause, "a sentinel pod restarts for the renewed TLS Secret")
@@ -148,7 +162,7 @@ type sentinelsState struct {
 // names a sentinel that also counts departed ones. A set ready to lose a pod for a moment can
 // also authorize a failover (SENTINEL CKQUORUM); that is not asked before a reset, since
 // departed voters may be what makes it fail.
-func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, port int, settings *tlsSettings) (sentinelsState, error) {
+func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, settings *tlsSettings) (sentinelsState, error) {
 	if ready := countReady(set.pods); len(set.pods) != int(set.replicas) || ready != set.replicas {
 		return sentinelsState{message: fmt.Sprintf("%d of %d sentinel pods ready", ready, set.replicas)}, nil
 	}
@@ -157,10 +171,11 @@ func (r sentinelTLSRoll) settled(ctx context.Context, set sentinelSet, port int,
 	}
 	var master string
 	var state sentinelsState
-	var first *redis.Client
+	var first sentinelRollChecker
 	for i := range set.pods {
 		pod := &set.pods[i]
-		c, err := r.pool.Client(podEndpoint(pod, port, set.auth).WithTLS(settings.config))
+		var c sentinelRollChecker
+		c, err := r.redisNode(podEndpoint(pod, builder.DefaultSentinelPort, set.auth).WithTLS(settings.config))
 		if err != nil {
 			return sentinelsState{}, err
 		}

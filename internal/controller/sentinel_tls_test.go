@@ -40,7 +40,7 @@ func TestSentinelTLSRollRestartsOnePodAtATimeAndForgetsTheDeparted(t *testing.T)
 	issued := ca.Issue(t, "sn")
 	settings := &tlsSettings{material: redis.TLSMaterial{CA: ca.CertPEM, Cert: issued.CertPEM, Key: issued.KeyPEM}, hash: "renewed", firstSeen: time.Now()}
 	rec := events.NewFakeRecorder(100)
-	roll := sentinelTLSRoll{client: f.c, pool: f.op.pool, recorder: rec}
+	roll := sentinelTLSRoll{&Dependencies{Client: f.c, Redis: f.op.pool, Recorder: rec}}
 
 	original := map[types.UID]bool{}
 	deleted := 0
@@ -66,7 +66,7 @@ func TestSentinelTLSRollRestartsOnePodAtATimeAndForgetsTheDeparted(t *testing.T)
 			before[p.UID] = true
 		}
 		waiting := ""
-		if _, err := roll.roll(f.ctx, sn, settings, sentinelSet{statefulSet: sts, pods: pods, replicas: size, group: group}, builder.DefaultSentinelPort,
+		if _, err := roll.roll(f.ctx, sn, settings, sentinelSet{statefulSet: sts, pods: pods, replicas: size, group: group},
 			func(_ time.Duration, why string) { waiting = why }); err != nil {
 			t.Fatal(err)
 		}
