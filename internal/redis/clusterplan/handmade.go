@@ -15,13 +15,14 @@ import (
 // FAILOVER made by hand on a replica of a healthy master leaves none of them. A process
 // identity (run_id) tells neither apart: a partitioned master keeps its own.
 type Sighting struct {
-	// Clean: every member answered CLUSTER NODES and CLUSTER INFO, no view flags any
-	// member's node fail? or fail, and no two members claim one slot in their own lines. Only
-	// two clean sightings in a row can show a hand-made failover: a silent member may have
-	// been the one that failed, and a second claimer is a master back from a stale nodes.conf.
+	// Clean: every member answered CLUSTER NODES and CLUSTER INFO, and no view flags any
+	// member's node fail? or fail. Only two clean sightings in a row can show a hand-made
+	// failover: a silent member may have been the one that failed.
 	Clean bool
 	// Masters: by leader pod, the pod whose node serves that leader's shard as master (the
-	// leader itself, or the master it replicates), "" when its view does not say.
+	// leader itself, or the master it replicates), "" when its view does not say. Where two
+	// members claim the shard's slots in their own lines, the one at the greater config
+	// epoch, as Redis decides.
 	Masters map[string]string
 	// Roles are the members' designed roles, by pod.
 	Roles map[string]PodRole
@@ -64,9 +65,6 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 			}
 		}
 	}
-	if s.Clean && selfClaimsOverlap(self) {
-		s.Clean = false
-	}
 	for i := range members {
 		m := &members[i]
 		if m.Role != Leader {
@@ -77,11 +75,11 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 		case !ok:
 			s.Masters[m.Pod] = ""
 		case me.IsMaster() && me.SlotCount() > 0:
-			s.Masters[m.Pod] = m.Pod
+			s.Masters[m.Pod] = claimWinner(self, m.Pod)
 		case me.IsReplica():
 			master := podOf[me.MasterID]
 			if n, ok := self[master]; ok && n.IsMaster() && n.SlotCount() > 0 {
-				s.Masters[m.Pod] = master
+				s.Masters[m.Pod] = claimWinner(self, master)
 			} else {
 				s.Masters[m.Pod] = ""
 			}
@@ -92,21 +90,28 @@ func Sight(members []Member, failMessages map[string]uint64) Sighting {
 	return s
 }
 
-// selfClaimsOverlap: two members' own lines claim one slot. A master back from its nodes.conf
-// after a failover it missed (a pod restarted while stuck in a script, or cut off) claims its
-// old slots until gossip tells it the shard moved on, while the node that took the shard claims
-// them too; a sighting taken then names the stale claimer its shard's master, and the next one
-// would show a failover nobody flagged. Other members' views are not consulted: they lag behind
-// any failover, a hand-made one too, for up to a gossip round, whereas a hand-made failover
-// leaves two claimers only between the new master's election and its first message to the old.
-func selfClaimsOverlap(self map[string]redis.Node) bool {
-	var claims [][]redis.SlotRange
-	for _, me := range self {
-		if me.IsMaster() {
-			claims = append(claims, me.Slots)
+// claimWinner is the member whose own line wins the slots that pod's own line claims: pod,
+// unless another member claims some of them at a greater config epoch. Two members claim one
+// slot in their own lines while one of them has not heard of a failover yet: the new master
+// before its first message reaches the old one (a sighting reads the pods one after the
+// other, so it can catch that moment), or a master back from its nodes.conf after a failover
+// it missed (a pod restarted while stuck in a script, or cut off). In both the node that took
+// the shard over holds the greater epoch, and the shard is its: a restarted claimer is not
+// the shard's master before a failover nobody flagged, and a hand-made failover caught
+// half-way is seen as done.
+func claimWinner(self map[string]redis.Node, pod string) string {
+	me := self[pod]
+	winner, epoch := pod, me.ConfigEpoch
+	for _, other := range slices.Sorted(maps.Keys(self)) {
+		n := self[other]
+		if other == pod || !n.IsMaster() || n.ConfigEpoch <= epoch {
+			continue
+		}
+		if slotClaimsOverlap([][]redis.SlotRange{me.Slots, n.Slots}) {
+			winner, epoch = other, n.ConfigEpoch
 		}
 	}
-	return slotClaimsOverlap(claims)
+	return winner
 }
 
 // HandMade is a shard whose master moved to a follower pod by a failover made by hand.
