@@ -173,6 +173,22 @@ func FuzzHandMadeFailovers(f *testing.F) {
 	})
 }
 
+// sightSwappedWithOldViews sights the cluster after follower-1 took leader-1's shard over
+// (swappedShard1), the named pods answering as before it (healthy), their own line too: views
+// read a moment before the failover reached them, or a node back from a stale nodes.conf.
+func sightSwappedWithOldViews(pods ...string) Sighting {
+	after, old := swappedShard1(), healthy()
+	members := cluster{known: after}.members(after)
+	fails := map[string]uint64{}
+	for i := range members {
+		fails[members[i].Pod] = 0
+		if j := slices.IndexFunc(old, func(n node) bool { return n.pod == members[i].Pod }); j >= 0 && slices.Contains(pods, members[i].Pod) {
+			members[i].View = cluster{known: old}.viewOf(old[j], old)
+		}
+	}
+	return Sight(members, fails)
+}
+
 // TestSightOfAMasterBackFromItsStaleConfigNamesTheNewMaster: a leader pod restarted after a
 // failover it missed (stuck in a script until its probe restarted it) comes back from its
 // nodes.conf claiming its old slots while the follower that took them over claims them at a
@@ -180,81 +196,36 @@ func FuzzHandMadeFailovers(f *testing.F) {
 // the next one, after gossip made the leader a replica, shows no failover made by hand (seen
 // once in the e2e stuck-script test, a failover the operator had asked).
 func TestSightOfAMasterBackFromItsStaleConfigNamesTheNewMaster(t *testing.T) {
-	after := swappedShard1()
-	members := cluster{known: after}.members(after)
-	stale := healthy()
-	for i := range members {
-		if members[i].Pod == "c-leader-1" {
-			members[i].View = cluster{known: stale}.viewOf(stale[1], stale)
-		}
-	}
-	fails := map[string]uint64{}
-	for _, m := range members {
-		fails[m.Pod] = 0
-	}
-	before := Sight(members, fails)
+	before := sightSwappedWithOldViews("c-leader-1")
 	if before.Masters["c-leader-1"] != "c-follower-1" {
 		t.Fatalf("the shard claimed by c-leader-1 (stale) and c-follower-1 (greater epoch) is named mastered by %q, want c-follower-1", before.Masters["c-leader-1"])
 	}
-	if got := HandMadeFailovers(before, sightOf(after, 0), nil); len(got) != 0 {
+	if got := HandMadeFailovers(before, sightOf(swappedShard1(), 0), nil); len(got) != 0 {
 		t.Errorf("a failover seen after a stale claim counts as hand-made: %+v", got)
 	}
 }
 
-// TestHandMadeFailoverCaughtHalfWayIsKept: a sighting reads the pods one after the other, so
-// it can find the new master claiming the shard while the old master's line, read a moment
-// earlier, still claims it too. The failover is seen there already (the new master's epoch is
-// the greater), and told as hand-made: a first rule that made such sightings unclean broke
-// the chain of sightings, and the envtest TestHandMadeFailoverIsKeptAndAFailureIsFailedBack
-// then failed the shard back in a loaded CI run.
-func TestHandMadeFailoverCaughtHalfWayIsKept(t *testing.T) {
-	after := swappedShard1()
-	members := cluster{known: after}.members(after)
-	before := healthy()
-	for i := range members {
-		if members[i].Pod == "c-leader-1" {
-			members[i].View = cluster{known: before}.viewOf(before[1], before)
-		}
-	}
-	fails := map[string]uint64{}
-	for _, m := range members {
-		fails[m.Pod] = 0
-	}
-	now := Sight(members, fails)
-	got := HandMadeFailovers(sightOf(healthy(), 0), now, nil)
+// TestHandMadeFailoversSeenBeforeEveryNodeKnowsThem: a CLUSTER FAILOVER by hand is told as
+// hand-made by the first sighting after it, whichever nodes have not heard of it yet. The
+// old master's own line, read a moment before the failover reached it, still claims the shard
+// (a sighting reads the pods one after the other): the new master's epoch is the greater, and
+// a first rule that made such sightings unclean broke the chain of sightings, so the envtest
+// TestHandMadeFailoverIsKeptAndAFailureIsFailedBack failed the shard back in a loaded CI run.
+// Other masters' views lag a gossip round: a rule that looked at every view hid the failover.
+func TestHandMadeFailoversSeenBeforeEveryNodeKnowsThem(t *testing.T) {
 	want := []HandMade{{Leader: "c-leader-1", Master: "c-follower-1", Before: "c-leader-1"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("hand-made failovers = %+v, want %+v", got, want)
-	}
-}
-
-// TestHandMadeFailoverSeenWhileAViewLagsIsKept: right after a CLUSTER FAILOVER by hand, the
-// other masters' views may still give the shard to the old master for a gossip round. Only
-// the members' own lines decide who masters a shard, so the failover is still told as
-// hand-made (a rule that looked at every view hid it from the envtest
-// TestHandMadeFailoverIsKeptAndAFailureIsFailedBack).
-func TestHandMadeFailoverSeenWhileAViewLagsIsKept(t *testing.T) {
-	after := swappedShard1()
-	members := cluster{known: after}.members(after)
-	lagging := healthy()
-	for i := range members {
-		if members[i].Pod == "c-leader-0" || members[i].Pod == "c-follower-2" {
-			// Its own line as it is now, every other as before the failover.
-			mine := lagging[slices.IndexFunc(lagging, func(n node) bool { return n.pod == members[i].Pod })]
-			members[i].View = cluster{known: lagging}.viewOf(mine, lagging)
-		}
-	}
-	fails := map[string]uint64{}
-	for _, m := range members {
-		fails[m.Pod] = 0
-	}
-	now := Sight(members, fails)
-	if !now.Clean {
-		t.Fatalf("a sighting where only other members' views lag behind a failover is not clean: %+v", now)
-	}
-	got := HandMadeFailovers(sightOf(healthy(), 0), now, nil)
-	want := []HandMade{{Leader: "c-leader-1", Master: "c-follower-1", Before: "c-leader-1"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("hand-made failovers = %+v, want %+v", got, want)
+	for name, lagging := range map[string][]string{
+		"the old master's own line":  {"c-leader-1"},
+		"other members' whole views": {"c-leader-0", "c-follower-2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			now := sightSwappedWithOldViews(lagging...)
+			if !now.Clean {
+				t.Fatalf("a sighting where views lag behind a failover is not clean: %+v", now)
+			}
+			if got := HandMadeFailovers(sightOf(healthy(), 0), now, nil); !slices.Equal(got, want) {
+				t.Errorf("hand-made failovers = %+v, want %+v", got, want)
+			}
+		})
 	}
 }
