@@ -144,6 +144,10 @@ func BuildRedisCluster(in RedisClusterInput) (*Objects, error) {
 	selector := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelCluster: cr.Name}
 	labels := map[string]string{LabelInstance: cr.Name, LabelSetupType: SetupCluster, LabelManagedBy: ManagedByValue, LabelCluster: cr.Name}
 	out.Services = append(out.Services, roleService(leader, MasterServiceName(cr.Name), RedisRoleMaster, selector, labels))
+	if ClusterNodePorts(cr) {
+		// Written by the controller from what the nodes serve, not built here.
+		out.Retained = append(out.Retained, "ConfigMap/"+ClusterAddressHoldersName(cr.Name))
+	}
 	return out, nil
 }
 
@@ -265,6 +269,7 @@ func clusterRole(cr *v1beta2.RedisCluster, owner metav1.OwnerReference, role str
 	}
 	conf.cluster = true
 	conf.nodesConfDir = nodesDir
+	w.nodesConfDir = nodesDir
 	// Behind node ports clients are outside the cluster's DNS: they are sent to node IPs.
 	w.preferHostname = s.TLS != nil && !w.nodePorts && w.hostnameSuffix != ""
 	return w, w.renderRedisConf(conf), nil

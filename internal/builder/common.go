@@ -125,6 +125,9 @@ func (w *workload) checkContainerNames() error {
 	if w.initContainer != nil {
 		all = append(all, named{userInitContainerName, "the init container"})
 	}
+	if w.addressGated() {
+		all = append(all, named{addressGateName, "the address gate init container"})
+	}
 	for _, s := range w.sidecars {
 		all = append(all, named{s.Name, "sidecar " + s.Name})
 	}

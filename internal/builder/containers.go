@@ -194,6 +194,10 @@ func sidecarContainer(s v1beta2.Sidecar) corev1.Container {
 
 func (w *workload) initContainers() []corev1.Container {
 	var out []corev1.Container
+	if w.addressGated() {
+		// First: nothing of the pod's own runs before its address is free.
+		out = append(out, w.addressGateContainer())
+	}
 	if w.server == sentinelServer {
 		// The sentinel rewrites its config file, so it cannot run from a read-only ConfigMap.
 		// This copies the rendered template, the user's additional config and the auth file

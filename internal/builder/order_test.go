@@ -71,9 +71,11 @@ func TestListOrder(t *testing.T) {
 	}
 	nodePortRole := func(sts string) listOrder {
 		return listOrder{
-			containers: []string{sts},
-			volumes:    []string{"tls-certs", sts, "redis-config", "node-ports"},
-			mounts:     map[string][]string{sts: {sts, "tls-certs", "redis-config", "node-ports"}},
+			initContainers: []string{"address-gate"},
+			containers:     []string{sts},
+			volumes:        []string{"tls-certs", sts, "redis-config", "node-ports", "address-holders"},
+			mounts: map[string][]string{sts: {sts, "tls-certs", "redis-config", "node-ports"},
+				"address-gate": {sts, "address-holders"}},
 		}
 	}
 	with := func(m map[string]listOrder, more map[string]listOrder) map[string]listOrder {

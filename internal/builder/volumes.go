@@ -42,6 +42,9 @@ func (w *workload) volumes() []corev1.Volume {
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: NodePortsConfigMapName(w.name)}},
 		}})
 	}
+	if w.addressGated() {
+		out = append(out, w.addressHoldersVolume())
+	}
 	return out
 }
 

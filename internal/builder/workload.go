@@ -101,6 +101,7 @@ type workload struct {
 
 	dataClaim     *corev1.PersistentVolumeClaim // nil: /data is an emptyDir
 	nodeConfClaim *corev1.PersistentVolumeClaim // cluster with nodeConfVolume only
+	nodesConfDir  string                        // cluster only: where nodes.conf is
 	extraVolumes  v1beta2.AdditionalVolume
 
 	tls *v1beta2.TLSConfig

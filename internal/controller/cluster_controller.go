@@ -159,6 +159,9 @@ func (r *RedisClusterReconciler) observePods(ctx context.Context, s *clusterScop
 	if err := r.readRevisions(ctx, s); err != nil {
 		return false, err
 	}
+	if err := r.recordAddressHolders(ctx, s); err != nil {
+		return false, err
+	}
 	s.rollingUpdate = s.rollingUpdateOn(time.Now())
 	readyLeaders, readyFollowers := countReady(s.leaders), countReady(s.followers)
 	cr.Status.ReadyLeaderReplicas, cr.Status.ReadyFollowerReplicas = readyLeaders, readyFollowers
@@ -248,6 +251,7 @@ func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterS
 	if len(outages) > 0 {
 		s.clusterStage = ""
 		r.outage(s, message+"; "+clusterplan.OutageSummary(outages))
+		s.Requeue(ctx, whileOutage, "the cluster serves less than it should while pods do not run: an election may change that")
 	} else {
 		reason := status.ReasonPodsNotReady
 		if s.cr.Status.State != "" && s.cr.Status.State != status.ClusterStateInitializing {

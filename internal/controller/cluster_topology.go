@@ -29,6 +29,8 @@ const (
 	afterRedisCommands = 200 * time.Millisecond
 	whileConverging    = 300 * time.Millisecond
 	whileBroken        = 10 * time.Second
+	// whileOutage: what ends an outage (an election among the nodes) is no Kubernetes event.
+	whileOutage = 2 * time.Second
 	// silentPodRetry asks again a pod the kubelet calls ready but whose Redis did not answer.
 	silentPodRetry = 2 * time.Second
 	// healthCheckInterval re-reads a Ready cluster: a Redis-level failure need not touch any pod.

@@ -284,6 +284,38 @@ func TestNodePortClusterServesClientsOutsideTheCluster(t *testing.T) {
 		c.writeAndReadEveryShard(c.ctx, cc, "after-failover")
 	})
 
+	// Deleted at once (a forced deletion, as after a lost node): no hand-over, and the pod,
+	// which keeps nodes.conf on no volume, comes back as an empty node at the very node IP
+	// and node ports where the cluster knows its master. Its replica must take the shard
+	// over and keep every key: it syncs from no empty node, and the new pod joins as a replica.
+	t.Run("leader pod lost without a hand-over", func(t *testing.T) {
+		c.t = t
+		// A master: the operator may have moved a shard to spread masters over nodes since.
+		var lost *corev1.Pod
+		for i := 2; i >= 0 && lost == nil; i-- {
+			p := c.pod(fmt.Sprintf("%s-leader-%d", c.name, i))
+			if role, err := c.redis(p).Do(c.ctx, "ROLE").Slice(); err == nil && role[0] == "master" {
+				lost = p
+			}
+		}
+		if lost == nil {
+			t.Fatal("no leader pod is a master")
+		}
+		t.Logf("deleting master %s at once", lost.Name)
+		fault := faultTime()
+		if err := sb.Client.Delete(c.ctx, lost, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		c.waitReady(fault)
+		c.assertShape()
+		if back := c.pod(lost.Name); back.UID == lost.UID {
+			t.Fatalf("pod %s was not replaced", back.Name)
+		}
+		c.assertSlotMapExternal(cc)
+		c.readThrough(c.ctx, cc, "np")
+		c.readThrough(c.ctx, cc, "after-failover")
+	})
+
 	t.Run("Service recreated with other node ports", func(t *testing.T) {
 		c.t = t
 		pod := c.name + "-leader-2"
