@@ -158,15 +158,18 @@ func checkBackup(f restoreFacts) restoreDecision {
 			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s cannot be restored into this RedisCluster: %v", name, err)
 		}
 	}
-	s3 := b.Spec.Storage.S3
+	// A backup on a claim is read through the claim's store, which the backup keeps (it is
+	// one of its owners) in the restored resource's namespace.
+	s3 := backupS3(b)
 	if s3 == nil {
-		return refuse(status.ReasonRestoreUnsupported, "RedisBackup %s is on a PersistentVolumeClaim: only backups in an S3 store can be restored yet", name)
+		return refuse(status.ReasonRestoreUnsupported, "RedisBackup %s names no storage the operator can read", name)
 	}
 	var objects []builder.RestoreObject
+	prefix := locationPrefix(b)
 	for _, shard := range b.Status.Shards {
-		key, ok := strings.CutPrefix(shard.Location, "s3://"+s3.Bucket+"/")
+		key, ok := strings.CutPrefix(shard.Location, prefix)
 		if !ok || key == "" || shard.SHA256 == "" || shard.Bytes <= 0 {
-			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s records no object of bucket %s with its size and SHA-256 (%s)", name, s3.Bucket, shard.Location)
+			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s records no object under %s with its size and SHA-256 (%s)", name, prefix, shard.Location)
 		}
 		objects = append(objects, builder.RestoreObject{Key: key, SHA256: shard.SHA256, Bytes: shard.Bytes})
 	}

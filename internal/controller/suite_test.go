@@ -227,7 +227,7 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 		t.Fatal(err)
 	}
 	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Stores: S3Stores, Memory: memory, StoreRetries: settings.storeRetries}).SetupWithManager(mgr); err != nil {
+		Stores: S3Stores, Memory: memory, StoreRetries: settings.storeRetries, Applier: applier, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	var scheduleClock clock.PassiveClock = clock.RealClock{}
