@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
@@ -299,5 +300,31 @@ func TestSharedAddsEachOwnerAndAdoptsNothing(t *testing.T) {
 	}
 	if len(live.OwnerReferences) != 0 || live.Spec.Ports[0].Port != 80 {
 		t.Fatalf("the unmarked Service was changed: %+v", live)
+	}
+}
+
+// TestSharedClaimStoreIsNotSentAgain: the claim store's objects, as the builder makes them,
+// hold after the API server's defaults what was applied, so a second Shared sends nothing.
+func TestSharedClaimStoreIsNotSentAgain(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, FieldManager)
+	owner := ownerInNamespace(t, c)
+	st, err := builder.BuildClaimStore(builder.ClaimStoreInput{Namespace: owner.Namespace,
+		Claim: v1alpha1.PVCStorage{ClaimName: "backups", SubPath: "redis"}, Image: builder.DefaultClaimStoreImage,
+		InitImage: builder.DefaultClaimStoreInitImage, AccessKeyID: "key-id", SecretAccessKey: "secret-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewApplier()
+	for round, want := range []bool{true, false} {
+		for _, obj := range []client.Object{st.Secret, st.Service, st.Deployment} {
+			wrote, err := a.Shared(ctx, c, owner, obj.DeepCopyObject().(client.Object), builder.LabelBackupStore)
+			if err != nil {
+				t.Fatalf("round %d, %s: %v", round, obj.GetName(), err)
+			}
+			if wrote != want {
+				t.Errorf("round %d: %T sent %v, want %v", round, obj, wrote, want)
+			}
+		}
 	}
 }

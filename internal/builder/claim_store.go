@@ -214,8 +214,10 @@ func BuildClaimStore(in ClaimStoreInput) (*ClaimStore, error) {
 						},
 						Ports: []corev1.ContainerPort{{Name: "s3", ContainerPort: ClaimStorePort, Protocol: corev1.ProtocolTCP}},
 						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("s3")}},
-							PeriodSeconds: 5,
+							ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("s3")}},
+							// Kubernetes' defaults but the period, spelt out: the live Deployment
+							// then holds what was applied, and an idle reconcile sends nothing.
+							PeriodSeconds: 5, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
 						},
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 							corev1.ResourceCPU:    resource.MustParse("50m"),

@@ -128,10 +128,37 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 		t.Fatalf("the store's Secret holds keys of %d and %d characters, owners %+v", len(keyID), len(secretKey), secret.OwnerReferences)
 	}
 
+	// Reconciles of the waiting backups (a label each brings one) write nothing more.
+	versions := func() string {
+		var all []string
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &corev1.Secret{}} {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, obj.GetResourceVersion())
+		}
+		return strings.Join(all, ",")
+	}
+	before := versions()
+	for _, b := range []*v1alpha1.RedisBackup{nightly, weekly} {
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Labels = map[string]string{"touched": "yes"}
+		if err := c.Patch(ctx, b, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if after := versions(); after != before {
+		t.Errorf("the store's objects were written again by idle reconciles: versions %s, then %s", before, after)
+	}
+
 	// The store's pod: its gateway with the generated credentials, its bucket made, and its
 	// Deployment available.
 	gw := s3test.Start(t, s3test.Options{AccessKey: keyID, SecretKey: secretKey})
 	gateway.Store(gw)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(&deployment), &deployment); err != nil {
+		t.Fatal(err)
+	}
 	deployment.Status = appsv1.DeploymentStatus{ObservedGeneration: deployment.Generation, Replicas: 1, UpdatedReplicas: 1,
 		ReadyReplicas: 1, AvailableReplicas: 1}
 	if err := c.Status().Update(ctx, &deployment); err != nil {
