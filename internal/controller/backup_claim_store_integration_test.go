@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/rediskube/redis-operator/internal/backup/store"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/s3test"
+	"github.com/rediskube/redis-operator/internal/status"
 )
 
 // TestRedisBackupOnAClaim takes backups on a PersistentVolumeClaim. The envtest control plane
@@ -35,8 +37,10 @@ import (
 // a folder, started with the Secret's credentials and reached in place of the Service's name,
 // and the Deployment's status made available. The backups complete through it, at
 // pvc://<claim>/<subPath>/backups/..., the object a server loads serves every key, and a
-// deleted backup's object is deleted through the store. A Service of the store's name that the
-// operator did not make fails a backup on that claim, untouched.
+// deleted backup's object is deleted through the store. A restore of a backup on the claim
+// creates nothing while the store serves no pod, then restores from the store's Service. A
+// Service of the store's name that the operator did not make fails a backup on that claim,
+// untouched.
 func TestRedisBackupOnAClaim(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
@@ -203,6 +207,52 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 	}
 	if got := f.objects(); len(got) != 1 || got[0] != ns+"/weekly/cache-0.rdb" {
 		t.Errorf("objects left %v, want weekly's", got)
+	}
+
+	// A restore of weekly waits, creating nothing, while the store serves no pod, then reads
+	// from it.
+	deployment.Status.AvailableReplicas, deployment.Status.ReadyReplicas = 0, 0
+	if err := c.Status().Update(ctx, &deployment); err != nil {
+		t.Fatal(err)
+	}
+	restoredRedis := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns},
+		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			Restore: &v1beta2.RestoreSpec{BackupName: "weekly"}}}
+	if err := c.Create(ctx, restoredRedis); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the restore waiting for the claim store", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(restoredRedis), restoredRedis); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(restoredRedis.Status.Conditions, ConditionRestored)
+		if cond == nil || cond.Reason != status.ReasonRestoreBackupNotReady ||
+			!strings.Contains(cond.Message, "waiting for the store of PersistentVolumeClaim backups that RedisBackup weekly is read from") {
+			return fmt.Errorf("conditions %s", describeConditions(restoredRedis.Status.Conditions))
+		}
+		return nil
+	})
+	var sts appsv1.StatefulSet
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored"}, &sts); !apierrors.IsNotFound(err) {
+		t.Fatalf("a StatefulSet while the store is down: %v", err)
+	}
+	deployment.Status.AvailableReplicas, deployment.Status.ReadyReplicas = 1, 1
+	if err := c.Status().Update(ctx, &deployment); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the restored StatefulSet", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored"}, &sts)
+	})
+	var args string
+	for _, ic := range sts.Spec.Template.Spec.InitContainers {
+		if ic.Name == "restore" {
+			args = strings.Join(ic.Command, " ")
+		}
+	}
+	for _, want := range []string{"--endpoint http://" + name + ":8333", "--bucket backups", "--key " + ns + "/weekly/cache-0.rdb", "--force-path-style"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the restore init container runs %q, want %q in it", args, want)
+		}
 	}
 
 	// A Service of the other claim's store name that the operator did not make.

@@ -330,3 +330,26 @@ func TestRestoreFromAClaim(t *testing.T) {
 		t.Errorf("the object restored: key %q, %d bytes, SHA-256 %s", in.Key, in.Bytes, in.SHA256)
 	}
 }
+
+// TestRestoreFromAClaimWaitsForItsStore: while the claim store serves no pod nothing is
+// created (the init container could only fail), and the wait comes back by itself; a
+// StatefulSet created by the restore keeps its recorded restore whatever the store does.
+func TestRestoreFromAClaimWaitsForItsStore(t *testing.T) {
+	b := restorableBackup("Redis")
+	b.Spec.Storage.S3 = nil
+	b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "backups"}
+	b.Status.Shards[0].Location = "pvc://backups/backups/ns/nightly/cache-0.rdb"
+	spec := &v1beta2.RestoreSpec{BackupName: "nightly"}
+	d := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: b, operatorImage: "op:1",
+		claimStoreDown: "Deployment backups-backup-store is not available: no pod available"})
+	if d.action != restoreWait || d.reason != status.ReasonRestoreBackupNotReady || !d.requeue ||
+		!strings.Contains(d.message, "waiting for the store of PersistentVolumeClaim backups that RedisBackup nightly is read from") {
+		t.Errorf("decision %+v, want a wait for the store that comes back by itself", d)
+	}
+	first := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: b, operatorImage: "op:1"})
+	kept := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: b, operatorImage: "op:1", statefulSetExists: true,
+		restoredFrom: "nightly", recorded: first.input, claimStoreDown: "Deployment backups-backup-store does not exist"})
+	if kept.action != restoreBuild || kept.input != first.input {
+		t.Errorf("a StatefulSet made by the restore: %+v, want its recorded restore kept", kept)
+	}
+}
