@@ -85,7 +85,10 @@ type S3Storage struct {
 	CASecret *SecretReference `json:"caSecret,omitempty"`
 }
 
-// PVCStorage is a PersistentVolumeClaim in the backup's namespace.
+// PVCStorage is a PersistentVolumeClaim in the backup's namespace. The operator runs an S3
+// gateway over it in that namespace (Deployment, Service and Secret <claim>-backup-store),
+// shared by the backups on the claim and gone with the last of them; the snapshots are the
+// files <subPath>/backups/<namespace>/<backup>/<pod>.rdb of the claim.
 type PVCStorage struct {
 	// claimName is the PersistentVolumeClaim's name.
 	// +kubebuilder:validation:MinLength=1
@@ -137,7 +140,7 @@ type ShardBackup struct {
 	// the snapshot holds every write up to it at least.
 	// +optional
 	ReplicationOffset int64 `json:"replicationOffset,omitempty"`
-	// location is the object, s3://bucket/key.
+	// location is the object, s3://bucket/key, or on a claim pvc://claim/<subPath>/backups/key.
 	// +required
 	Location string `json:"location"`
 	// bytes is the snapshot's size.
@@ -172,7 +175,8 @@ type RedisBackupStatus struct {
 	// completedAt is when the backup ended, Completed or Failed.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// location is where the backup's objects are: s3://bucket/<prefix>/<namespace>/<name>/.
+	// location is where the backup's objects are: s3://bucket/<prefix>/<namespace>/<name>/, or on
+	// a claim pvc://<claim>/<subPath>/backups/<namespace>/<name>/.
 	// +optional
 	Location string `json:"location,omitempty"`
 	// totalBytes is the sum of the shards' bytes.

@@ -39,6 +39,7 @@ import (
 	redisv1beta1 "github.com/rediskube/redis-operator/api/v1beta1"
 	redisv1beta2 "github.com/rediskube/redis-operator/api/v1beta2"
 	"github.com/rediskube/redis-operator/internal/apply"
+	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/controller"
 	"github.com/rediskube/redis-operator/internal/events"
 	"github.com/rediskube/redis-operator/internal/liveness"
@@ -87,6 +88,9 @@ type options struct {
 	pprofAddr        string
 	// operatorImage is the image the operator runs, which the restore init containers run too.
 	operatorImage string
+	// claimStoreImage and claimStoreInitImage run the S3 gateway over the PersistentVolumeClaim
+	// of backups stored on one, and make its bucket's folder.
+	claimStoreImage, claimStoreInitImage string
 	// version: print the version and commit, then exit without starting anything.
 	version bool
 	webhook conversionwebhook.Options
@@ -147,6 +151,10 @@ func newFlagSet(opts *options) (*flag.FlagSet, error) {
 		"Address to serve net/http/pprof on (/debug/pprof/), e.g. :6060; empty: not served. It tells anyone who reaches it about the operator's memory: bind it where only you do.")
 	fs.StringVar(&opts.operatorImage, "operator-image", os.Getenv("OPERATOR_IMAGE"),
 		"The image the operator runs (default from OPERATOR_IMAGE): the init container that restores a backup into a new resource runs it; empty: restores are refused.")
+	fs.StringVar(&opts.claimStoreImage, "claim-store-image", builder.DefaultClaimStoreImage,
+		"The image of the S3 gateway (versitygw) the operator runs over the PersistentVolumeClaim of backups stored on one.")
+	fs.StringVar(&opts.claimStoreInitImage, "claim-store-init-image", builder.DefaultClaimStoreInitImage,
+		"The image (with mkdir) that makes the bucket's folder on the claim before that gateway starts.")
 	fs.BoolVar(&opts.version, "version", false, "Print the operator's version and commit, then exit.")
 	bindWebhookFlags(fs, &opts.webhook)
 	opts.zap.BindFlags(fs)
@@ -328,7 +336,8 @@ func run(ctx context.Context, args []string, cfg *rest.Config) error {
 		// Backups reach the object store each one names, through the client S3Stores makes of
 		// its resolved settings.
 		{"RedisBackup", &controller.RedisBackupReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder, Redis: redisPool,
-			Stores: controller.S3Stores, Memory: memory}},
+			Stores: controller.S3Stores, Memory: memory, Applier: applier, APIReader: mgr.GetAPIReader(),
+			ClaimStoreImage: opts.claimStoreImage, ClaimStoreInitImage: opts.claimStoreInitImage}},
 		{"RedisBackupSchedule", &controller.RedisBackupScheduleReconciler{Client: writes, Scheme: mgr.GetScheme(), Recorder: recorder,
 			Clock: clock.RealClock{}}},
 	}

@@ -234,6 +234,8 @@ func isDerived(desired, live client.Object) bool {
 		spec := *d.Spec.DeepCopy()
 		spec.VolumeClaimTemplates = live.(*appsv1.StatefulSet).Spec.VolumeClaimTemplates
 		return equality.Semantic.DeepDerivative(spec, live.(*appsv1.StatefulSet).Spec)
+	case *appsv1.Deployment:
+		return equality.Semantic.DeepDerivative(d.Spec, live.(*appsv1.Deployment).Spec)
 	case *corev1.Service:
 		return equality.Semantic.DeepDerivative(d.Spec, live.(*corev1.Service).Spec)
 	case *policyv1.PodDisruptionBudget:
@@ -254,4 +256,66 @@ func subset(want, have map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Shared makes desired match with server-side apply, as Owned does, for an object several
+// owners share with references that are not controllers' (the claim store the RedisBackups on
+// one claim use): owner's reference joins those the live object has, and the object goes away
+// with the last of its owners. An object of that name without desired's label mark (key and
+// value), or with a controller, was not made this way and is never taken over: Shared returns
+// a *NotOwnedError. It writes nothing when nothing it wants changed.
+func (a *Applier) Shared(ctx context.Context, c client.Client, owner client.Object, desired client.Object, mark string) (wrote bool, err error) {
+	if a == nil {
+		return false, errNoApplier
+	}
+	gvk, err := apiutil.GVKForObject(desired, c.Scheme())
+	if err != nil {
+		return false, fmt.Errorf("kind of %s: %w", desired.GetName(), err)
+	}
+	ownerGVK, err := apiutil.GVKForObject(owner, c.Scheme())
+	if err != nil {
+		return false, fmt.Errorf("kind of %s: %w", owner.GetName(), err)
+	}
+	kind := gvk.Kind
+	ref := metav1.OwnerReference{APIVersion: ownerGVK.GroupVersion().String(), Kind: ownerGVK.Kind, Name: owner.GetName(), UID: owner.GetUID()}
+	live := desired.DeepCopyObject().(client.Object)
+	err = c.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	if apierrors.IsNotFound(err) {
+		obj := desired.DeepCopyObject().(client.Object)
+		obj.SetOwnerReferences([]metav1.OwnerReference{ref})
+		return true, a.create(ctx, c, kind, obj)
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
+	}
+	value, marked := live.GetLabels()[mark]
+	if !marked || value != desired.GetLabels()[mark] || metav1.GetControllerOf(live) != nil {
+		return false, &NotOwnedError{Kind: kind, Name: desired.GetName()}
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return false, nil // going with its last owner: made anew once it is gone
+	}
+	refs := live.GetOwnerReferences()
+	if !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+		refs = append(slices.Clone(refs), ref)
+	}
+	applied := desired.DeepCopyObject().(client.Object)
+	applied.SetOwnerReferences(refs)
+	hash, err := appliedHash(applied)
+	if err != nil {
+		return false, err
+	}
+	if live.GetAnnotations()[AppliedHashAnnotation] == hash && isDerived(applied, live) &&
+		equality.Semantic.DeepEqual(refs, live.GetOwnerReferences()) {
+		return false, nil
+	}
+	setAnnotation(applied, AppliedHashAnnotation, hash)
+	config, err := applyConfiguration(applied, gvk.GroupVersion().String(), kind)
+	if err != nil {
+		return false, err
+	}
+	if err := c.Apply(ctx, config, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("apply %s %s: %w", kind, desired.GetName(), err)
+	}
+	return true, nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/internal/builder"
 )
 
@@ -241,6 +242,89 @@ func TestPruneDeletesWhatTheSpecNoLongerAsksFor(t *testing.T) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(svc), &corev1.Service{})
 		if gone := apierrors.IsNotFound(err); gone != (svc == unwanted) {
 			t.Errorf("Service %s: %v", svc.Name, err)
+		}
+	}
+}
+
+// TestSharedAddsEachOwnerAndAdoptsNothing: a shared object is made with its first owner's
+// reference, takes the second's beside it (neither a controller), is not written again when
+// nothing changed, and an object of the name without the mark is refused, not taken over.
+func TestSharedAddsEachOwnerAndAdoptsNothing(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, FieldManager)
+	first := ownerInNamespace(t, c)
+	second := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: first.Namespace}}
+	if err := c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	const mark = "example.com/store"
+	desired := func() *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "store", Namespace: first.Namespace, Labels: map[string]string{mark: "store"}},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "s3", Port: 8333, TargetPort: intstr.FromInt32(8333), Protocol: corev1.ProtocolTCP}}},
+		}
+	}
+	a := NewApplier()
+	for i, owner := range []*corev1.ConfigMap{first, second, second} {
+		wrote, err := a.Shared(ctx, c, owner, desired(), mark)
+		if err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+		if want := i < 2; wrote != want {
+			t.Errorf("apply %d wrote %v, want %v", i, wrote, want)
+		}
+	}
+	var live corev1.Service
+	if err := c.Get(ctx, client.ObjectKey{Namespace: first.Namespace, Name: "store"}, &live); err != nil {
+		t.Fatal(err)
+	}
+	refs := live.OwnerReferences
+	if len(refs) != 2 || refs[0].UID != first.UID || refs[1].UID != second.UID || metav1.GetControllerOf(&live) != nil {
+		t.Fatalf("owner references %+v: want both owners, neither a controller", refs)
+	}
+
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: first.Namespace},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 80}}}}
+	if err := c.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	d := desired()
+	d.Name = "foreign"
+	_, err := a.Shared(ctx, c, first, d, mark)
+	var notOwned *NotOwnedError
+	if !errors.As(err, &notOwned) {
+		t.Fatalf("an unmarked Service of the name: got %v, want a NotOwnedError", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), &live); err != nil {
+		t.Fatal(err)
+	}
+	if len(live.OwnerReferences) != 0 || live.Spec.Ports[0].Port != 80 {
+		t.Fatalf("the unmarked Service was changed: %+v", live)
+	}
+}
+
+// TestSharedClaimStoreIsNotSentAgain: the claim store's objects, as the builder makes them,
+// hold after the API server's defaults what was applied, so a second Shared sends nothing.
+func TestSharedClaimStoreIsNotSentAgain(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, FieldManager)
+	owner := ownerInNamespace(t, c)
+	st, err := builder.BuildClaimStore(builder.ClaimStoreInput{Namespace: owner.Namespace,
+		Claim: v1alpha1.PVCStorage{ClaimName: "backups", SubPath: "redis"}, Image: builder.DefaultClaimStoreImage,
+		InitImage: builder.DefaultClaimStoreInitImage, AccessKeyID: "key-id", SecretAccessKey: "secret-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewApplier()
+	for round, want := range []bool{true, false} {
+		for _, obj := range []client.Object{st.Secret, st.Service, st.Deployment} {
+			wrote, err := a.Shared(ctx, c, owner, obj.DeepCopyObject().(client.Object), builder.LabelBackupStore)
+			if err != nil {
+				t.Fatalf("round %d, %s: %v", round, obj.GetName(), err)
+			}
+			if wrote != want {
+				t.Errorf("round %d: %T sent %v, want %v", round, obj, wrote, want)
+			}
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,11 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/apply"
 	"github.com/rediskube/redis-operator/internal/backup/store"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/reconcile"
@@ -118,6 +121,15 @@ type RedisBackupReconciler struct {
 	// StoreRetries are the waits before each attempt that follows a transient store failure
 	// (attempts in all: one more than its length); nil: DefaultStoreRetries.
 	StoreRetries []time.Duration
+	// Applier writes the claim stores of backups on a PersistentVolumeClaim.
+	Applier *apply.Applier
+	// APIReader reads, uncached, an object whose name a claim store needs when the cache
+	// does not show it (nil: Client).
+	APIReader client.Reader
+	// ClaimStoreImage and ClaimStoreInitImage run the claim stores (--claim-store-image,
+	// --claim-store-init-image); empty: builder.DefaultClaimStoreImage and
+	// builder.DefaultClaimStoreInitImage.
+	ClaimStoreImage, ClaimStoreInitImage string
 }
 
 // backupScope is one reconcile of a RedisBackup.
@@ -157,6 +169,7 @@ func (r *RedisBackupReconciler) phases() []reconcile.Phase[*backupScope] {
 		{Name: "supported", Run: r.refuseUnsupported},
 		{Name: "backoff", Run: r.awaitNextAttempt},
 		{Name: "target", Run: r.resolveTarget},
+		{Name: "claim store", Run: r.ensureClaimStore},
 		{Name: "store", Run: r.resolveStore},
 		{Name: "source", Run: r.chooseSource},
 		{Name: "stream", Run: r.stream},
@@ -233,8 +246,8 @@ func (r *RedisBackupReconciler) refuseUnsupported(ctx context.Context, s *backup
 	case spec.Target.Kind != v1alpha1.TargetRedis && spec.Target.Kind != v1alpha1.TargetRedisReplication &&
 		spec.Target.Kind != v1alpha1.TargetRedisCluster:
 		why = fmt.Sprintf("target kind %q is not one of Redis, RedisReplication, RedisCluster", spec.Target.Kind)
-	case spec.Storage.S3 == nil:
-		why = "only s3 storage is supported yet, not persistentVolumeClaim"
+	case spec.Storage.S3 == nil && spec.Storage.PersistentVolumeClaim == nil:
+		why = "storage names neither s3 nor persistentVolumeClaim"
 	default:
 		return false, nil
 	}
@@ -342,6 +355,9 @@ func (r *RedisBackupReconciler) resolveStore(ctx context.Context, s *backupScope
 		return problem != "", errors.Join(err, r.waitIf(ctx, s, problem))
 	}
 	s.store, err = r.Stores(cfg)
+	if err == nil {
+		s.store = located(s.store, s.backup)
+	}
 	s.storeHost = store.EndpointHost(cfg.Endpoint)
 	if err != nil {
 		// The settings themselves are wrong (an endpoint with a path, a CA without PEM): the
@@ -351,10 +367,10 @@ func (r *RedisBackupReconciler) resolveStore(ctx context.Context, s *backupScope
 	return false, nil
 }
 
-// storeConfig resolves the backup's S3 settings with its credentials (and CA) Secrets;
-// problem says what is missing.
+// storeConfig resolves the backup's S3 settings (a claim's: its store's) with its
+// credentials (and CA) Secrets; problem says what is missing.
 func (r *RedisBackupReconciler) storeConfig(ctx context.Context, b *v1alpha1.RedisBackup) (cfg store.S3Config, problem string, err error) {
-	spec := b.Spec.Storage.S3
+	spec := backupS3(b)
 	creds, problem, err := r.secretKeys(ctx, b.Namespace, spec.CredentialsSecret.Name, S3AccessKeyIDKey, S3SecretAccessKeyKey)
 	if err != nil || problem != "" {
 		return cfg, problem, err
@@ -512,7 +528,7 @@ func objectKey(prefix, namespace, backup, pod string) string {
 // be its snapshot's, and when one shard fails the objects of the others are removed.
 func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (bool, error) {
 	b := s.backup
-	dir := objectDir(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name)
+	dir := objectDir(backupS3(b).Prefix, b.Namespace, b.Name)
 	now := metav1.Now()
 	// The attempt is counted before it starts: one an operator restart cut short counts too,
 	// so that the bound holds however often the operator stops.
@@ -557,7 +573,7 @@ func (r *RedisBackupReconciler) stream(ctx context.Context, s *backupScope) (boo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			shards[i], errs[i] = r.streamShard(ctx, s.store, objectKey(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name, src.pod.Name), src)
+			shards[i], errs[i] = r.streamShard(ctx, s.store, objectKey(backupS3(b).Prefix, b.Namespace, b.Name, src.pod.Name), src)
 		}()
 	}
 	wg.Wait()
@@ -652,7 +668,7 @@ func (r *RedisBackupReconciler) retry(ctx context.Context, s *backupScope, f sto
 func (r *RedisBackupReconciler) abortIncomplete(ctx context.Context, s *backupScope) {
 	b := s.backup
 	for _, src := range s.sources {
-		key := objectKey(b.Spec.Storage.S3.Prefix, b.Namespace, b.Name, src.pod.Name)
+		key := objectKey(backupS3(b).Prefix, b.Namespace, b.Name, src.pod.Name)
 		if err := s.store.AbortIncomplete(ctx, key); err != nil {
 			log.FromContext(ctx).Info("the incomplete uploads of an earlier attempt were not aborted", "key", key, "error", err.Error())
 		}
@@ -781,7 +797,7 @@ func (r *RedisBackupReconciler) releaseObjects(ctx context.Context, b *v1alpha1.
 	if !controllerutil.ContainsFinalizer(b, BackupFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if len(b.Status.Shards) > 0 && b.Spec.Storage.S3 != nil {
+	if len(b.Status.Shards) > 0 {
 		if result, err := r.deleteObjects(ctx, b); err != nil || !result.IsZero() {
 			return result, err
 		}
@@ -823,7 +839,7 @@ func (r *RedisBackupReconciler) openStore(ctx context.Context, b *v1alpha1.Redis
 	if st, err = r.Stores(cfg); err != nil {
 		return nil, err.Error(), nil // settings that never worked: nothing was stored through them
 	}
-	return st, "", nil
+	return located(st, b), "", nil
 }
 
 // deleteShards deletes each shard's object; an object already gone counts as deleted.
@@ -893,8 +909,14 @@ func (r *RedisBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Stores == nil {
 		return errors.New("RedisBackupReconciler has no Stores: give it controller.S3Stores")
 	}
+	if r.Applier == nil {
+		return errors.New("RedisBackupReconciler has no Applier: give it the one apply.NewApplier made")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RedisBackup{}).
+		// A claim store's Deployment becoming available brings back the backups waiting for
+		// it: each is an owner, none the controller.
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.RedisBackup{})).
 		Named("redisbackup").
 		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)

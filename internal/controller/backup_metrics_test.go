@@ -102,17 +102,19 @@ func TestBackupGaugesFromCompletedBackups(t *testing.T) {
 func TestBackupEndCountedOnce(t *testing.T) {
 	scheme := backupScheme(t)
 	const ns = "backup-counted"
+	// A kind the operator cannot back up (the fake client checks no enum): failed at once.
+	const kind = "RedisSentinel"
 	unsupported := &v1alpha1.RedisBackup{
-		ObjectMeta: metav1.ObjectMeta{Name: "pvc", Namespace: ns},
-		Spec: v1alpha1.RedisBackupSpec{Target: v1alpha1.BackupTarget{Kind: v1alpha1.TargetRedis, Name: "solo"},
-			Storage: v1alpha1.BackupStorage{PersistentVolumeClaim: &v1alpha1.PVCStorage{}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "sentinel", Namespace: ns},
+		Spec: v1alpha1.RedisBackupSpec{Target: v1alpha1.BackupTarget{Kind: kind, Name: "solo"},
+			Storage: v1alpha1.BackupStorage{S3: &v1alpha1.S3Storage{Endpoint: "http://s3:9000", Bucket: "backups"}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(unsupported).WithStatusSubresource(&v1alpha1.RedisBackup{}).Build()
 	r := &RedisBackupReconciler{Client: c, Scheme: scheme, Recorder: events.NewFakeRecorder(10), Memory: NewMemory()}
 	ctx := context.Background()
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(unsupported)}
-	failed := withResult(backupLabelsOf(ns, v1alpha1.TargetRedis, "solo"), backupResultFailed)
-	completed := withResult(backupLabelsOf(ns, v1alpha1.TargetRedis, "solo"), backupResultCompleted)
+	failed := withResult(backupLabelsOf(ns, kind, "solo"), backupResultFailed)
+	completed := withResult(backupLabelsOf(ns, kind, "solo"), backupResultCompleted)
 	for range 3 {
 		if _, err := r.Reconcile(ctx, req); err != nil {
 			t.Fatal(err)

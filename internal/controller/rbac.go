@@ -17,6 +17,9 @@ package controller
 // Owner references that block the owner's deletion need update on the owner's finalizers.
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redisbackupschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// Deployments: the claim stores of backups on a PersistentVolumeClaim, made and kept by
+// apply; they go with their last RedisBackup (owner references), never deleted by the operator.
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // Pods: label their redis-role; delete them one by one for a role-aware rolling update.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete

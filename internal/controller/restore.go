@@ -70,6 +70,9 @@ type restoreFacts struct {
 	unsupported bool
 	// leaders is a RedisCluster's designed number of leaders (shards).
 	leaders int
+	// claimStoreDown says why the claim store a backup on a PersistentVolumeClaim is read
+	// from serves no pod yet; "" when it does, or for a backup in S3.
+	claimStoreDown string
 }
 
 // restoreDecision is what the restore phase does, and why.
@@ -80,6 +83,8 @@ type restoreDecision struct {
 	input *builder.RestoreInput
 	// restoredFrom is the backup the StatefulSet names (AnnotationRestoredFrom).
 	restoredFrom string
+	// requeue: a restoreWait that no watch ends (the claim store becoming available).
+	requeue bool
 }
 
 // decideRestore is the restore phase's pure decision. A running resource is never restored
@@ -158,15 +163,18 @@ func checkBackup(f restoreFacts) restoreDecision {
 			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s cannot be restored into this RedisCluster: %v", name, err)
 		}
 	}
-	s3 := b.Spec.Storage.S3
+	// A backup on a claim is read through the claim's store, which the backup keeps (it is
+	// one of its owners) in the restored resource's namespace.
+	s3 := backupS3(b)
 	if s3 == nil {
-		return refuse(status.ReasonRestoreUnsupported, "RedisBackup %s is on a PersistentVolumeClaim: only backups in an S3 store can be restored yet", name)
+		return refuse(status.ReasonRestoreUnsupported, "RedisBackup %s names no storage the operator can read", name)
 	}
 	var objects []builder.RestoreObject
+	prefix := locationPrefix(b)
 	for _, shard := range b.Status.Shards {
-		key, ok := strings.CutPrefix(shard.Location, "s3://"+s3.Bucket+"/")
+		key, ok := strings.CutPrefix(shard.Location, prefix)
 		if !ok || key == "" || shard.SHA256 == "" || shard.Bytes <= 0 {
-			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s records no object of bucket %s with its size and SHA-256 (%s)", name, s3.Bucket, shard.Location)
+			return refuse(status.ReasonRestoreMismatch, "RedisBackup %s records no object under %s with its size and SHA-256 (%s)", name, prefix, shard.Location)
 		}
 		objects = append(objects, builder.RestoreObject{Key: key, SHA256: shard.SHA256, Bytes: shard.Bytes})
 	}
@@ -180,6 +188,13 @@ func checkBackup(f restoreFacts) restoreDecision {
 	}
 	if s3.CASecret != nil {
 		in.CASecret = s3.CASecret.Name
+	}
+	if f.claimStoreDown != "" {
+		// The init container would only fail until the store answers: nothing is created
+		// before it does.
+		return restoreDecision{action: restoreWait, reason: status.ReasonRestoreBackupNotReady, requeue: true,
+			message: fmt.Sprintf("waiting for the store of PersistentVolumeClaim %s that RedisBackup %s is read from: %s",
+				b.Spec.Storage.PersistentVolumeClaim.ClaimName, name, f.claimStoreDown)}
 	}
 	if cluster {
 		for _, shard := range order {
@@ -286,6 +301,9 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 		switch {
 		case err == nil:
 			facts.backup = &b
+			if facts.claimStoreDown, err = d.claimStoreDown(ctx, &b); err != nil {
+				return false, err
+			}
 		case !apierrors.IsNotFound(err):
 			return false, fmt.Errorf("read RedisBackup %s: %w", spec.BackupName, err)
 		}
@@ -305,7 +323,10 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 	case restoreWait:
 		w.Conditions.Set(ConditionRestored, metav1.ConditionFalse, dec.reason, dec.message)
 		w.Conditions.Progressing(dec.reason, dec.message)
-		return true, nil // the RedisBackup watch brings us back
+		if dec.requeue {
+			w.Requeue(ctx, backupRetry, dec.message)
+		}
+		return true, nil // the RedisBackup watch (or the requeue) brings us back
 	case restoreRefuse, restoreRefuseRunning:
 		w.Conditions.Set(ConditionRestored, metav1.ConditionFalse, dec.reason, dec.message)
 		if warned.FirstWarning(owner.GetUID(), restoreWarning, dec.message) {
@@ -318,6 +339,27 @@ func (d *Dependencies) resolveRestore(ctx context.Context, w *workloadScope, kin
 		// The running resource is reconciled as usual; finishRestore keeps it Degraded.
 	}
 	return false, nil
+}
+
+// claimStoreDown says why the claim store of a backup on a PersistentVolumeClaim serves no
+// pod; "" when it does, or for a backup in S3.
+func (d *Dependencies) claimStoreDown(ctx context.Context, b *v1alpha1.RedisBackup) (string, error) {
+	pvc := b.Spec.Storage.PersistentVolumeClaim
+	if pvc == nil {
+		return "", nil
+	}
+	name := builder.ClaimStoreName(pvc.ClaimName)
+	var store appsv1.Deployment
+	if err := d.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: name}, &store); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("Deployment %s does not exist", name), nil
+		}
+		return "", fmt.Errorf("read Deployment %s: %w", name, err)
+	}
+	if why := deploymentUnavailable(&store); why != "" {
+		return fmt.Sprintf("Deployment %s is not available: %s", name, why), nil
+	}
+	return "", nil
 }
 
 // finishRestore keeps a refused restore of a running resource Degraded whatever the later

@@ -65,7 +65,14 @@ func TestDecideRestore(t *testing.T) {
 			backup: with(func(b *v1alpha1.RedisBackup) {
 				b.Spec.Storage.S3 = nil
 				b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "c"}
-			})}, restoreRefuse, status.ReasonRestoreUnsupported},
+				b.Status.Shards[0].Location = "pvc://c/backups/ns/nightly/cache-0.rdb"
+			})}, restoreBuild, ""},
+		{"backup on a claim, an object of another claim", restoreFacts{kind: "Redis", spec: spec, operatorImage: "op:1",
+			backup: with(func(b *v1alpha1.RedisBackup) {
+				b.Spec.Storage.S3 = nil
+				b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "c"}
+				b.Status.Shards[0].Location = "pvc://d/backups/ns/nightly/cache-0.rdb"
+			})}, restoreRefuse, status.ReasonRestoreMismatch},
 		{"no operator image", restoreFacts{kind: "Redis", spec: spec, backup: restorableBackup("Redis")}, restoreRefuse, status.ReasonRestoreUnsupported},
 		{"a kind without restore, new", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true}, restoreRefuse, status.ReasonRestoreUnsupported},
 		{"a kind without restore, running", restoreFacts{kind: "RedisCluster", spec: spec, unsupported: true, statefulSetExists: true},
@@ -295,5 +302,54 @@ func TestDecideRestoreForClusters(t *testing.T) {
 	kept := decideRestore(facts(nil, func(f *restoreFacts) { f.statefulSetExists, f.restoredFrom, f.recorded = true, "nightly", &recorded }))
 	if kept.action != restoreBuild || !reflect.DeepEqual(kept.input, &recorded) {
 		t.Errorf("recorded cluster restore: decision %d, input %+v", kept.action, kept.input)
+	}
+}
+
+// TestRestoreFromAClaim: a backup on a claim is restored from the claim's store, as a backup in
+// S3 is from its bucket: the store's Service (a bare name: the init container runs in the
+// backup's namespace), its bucket, path-style, its credentials Secret, and the key under the
+// claim's location.
+func TestRestoreFromAClaim(t *testing.T) {
+	b := restorableBackup("Redis")
+	b.Spec.Storage.S3 = nil
+	b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "backups", SubPath: "redis/"}
+	b.Status.Shards[0].Location = "pvc://backups/redis/backups/ns/nightly/cache-0.rdb"
+	if got := locationPrefix(b); got != "pvc://backups/redis/backups/" {
+		t.Fatalf("the claim's location prefix is %q", got)
+	}
+	d := decideRestore(restoreFacts{kind: "Redis", spec: &v1beta2.RestoreSpec{BackupName: "nightly"}, backup: b, operatorImage: "op:1"})
+	if d.action != restoreBuild {
+		t.Fatalf("decision %+v, want a restore", d)
+	}
+	in := d.input
+	if in.Endpoint != "http://backups-backup-store:8333" || in.Bucket != "backups" || !in.ForcePathStyle ||
+		in.CredentialsSecret != "backups-backup-store" || in.CASecret != "" || in.Region != "" {
+		t.Errorf("the store restored from: %+v, want the claim store's", in)
+	}
+	if in.Key != "ns/nightly/cache-0.rdb" || in.Bytes != 99 || in.SHA256 != strings.Repeat("ab", 32) {
+		t.Errorf("the object restored: key %q, %d bytes, SHA-256 %s", in.Key, in.Bytes, in.SHA256)
+	}
+}
+
+// TestRestoreFromAClaimWaitsForItsStore: while the claim store serves no pod nothing is
+// created (the init container could only fail), and the wait comes back by itself; a
+// StatefulSet created by the restore keeps its recorded restore whatever the store does.
+func TestRestoreFromAClaimWaitsForItsStore(t *testing.T) {
+	b := restorableBackup("Redis")
+	b.Spec.Storage.S3 = nil
+	b.Spec.Storage.PersistentVolumeClaim = &v1alpha1.PVCStorage{ClaimName: "backups"}
+	b.Status.Shards[0].Location = "pvc://backups/backups/ns/nightly/cache-0.rdb"
+	spec := &v1beta2.RestoreSpec{BackupName: "nightly"}
+	d := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: b, operatorImage: "op:1",
+		claimStoreDown: "Deployment backups-backup-store is not available: no pod available"})
+	if d.action != restoreWait || d.reason != status.ReasonRestoreBackupNotReady || !d.requeue ||
+		!strings.Contains(d.message, "waiting for the store of PersistentVolumeClaim backups that RedisBackup nightly is read from") {
+		t.Errorf("decision %+v, want a wait for the store that comes back by itself", d)
+	}
+	first := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: b, operatorImage: "op:1"})
+	kept := decideRestore(restoreFacts{kind: "Redis", spec: spec, backup: b, operatorImage: "op:1", statefulSetExists: true,
+		restoredFrom: "nightly", recorded: first.input, claimStoreDown: "Deployment backups-backup-store does not exist"})
+	if kept.action != restoreBuild || kept.input != first.input {
+		t.Errorf("a StatefulSet made by the restore: %+v, want its recorded restore kept", kept)
 	}
 }

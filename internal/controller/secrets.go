@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,11 +33,15 @@ import (
 // namespace) and, for Secrets, only those the operator owns. Pods, the most numerous objects
 // cached, are kept without their managed fields, which the operator never reads for them (it
 // patches their labels with a merge patch) and which weigh as much as the rest of a pod.
+// Deployments are cached only when they are claim stores (label
+// redis.opstreelabs.in/backup-store).
 func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: ownedSecrets()},
 			&corev1.Pod{}:    {Transform: cache.TransformStripManagedFields()},
+			// Deployments: only the claim stores of backups on a PersistentVolumeClaim.
+			&appsv1.Deployment{}: {Label: claimStores()},
 		},
 	}
 	if len(namespaces) > 0 {
@@ -45,6 +51,14 @@ func CacheOptions(namespaces []string) cache.Options {
 		}
 	}
 	return opts
+}
+
+func claimStores() labels.Selector {
+	req, err := labels.NewRequirement(builder.LabelBackupStore, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("the claim stores' selector: %v", err)) // a constant key
+	}
+	return labels.NewSelector().Add(*req)
 }
 
 func ownedSecrets() labels.Selector {

@@ -96,6 +96,8 @@ type operatorSettings struct {
 	clock      clock.PassiveClock // the schedules' clock; nil: the real one
 	// storeRetries are the backups' waits between attempts; nil: the default.
 	storeRetries []time.Duration
+	// stores makes the backups' stores; nil: S3Stores.
+	stores BackupStores
 	// logger, when set, is the manager's logger (its controllers' too): a test reads what the
 	// operator logged. Unset: the process's, as ctrl.SetLogger set it.
 	logger *logr.Logger
@@ -116,6 +118,11 @@ func withClock(c clock.PassiveClock) operatorOption {
 // withStoreRetries sets the waits between a backup's attempts after a transient store failure.
 func withStoreRetries(waits ...time.Duration) operatorOption {
 	return func(o *operatorSettings) { o.storeRetries = waits }
+}
+
+// withStores makes the backups' stores with stores instead of S3Stores.
+func withStores(stores BackupStores) operatorOption {
+	return func(o *operatorSettings) { o.stores = stores }
 }
 
 // withLogger gives the operator's manager, and so its reconcilers, that logger.
@@ -226,8 +233,12 @@ func startOperator(t *testing.T, namespace string, options ...operatorOption) *o
 	if err := (&RedisSentinelReconciler{Dependencies: deps, StuckAfter: bound}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	stores := settings.stores
+	if stores == nil {
+		stores = S3Stores
+	}
 	if err := (&RedisBackupReconciler{Client: kubeClient, Scheme: mgr.GetScheme(), Recorder: events, Redis: op.pool,
-		Stores: S3Stores, Memory: memory, StoreRetries: settings.storeRetries}).SetupWithManager(mgr); err != nil {
+		Stores: stores, Memory: memory, StoreRetries: settings.storeRetries, Applier: applier, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	var scheduleClock clock.PassiveClock = clock.RealClock{}

@@ -55,6 +55,8 @@ type Server struct {
 type Options struct {
 	// Bucket is the bucket to create; "" is "backups".
 	Bucket string
+	// AccessKey and SecretKey are the root credentials; "": random ones.
+	AccessKey, SecretKey string
 	// TLS, when set, makes the server speak HTTPS only, with the certificate and key of
 	// these files (issued for Host); clients verify it against their CA bundle.
 	TLS *redistest.TLSFiles
@@ -138,6 +140,9 @@ func prepare(t testing.TB, opts Options) *Server {
 	}
 	if s.Bucket == "" {
 		s.Bucket = "backups"
+	}
+	if opts.AccessKey != "" && opts.SecretKey != "" {
+		s.AccessKey, s.SecretKey = opts.AccessKey, opts.SecretKey
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		t.Fatalf("s3 server directory: %v", err)

@@ -93,9 +93,23 @@ func (w *sequenceWriter) halt() {
 	w.wg.Wait()
 }
 
+// sampleStoreStorage is the spec.storage of a backup into the sample store.
+const sampleStoreStorage = `    s3:
+      endpoint: http://s3-store:8333
+      bucket: backups
+      forcePathStyle: true
+      credentialsSecret: {name: s3-store-credentials}
+`
+
 // takeBackup asks for a RedisBackup of the kind's target into the sample store of ns and waits
 // until it is Completed; it fails the test as soon as the backup fails.
 func takeBackup(t *testing.T, ns, kind, target string) *v1alpha1.RedisBackup {
+	t.Helper()
+	return takeBackupInto(t, ns, kind, target, sampleStoreStorage)
+}
+
+// takeBackupInto is takeBackup into storage, the lines of spec.storage (indented by four).
+func takeBackupInto(t *testing.T, ns, kind, target, storage string) *v1alpha1.RedisBackup {
 	t.Helper()
 	name := target + "-backup"
 	sb.Apply(t, ns, fmt.Sprintf(`apiVersion: redis.redis.opstreelabs.in/v1alpha1
@@ -105,12 +119,7 @@ metadata:
 spec:
   target: {kind: %s, name: %s}
   storage:
-    s3:
-      endpoint: http://s3-store:8333
-      bucket: backups
-      forcePathStyle: true
-      credentialsSecret: {name: s3-store-credentials}
-`, name, kind, target))
+%s`, name, kind, target, storage))
 	b := &v1alpha1.RedisBackup{}
 	sb.WaitFor(t, ns, "RedisBackup "+name+" Completed", 4*time.Minute, func(ctx context.Context) (bool, string, error) {
 		if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
