@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -86,7 +88,7 @@ func ClaimStoreName(claim string) string {
 func ClaimStoreS3(claim string) v1alpha1.S3Storage {
 	name := ClaimStoreName(claim)
 	return v1alpha1.S3Storage{
-		Endpoint:          fmt.Sprintf("http://%s:%d", name, ClaimStorePort),
+		Endpoint:          "http://" + net.JoinHostPort(name, strconv.Itoa(ClaimStorePort)),
 		Bucket:            ClaimStoreBucket,
 		ForcePathStyle:    true,
 		CredentialsSecret: v1alpha1.SecretReference{Name: name},
