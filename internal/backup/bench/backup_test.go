@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -507,7 +508,9 @@ type peak struct {
 func newPeak() *peak { return &peak{} }
 
 func (p *peak) begin() {
-	runtime.GC()
+	// Memory an earlier stream freed goes back to the system first, so that the resident
+	// set says what this stream holds, not what the runtime kept from the one before.
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	p.mu.Lock()
