@@ -204,7 +204,7 @@ func TestTheirValuesRefused(t *testing.T) {
 		set   []string
 		want  string
 	}{
-		{"redis-operator", []string{"redisOperator.extraArgs={--enable-webhooks=true}"}, `no flag "--enable-webhooks=true"; its flags are --health-probe-bind-address`},
+		{"redis-operator", []string{"redisOperator.extraArgs={--enable-webhooks=true}"}, `no flag "--enable-webhooks=true"; its flags are --claim-store-image`},
 		{"redis-operator", []string{"redisOperator.extraArgs={--zap-log-level}"}, "--zap-log-level needs a value"},
 		{"redis-operator", []string{"redisOperator.extraArgs={--leader-elect,later}"}, `"later" is no flag`},
 		{"redis-operator", []string{"certmanager.enabled=true", "issuer.type=acme"}, "issuer.type=acme"},
