@@ -21,10 +21,13 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// DefaultPartSize is the size of the parts of an upload unless S3Config says otherwise: the
-// memory one upload holds (one part at a time), and with S3's limit of 10,000 parts an
-// object of up to about 156 GiB.
+// DefaultPartSize is the size of the parts of an upload unless S3Config says otherwise: half
+// the memory one PutFrom holds (the part being sent, and the next being written), and with
+// S3's limit of 10,000 parts an object of up to about 156 GiB.
 const DefaultPartSize = 16 << 20
+
+// maxReadAhead bounds how far PutFrom's writer runs ahead of the upload: a part, at most 1 GiB.
+const maxReadAhead = 1 << 30
 
 // minPartSize is S3's smallest part but the last.
 const minPartSize = 5 << 20
@@ -203,23 +206,23 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) (ObjectInfo, erro
 // fails first, the store's error is returned (the writer's, which only followed from it, is
 // dropped), so that a caller can tell a store that could not be reached from a snapshot that
 // could not be read.
+//
+// The writer runs up to a part ahead of the upload (bufferedPipe): a part's upload and the
+// writing of the next overlap, so an upload holds two parts of memory.
 func (s *S3) PutFrom(ctx context.Context, key string, write func(w io.Writer) error) (ObjectInfo, error) {
-	pr, pw := io.Pipe()
-	sink := &pipeSink{w: pw}
+	readAhead := min(s.partSize, maxReadAhead)
+	pipe := newBufferedPipe(int(readAhead))
+	sink := &pipeSink{w: pipe}
 	writeErr := make(chan error, 1)
 	go func() {
 		err := write(sink)
 		// A failed writer makes the upload's next read fail, which aborts it.
-		if err != nil {
-			_ = pw.CloseWithError(err)
-		} else {
-			_ = pw.Close()
-		}
+		pipe.CloseWrite(err)
 		writeErr <- err
 	}()
-	info, err := s.Put(ctx, key, pr)
+	info, err := s.Put(ctx, key, pipe)
 	// A failed upload makes the writer's next write fail, so that it returns.
-	_ = pr.CloseWithError(cmpErr(err, errors.New("upload ended")))
+	pipe.CloseRead(cmpErr(err, errors.New("upload ended")))
 	werr := <-writeErr
 	switch {
 	case err != nil && (werr == nil || sink.failed):
@@ -237,7 +240,7 @@ func (s *S3) PutFrom(ctx context.Context, key string, write func(w io.Writer) er
 // happens only once the upload has ended. The writer's goroutine sets it before PutFrom reads
 // it, after the writer returned.
 type pipeSink struct {
-	w      *io.PipeWriter
+	w      io.Writer
 	failed bool
 }
 
