@@ -1,6 +1,7 @@
 package clusterplan
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -91,6 +92,7 @@ func FuzzCompute(f *testing.F) {
 				}
 			}
 		}
+		assertAddressHolders(t, members)
 		for _, s := range plan.Steps {
 			if !pods[s.On] {
 				t.Fatalf("step on unknown pod: %v", s)
@@ -173,6 +175,47 @@ func assertKnownEverywhere(t *testing.T, members []Member, pod string) {
 			if known, ok := m.View.NodeByID(me.MasterID); ok && known.ConfigEpoch > claimed.ConfigEpoch {
 				t.Fatalf("failover on %s, which claims its master's config epoch %d, master %s knows %d", pod, claimed.ConfigEpoch, m.Pod, known.ConfigEpoch)
 			}
+		}
+	}
+}
+
+// assertAddressHolders checks AddressHolders against members, with each pod's previous holder
+// taken from the first view's nodes: an answering pod holds its address by its own line only
+// (a master serving slots), a silent one only by what held it before, and with nobody
+// answering what held before stands.
+func assertAddressHolders(t *testing.T, members []Member) {
+	t.Helper()
+	previous := map[string]string{}
+	answering := 0
+	for i, m := range members {
+		if m.View != nil {
+			answering++
+		}
+		if v := members[0].View; v != nil && i < len(v.Nodes) {
+			previous[m.Pod] = v.Nodes[i].ID
+		}
+	}
+	holders := AddressHolders(members, previous)
+	if answering == 0 && !maps.Equal(holders, previous) {
+		t.Fatalf("with nobody answering the holders changed: %v, before %v", holders, previous)
+	}
+	for _, m := range members {
+		id, held := holders[m.Pod]
+		if m.View == nil {
+			if held && previous[m.Pod] != id {
+				t.Fatalf("silent pod %s held by %s, which did not hold it before (%s)", m.Pod, id, previous[m.Pod])
+			}
+			continue
+		}
+		me, ok := m.View.Myself()
+		serving := ok && me.IsMaster() && me.SlotCount() > 0
+		if held != serving || held && id != me.ID {
+			t.Fatalf("answering pod %s held by %q (%v); its own line: %+v", m.Pod, id, held, me)
+		}
+	}
+	for pod := range holders {
+		if memberOf(members, pod) == nil && holders[pod] != previous[pod] {
+			t.Fatalf("pod %s of no member held by %s", pod, holders[pod])
 		}
 	}
 }

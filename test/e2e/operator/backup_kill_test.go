@@ -11,12 +11,9 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
-	"github.com/rediskube/redis-operator/api/v1beta2"
 )
 
 // killedBackupKeys of killedBackupValue bytes make a snapshot of about 200 MB: long enough to
@@ -120,23 +117,7 @@ spec:
 		t.Errorf("an unfinished upload is left in the bucket: %+v", upload)
 	}
 
-	var source v1beta2.Redis
-	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis-standalone"}, &source); err != nil {
-		t.Fatal(err)
-	}
-	restored := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "redis-restored", Namespace: ns}, Spec: *source.Spec.DeepCopy()}
-	restored.Spec.Restore = &v1beta2.RestoreSpec{BackupName: name}
-	if err := sb.Client.Create(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	sb.WaitFor(t, ns, "Redis redis-restored Restored", 3*time.Minute, func(ctx context.Context) (bool, string, error) {
-		if err := sb.Client.Get(ctx, client.ObjectKeyFromObject(restored), restored); err != nil {
-			return false, "", err
-		}
-		c := meta.FindStatusCondition(restored.Status.Conditions, "Restored")
-		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", restored.Status.Conditions), nil
-	})
-	rc := sb.Redis(t, sb.WaitPodReady(t, ns, "redis-restored-0", time.Minute))
+	rc := restoreSampleRedis(t, ns, name)
 	if n, err := rc.DBSize(ctx).Result(); err != nil || n != killedBackupKeys {
 		t.Errorf("restored DBSIZE %d (%v), want %d", n, err, killedBackupKeys)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	goredis "github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,12 +98,27 @@ func TestBackupToTheSampleStore(t *testing.T) {
 
 	// Restored into a new Redis: its pod starts from the backup (the restore init container
 	// runs the operator's image), and every key is there with its value.
+	restoredClient := restoreSampleRedis(t, ns, name)
+	for i, k := range keys {
+		got, err := restoredClient.Get(ctx, k).Result()
+		if want := fmt.Sprintf("value %d", i); err != nil || got != want {
+			t.Errorf("restored %s = %q (%v), want %q", k, got, err, want)
+		}
+	}
+}
+
+// restoreSampleRedis creates redis-restored in ns, a copy of the sample Redis
+// (redis-standalone) restoring backup, waits until it says Restored, and returns a client of
+// its pod.
+func restoreSampleRedis(t *testing.T, ns, backup string) *goredis.Client {
+	t.Helper()
+	ctx := context.Background()
 	var source v1beta2.Redis
 	if err := sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "redis-standalone"}, &source); err != nil {
 		t.Fatal(err)
 	}
 	restored := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "redis-restored", Namespace: ns}, Spec: *source.Spec.DeepCopy()}
-	restored.Spec.Restore = &v1beta2.RestoreSpec{BackupName: name}
+	restored.Spec.Restore = &v1beta2.RestoreSpec{BackupName: backup}
 	if err := sb.Client.Create(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +129,7 @@ func TestBackupToTheSampleStore(t *testing.T) {
 		c := meta.FindStatusCondition(restored.Status.Conditions, "Restored")
 		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("conditions %+v", restored.Status.Conditions), nil
 	})
-	restoredClient := sb.Redis(t, sb.WaitPodReady(t, ns, "redis-restored-0", time.Minute))
-	for i, k := range keys {
-		got, err := restoredClient.Get(ctx, k).Result()
-		if want := fmt.Sprintf("value %d", i); err != nil || got != want {
-			t.Errorf("restored %s = %q (%v), want %q", k, got, err, want)
-		}
-	}
+	return sb.Redis(t, sb.WaitPodReady(t, ns, "redis-restored-0", time.Minute))
 }
 
 // sampleStore is an S3 client of the sample store (config/samples/backup/s3-store.yaml) applied
