@@ -72,7 +72,7 @@ echo "the address is free: starting"`
 	}
 }
 
-// addressHoldersVolumeOf mounts the holders ConfigMap, every key (a scale-out adds pods), and
+// addressHoldersVolume mounts the holders ConfigMap, every key (a scale-out adds pods), and
 // optional: it does not exist before the cluster serves slots.
 func (w *workload) addressHoldersVolume() corev1.Volume {
 	return corev1.Volume{Name: addressHoldersVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

@@ -30,16 +30,7 @@ func (r *RedisClusterReconciler) recordAddressHolders(ctx context.Context, s *cl
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("read ConfigMap %s: %w", builder.ClusterAddressHoldersName(s.cr.Name), err)
 	}
-	running := func(pods []corev1.Pod) []corev1.Pod {
-		var out []corev1.Pod
-		for _, p := range pods {
-			if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	members := r.observeMembers(ctx, s.withPods(running(s.leaders), running(s.followers)))
+	members := r.observeMembers(ctx, s.withPods(runningPods(s.leaders), runningPods(s.followers)))
 	holders := clusterplan.AddressHolders(members, current.Data)
 	// A pod held at the gate starts no event of its own, nor does the election that frees
 	// it: the reconcile looks again until it does.

@@ -194,13 +194,7 @@ func (r *RedisClusterReconciler) assignSlotsEarly(ctx context.Context, s *cluste
 		// taken from the keys. The plan gives the keyless rest once every pod runs.
 		return nil
 	}
-	var running []corev1.Pod
-	for _, p := range s.leaders {
-		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			running = append(running, p)
-		}
-	}
-	s.members = r.observeMembers(ctx, s.withPods(running, nil))
+	s.members = r.observeMembers(ctx, s.withPods(runningPods(s.leaders), nil))
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr))}
 	for _, step := range clusterplan.EarlySlots(design, s.members) {
 		if err := r.runStep(ctx, s, step); err != nil {
@@ -232,12 +226,7 @@ func (r *RedisClusterReconciler) listPods(ctx context.Context, s *clusterScope) 
 // fails over). A pod stuck for a reason of its own says so (reportPodTrouble).
 func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterScope, stage, message string) {
 	s.clusterStage = stage
-	var running []corev1.Pod
-	for _, p := range append(slices.Clone(s.leaders), s.followers...) {
-		if p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			running = append(running, p)
-		}
-	}
+	running := runningPods(append(slices.Clone(s.leaders), s.followers...))
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr)),
 		RollingUpdate: s.rollingUpdate}
 	view := s.withPods(running, nil)

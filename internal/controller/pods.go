@@ -45,13 +45,18 @@ func ownedByStatefulSet(pod *corev1.Pod, statefulSet string) bool {
 
 // countRunning counts the pods that have an address and a running container: Redis may answer.
 func countRunning(pods []corev1.Pod) int32 {
-	var n int32
+	return int32(len(runningPods(pods))) //nolint:gosec // a StatefulSet's pods, far fewer than MaxInt32
+}
+
+// runningPods are the pods that have an address and a running container.
+func runningPods(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
 	for i := range pods {
 		if pods[i].Status.PodIP != "" && pods[i].Status.Phase == corev1.PodRunning {
-			n++
+			out = append(out, pods[i])
 		}
 	}
-	return n
+	return out
 }
 
 // countReady counts the pods that have an address and are Ready.
