@@ -36,6 +36,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/backup/store"
 	"github.com/rediskube/redis-operator/internal/builder"
 	"github.com/rediskube/redis-operator/internal/restore"
 	"github.com/rediskube/redis-operator/internal/s3test"
@@ -225,7 +226,7 @@ func (c *logCapture) all() []string {
 
 // faultOperator makes the test's namespace and starts an operator, with the default backup
 // retries, whose log is captured.
-func faultOperator(t *testing.T) (ns string, c client.Client, logs *logCapture, op *operator) {
+func faultOperator(t *testing.T, options ...operatorOption) (ns string, c client.Client, logs *logCapture, op *operator) {
 	t.Helper()
 	ns = testNamespace(t)
 	c = newClient(t)
@@ -233,7 +234,19 @@ func faultOperator(t *testing.T) (ns string, c client.Client, logs *logCapture, 
 		t.Fatal(err)
 	}
 	logs = &logCapture{}
-	return ns, c, logs, startOperator(t, ns, withLogger(logs.logger()))
+	return ns, c, logs, startOperator(t, ns, append(options, withLogger(logs.logger()))...)
+}
+
+// withSmallestParts uploads in S3's smallest parts: the operator then reads little more
+// than two parts (the one uploading, the one read ahead) before the store receives a byte, so
+// a fault made once the upload has begun lands while the server still streams the snapshot.
+// (With the default 16 MiB parts, a 40 MiB snapshot can be whole in the operator and the
+// kernel's socket buffers by then: the source's loss would then cut nothing short.)
+func withSmallestParts() operatorOption {
+	return withStores(func(cfg store.S3Config) (BackupStore, error) {
+		cfg.PartSize = 5 << 20
+		return store.NewS3(cfg)
+	})
 }
 
 // checkNoCredential fails the test if secret shows in the status of a RedisBackup or Redis
@@ -380,7 +393,7 @@ func TestBackupOfAnOperatorStoppedMidStreamIsTakenAgainWhole(t *testing.T) {
 // aborted: no object, no incomplete upload.
 func TestBackupWhoseSourcePodGoesMidStreamFails(t *testing.T) {
 	t.Parallel()
-	ns, c, logs, _ := faultOperator(t)
+	ns, c, logs, _ := faultOperator(t, withSmallestParts())
 	ctx := context.Background()
 	_, kubelet := runReadyStandalone(ctx, t, c, ns, "big")
 	rdb := goredis.NewClient(&goredis.Options{Addr: kubelet.pod("big-0").addr(builder.DefaultRedisPort)})
