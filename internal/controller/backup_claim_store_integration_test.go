@@ -5,8 +5,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -250,14 +253,16 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 
 // claimStore plays the pod of a claim's store, which the envtest control plane does not run:
 // a versitygw over a folder, started with the credentials of the Secret the operator made,
-// reached in place of the store's Service (whose name resolves nowhere here), and the store's
-// Deployment status said available.
+// reached in place of the store's Service (whose name resolves nowhere here), and the part of
+// the Deployment controller that writes the store's Deployment status.
 type claimStore struct {
 	t         *testing.T
 	c         client.Client
 	ns, claim string
 	// gateway is the store's pod once serve started it; the operator's goroutines read it.
 	gateway atomic.Pointer[s3test.Server]
+	// up: the pod is available, as the Deployment's status says once synced.
+	up atomic.Bool
 }
 
 func newClaimStore(t *testing.T, ns, claim string) *claimStore {
@@ -288,7 +293,10 @@ func (s *claimStore) stores() operatorOption {
 }
 
 // serve starts the store's pod once the operator has made the store: its gateway with the
-// Secret's credentials, its bucket made, and its Deployment available.
+// Secret's credentials, its bucket made, and its Deployment available. Until the test ends, the
+// Deployment's status then observes each new generation, as the Deployment controller's does:
+// each backup that joins the store's owners changes its applied-hash annotation, and a
+// Deployment's annotations are part of its generation.
 func (s *claimStore) serve() *s3test.Server {
 	s.t.Helper()
 	var secret corev1.Secret
@@ -298,23 +306,67 @@ func (s *claimStore) serve() *s3test.Server {
 	gw := s3test.Start(s.t, s3test.Options{AccessKey: string(secret.Data[S3AccessKeyIDKey]), SecretKey: string(secret.Data[S3SecretAccessKeyKey])})
 	s.gateway.Store(gw)
 	s.available(true)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = s.syncStatus() // a conflict with the operator's write: again at the next tick
+			}
+		}
+	}()
+	s.t.Cleanup(func() { close(stop); <-done })
 	return gw
 }
 
-// available says, in the status of the store's Deployment, whether its pod is available.
+// available says whether the store's pod is available, and waits until the Deployment's
+// status says so.
 func (s *claimStore) available(up bool) {
 	s.t.Helper()
+	s.up.Store(up)
+	waitUntil(s.t, 30*time.Second, "the claim store's Deployment status", s.syncStatus)
+}
+
+// syncStatus writes the status of the store's Deployment as its controller would: its
+// generation observed, and its pod available or not.
+func (s *claimStore) syncStatus() error {
 	ctx := context.Background()
 	var d appsv1.Deployment
-	waitUntil(s.t, 30*time.Second, "the claim store's Deployment", func() error {
-		return s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: builder.ClaimStoreName(s.claim)}, &d)
-	})
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: builder.ClaimStoreName(s.claim)}, &d); err != nil {
+		return err
+	}
 	var n int32
-	if up {
+	if s.up.Load() {
 		n = 1
 	}
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: n, AvailableReplicas: n}
-	if err := s.c.Status().Update(ctx, &d); err != nil {
+	want := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: n, AvailableReplicas: n}
+	if equality.Semantic.DeepEqual(d.Status, want) {
+		return nil
+	}
+	d.Status = want
+	return s.c.Status().Update(ctx, &d)
+}
+
+// files lists the files in the bucket's folder of the store's pod, as the claim holds them
+// under its subPath: <namespace>/<backup>/<pod>.rdb.
+func (s *claimStore) files() []string {
+	s.t.Helper()
+	root := filepath.Join(s.gateway.Load().Dir, builder.ClaimStoreBucket)
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
 		s.t.Fatal(err)
 	}
+	slices.Sort(out)
+	return out
 }
