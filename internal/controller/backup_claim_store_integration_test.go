@@ -322,6 +322,15 @@ func (s *claimStore) serve() *s3test.Server {
 	return gw
 }
 
+// reachedBy lets the restore init containers of k's pods reach the store's Service, as they
+// name it, at the gateway serve started.
+func (s *claimStore) reachedBy(k *fakeKubelet) {
+	if k.s3Endpoints == nil {
+		k.s3Endpoints = map[string]string{}
+	}
+	k.s3Endpoints[builder.ClaimStoreS3(s.claim).Endpoint] = s.gateway.Load().URL()
+}
+
 // available says whether the store's pod is available, and waits until the Deployment's
 // status says so.
 func (s *claimStore) available(up bool) {
