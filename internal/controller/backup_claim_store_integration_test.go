@@ -281,9 +281,10 @@ func createClaim(t *testing.T, c client.Client, ns, name string) {
 }
 
 // stores is the operator's option that reaches the store's Service, in the namespace, at the
-// gateway once it runs.
+// gateway once it runs. The Service's address is written out, not taken from the operator's
+// code, so that the operator is seen to name it.
 func (s *claimStore) stores() operatorOption {
-	service := store.InNamespace(builder.ClaimStoreS3(s.claim).Endpoint, s.ns)
+	service := "http://" + builder.ClaimStoreName(s.claim) + "." + s.ns + ":8333"
 	return withStores(func(cfg store.S3Config) (BackupStore, error) {
 		if gw := s.gateway.Load(); gw != nil && cfg.Endpoint == service {
 			cfg.Endpoint = gw.URL()
@@ -328,7 +329,7 @@ func (s *claimStore) reachedBy(k *fakeKubelet) {
 	if k.s3Endpoints == nil {
 		k.s3Endpoints = map[string]string{}
 	}
-	k.s3Endpoints[builder.ClaimStoreS3(s.claim).Endpoint] = s.gateway.Load().URL()
+	k.s3Endpoints["http://"+builder.ClaimStoreName(s.claim)+":8333"] = s.gateway.Load().URL()
 }
 
 // available says whether the store's pod is available, and waits until the Deployment's

@@ -435,7 +435,7 @@ func TestRestoreIntoRedisClusterFromAClaim(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored-leader"}, &leaderSts)
 	})
 	if inits := leaderSts.Spec.Template.Spec.InitContainers; len(inits) != 1 ||
-		!strings.Contains(strings.Join(inits[0].Command, " "), "--endpoint "+builder.ClaimStoreS3("backups").Endpoint+" ") {
+		!strings.Contains(strings.Join(inits[0].Command, " "), "--endpoint http://backups-backup-store:8333 ") {
 		t.Fatalf("leader init containers %+v; want the restore from the claim store's Service", inits)
 	}
 	g.runPods()
