@@ -5,8 +5,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,15 +48,8 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
 	ctx := context.Background()
-	storeEndpoint := "http://" + builder.ClaimStoreName("backups") + "." + ns + ":8333"
-	var gateway atomic.Pointer[s3test.Server]
-	// The store's Service name resolves nowhere here: the test's gateway answers for it.
-	startOperator(t, ns, withStores(func(cfg store.S3Config) (BackupStore, error) {
-		if gw := gateway.Load(); gw != nil && cfg.Endpoint == storeEndpoint {
-			cfg.Endpoint = gw.URL()
-		}
-		return S3Stores(cfg)
-	}))
+	backups := newClaimStore(t, ns, "backups")
+	startOperator(t, ns, backups.stores())
 	c := newClient(t)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -63,11 +59,7 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 	defer func() { _ = rdb.Close() }()
 	writeBackupKeys(ctx, t, rdb)
 	for _, name := range []string{"backups", "other"} {
-		if err := c.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}); err != nil {
-			t.Fatal(err)
-		}
+		createClaim(t, c, ns, name)
 	}
 	onClaim := func(name, claim string) *v1alpha1.RedisBackup {
 		b := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -156,18 +148,8 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 		t.Errorf("the store's objects were written again by idle reconciles: versions %s, then %s", before, after)
 	}
 
-	// The store's pod: its gateway with the generated credentials, its bucket made, and its
-	// Deployment available.
-	gw := s3test.Start(t, s3test.Options{AccessKey: keyID, SecretKey: secretKey})
-	gateway.Store(gw)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(&deployment), &deployment); err != nil {
-		t.Fatal(err)
-	}
-	deployment.Status = appsv1.DeploymentStatus{ObservedGeneration: deployment.Generation, Replicas: 1, UpdatedReplicas: 1,
-		ReadyReplicas: 1, AvailableReplicas: 1}
-	if err := c.Status().Update(ctx, &deployment); err != nil {
-		t.Fatal(err)
-	}
+	// The store's pod runs, with the generated credentials: the backups go on.
+	gw := backups.serve()
 	f := &backupFixture{t: t, c: c, ns: ns, s3: gw}
 	for _, b := range []*v1alpha1.RedisBackup{nightly, weekly} {
 		f.waitPhase(b, v1alpha1.BackupCompleted)
@@ -211,10 +193,7 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 
 	// A restore of weekly waits, creating nothing, while the store serves no pod, then reads
 	// from it.
-	deployment.Status.AvailableReplicas, deployment.Status.ReadyReplicas = 0, 0
-	if err := c.Status().Update(ctx, &deployment); err != nil {
-		t.Fatal(err)
-	}
+	backups.available(false)
 	restoredRedis := &v1beta2.Redis{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns},
 		Spec: v1beta2.RedisSpec{KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
 			Restore: &v1beta2.RestoreSpec{BackupName: "weekly"}}}
@@ -236,10 +215,7 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored"}, &sts); !apierrors.IsNotFound(err) {
 		t.Fatalf("a StatefulSet while the store is down: %v", err)
 	}
-	deployment.Status.AvailableReplicas, deployment.Status.ReadyReplicas = 1, 1
-	if err := c.Status().Update(ctx, &deployment); err != nil {
-		t.Fatal(err)
-	}
+	backups.available(true)
 	waitUntil(t, 30*time.Second, "the restored StatefulSet", func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored"}, &sts)
 	})
@@ -273,4 +249,134 @@ func TestRedisBackupOnAClaim(t *testing.T) {
 	if len(foreign.OwnerReferences) != 0 || len(foreign.Labels) != 0 || foreign.Spec.Ports[0].Port != 80 {
 		t.Errorf("the Service the operator did not make was changed: %+v", foreign)
 	}
+}
+
+// claimStore plays the pod of a claim's store, which the envtest control plane does not run:
+// a versitygw over a folder, started with the credentials of the Secret the operator made,
+// reached in place of the store's Service (whose name resolves nowhere here), and the part of
+// the Deployment controller that writes the store's Deployment status.
+type claimStore struct {
+	t         *testing.T
+	c         client.Client
+	ns, claim string
+	// gateway is the store's pod once serve started it; the operator's goroutines read it.
+	gateway atomic.Pointer[s3test.Server]
+	// up: the pod is available, as the Deployment's status says once synced.
+	up atomic.Bool
+}
+
+func newClaimStore(t *testing.T, ns, claim string) *claimStore {
+	t.Helper()
+	return &claimStore{t: t, c: newClient(t), ns: ns, claim: claim}
+}
+
+// createClaim makes a PersistentVolumeClaim of that name: a claim store only needs it to exist.
+func createClaim(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	if err := c.Create(context.Background(), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stores is the operator's option that reaches the store's Service, in the namespace, at the
+// gateway once it runs. The Service's address is written out, not taken from the operator's
+// code, so that the operator is seen to name it.
+func (s *claimStore) stores() operatorOption {
+	service := "http://" + builder.ClaimStoreName(s.claim) + "." + s.ns + ":8333"
+	return withStores(func(cfg store.S3Config) (BackupStore, error) {
+		if gw := s.gateway.Load(); gw != nil && cfg.Endpoint == service {
+			cfg.Endpoint = gw.URL()
+		}
+		return S3Stores(cfg)
+	})
+}
+
+// serve starts the store's pod once the operator has made the store: its gateway with the
+// Secret's credentials, its bucket made, and its Deployment available. Until the test ends, the
+// Deployment's status then observes each new generation, as the Deployment controller's does:
+// each backup that joins the store's owners changes its applied-hash annotation, and a
+// Deployment's annotations are part of its generation.
+func (s *claimStore) serve() *s3test.Server {
+	s.t.Helper()
+	var secret corev1.Secret
+	waitUntil(s.t, 30*time.Second, "the claim store's Secret", func() error {
+		return s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: builder.ClaimStoreName(s.claim)}, &secret)
+	})
+	gw := s3test.Start(s.t, s3test.Options{AccessKey: string(secret.Data[S3AccessKeyIDKey]), SecretKey: string(secret.Data[S3SecretAccessKeyKey])})
+	s.gateway.Store(gw)
+	s.available(true)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = s.syncStatus() // a conflict with the operator's write: again at the next tick
+			}
+		}
+	}()
+	s.t.Cleanup(func() { close(stop); <-done })
+	return gw
+}
+
+// reachedBy lets the restore init containers of k's pods reach the store's Service, as they
+// name it, at the gateway serve started.
+func (s *claimStore) reachedBy(k *fakeKubelet) {
+	if k.s3Endpoints == nil {
+		k.s3Endpoints = map[string]string{}
+	}
+	k.s3Endpoints["http://"+builder.ClaimStoreName(s.claim)+":8333"] = s.gateway.Load().URL()
+}
+
+// available says whether the store's pod is available, and waits until the Deployment's
+// status says so.
+func (s *claimStore) available(up bool) {
+	s.t.Helper()
+	s.up.Store(up)
+	waitUntil(s.t, 30*time.Second, "the claim store's Deployment status", s.syncStatus)
+}
+
+// syncStatus writes the status of the store's Deployment as its controller would: its
+// generation observed, and its pod available or not.
+func (s *claimStore) syncStatus() error {
+	ctx := context.Background()
+	var d appsv1.Deployment
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: builder.ClaimStoreName(s.claim)}, &d); err != nil {
+		return err
+	}
+	var n int32
+	if s.up.Load() {
+		n = 1
+	}
+	want := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: n, AvailableReplicas: n}
+	if equality.Semantic.DeepEqual(d.Status, want) {
+		return nil
+	}
+	d.Status = want
+	return s.c.Status().Update(ctx, &d)
+}
+
+// files lists the files in the bucket's folder of the store's pod, as the claim holds them
+// under its subPath: <namespace>/<backup>/<pod>.rdb.
+func (s *claimStore) files() []string {
+	s.t.Helper()
+	root := filepath.Join(s.gateway.Load().Dir, builder.ClaimStoreBucket)
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		out = append(out, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

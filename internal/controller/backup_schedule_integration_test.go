@@ -5,6 +5,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
+	"github.com/rediskube/redis-operator/internal/builder"
 )
 
 // startPlainRedis makes the test's namespace, starts an operator on it and runs a standalone
@@ -67,6 +70,94 @@ func touch(t *testing.T, c client.Client, rbs *v1alpha1.RedisBackupSchedule, edi
 	}
 }
 
+// waitFirstSchedule moves the fake time past the schedule's creation, so that its first
+// minute is a run, and waits for its first status, with no backup made yet.
+func waitFirstSchedule(t *testing.T, c client.Client, clk *clocktesting.FakePassiveClock, rbs *v1alpha1.RedisBackupSchedule) {
+	t.Helper()
+	clk.SetTime(time.Now())
+	waitUntil(t, 30*time.Second, "the schedule's first status", func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rbs), rbs); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionReady)
+		if ready == nil || ready.Reason != ReasonScheduled || rbs.Status.NextScheduleTime == nil {
+			return fmt.Errorf("conditions %s", describeConditions(rbs.Status.Conditions))
+		}
+		return nil
+	})
+	if got := scheduleBackups(t, c, rbs.Namespace, rbs.Name); len(got) != 0 {
+		t.Fatalf("%d backups before the first run", len(got))
+	}
+}
+
+// nextRun moves the fake time a minute, wakes the schedule, and returns the backup it makes
+// for that minute, checking that the schedule labels and controls it.
+func nextRun(t *testing.T, c client.Client, clk *clocktesting.FakePassiveClock, rbs *v1alpha1.RedisBackupSchedule) *v1alpha1.RedisBackup {
+	t.Helper()
+	clk.SetTime(clk.Now().Add(time.Minute))
+	touch(t, c, rbs, nil)
+	b := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: backupName(rbs.Name, clk.Now().UTC().Truncate(time.Minute)), Namespace: rbs.Namespace}}
+	waitUntil(t, 30*time.Second, "RedisBackup "+b.Name, func() error {
+		return c.Get(context.Background(), client.ObjectKeyFromObject(b), b)
+	})
+	if b.Labels[v1alpha1.LabelBackupSchedule] != rbs.Name || !metav1.IsControlledBy(b, rbs) {
+		t.Errorf("backup %s: labels %v, owners %v", b.Name, b.Labels, b.OwnerReferences)
+	}
+	return b
+}
+
+// waitKeptTheLastTwo waits until the schedule's backups are the last two it made, and the
+// store's objects (listed by objects) one of each, named <namespace>/<backup>/plain-0.rdb.
+func waitKeptTheLastTwo(t *testing.T, c client.Client, rbs *v1alpha1.RedisBackupSchedule, made []string, objects func() []string) {
+	t.Helper()
+	kept := made[len(made)-2:]
+	waitUntil(t, 60*time.Second, "two backups and their objects", func() error {
+		var names []string
+		for _, b := range scheduleBackups(t, c, rbs.Namespace, rbs.Name) {
+			names = append(names, b.Name)
+		}
+		if !slices.Equal(names, kept) {
+			return fmt.Errorf("backups %v, want %v", names, kept)
+		}
+		keys := objects()
+		if len(keys) != 2 || !strings.HasSuffix(keys[0], rbs.Namespace+"/"+kept[0]+"/plain-0.rdb") ||
+			!strings.HasSuffix(keys[1], rbs.Namespace+"/"+kept[1]+"/plain-0.rdb") {
+			return fmt.Errorf("objects %v, want one of each of %v", keys, kept)
+		}
+		return nil
+	})
+}
+
+// waitStatusAfterRuns waits for the events and the status of a schedule of every minute after
+// the runs that made made, each completed, all but the last two pruned: the newest backup is
+// the last successful one, its minute the last run, and the next run the minute after the
+// fake time.
+func waitStatusAfterRuns(t *testing.T, c client.Client, clk *clocktesting.FakePassiveClock, rbs *v1alpha1.RedisBackupSchedule, made []string) {
+	t.Helper()
+	last := clk.Now().UTC().Truncate(time.Minute)
+	waitUntil(t, 15*time.Second, "the events and the status", func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rbs), rbs); err != nil {
+			return err
+		}
+		if n := countEvents(t, c, rbs.Namespace, rbs.Name, ReasonBackupScheduled); n != len(made) {
+			return fmt.Errorf("%d BackupScheduled events, want %d", n, len(made))
+		}
+		if n := countEvents(t, c, rbs.Namespace, rbs.Name, ReasonBackupPruned); n != len(made)-2 {
+			return fmt.Errorf("%d BackupPruned events, want %d", n, len(made)-2)
+		}
+		st := rbs.Status
+		if st.LastSuccessfulBackup != made[len(made)-1] || st.LastScheduleTime == nil || !st.LastScheduleTime.Time.Equal(last) ||
+			backupName(rbs.Name, st.LastScheduleTime.Time) != made[len(made)-1] ||
+			st.NextScheduleTime == nil || !st.NextScheduleTime.Time.Equal(last.Add(time.Minute)) || st.ObservedGeneration != rbs.Generation {
+			return fmt.Errorf("status %+v, want the last run at %s and the next at %s", st, last, last.Add(time.Minute))
+		}
+		if p := meta.FindStatusCondition(st.Conditions, v1beta2.ConditionProgressing); p == nil || p.Status != metav1.ConditionFalse {
+			return fmt.Errorf("conditions %s, want Progressing False", describeConditions(st.Conditions))
+		}
+		return nil
+	})
+}
+
 // A schedule of every minute with keep.last 2, over four runs (the fake clock moved a minute
 // each), makes four backups one after the other and leaves the two newest, with their
 // objects alone in the bucket. Suspended, it makes no more.
@@ -85,70 +176,15 @@ func TestRedisBackupScheduleKeepsTheLastTwo(t *testing.T) {
 	if err := c.Create(ctx, rbs); err != nil {
 		t.Fatal(err)
 	}
-	// From now on the fake time is after the schedule's creation: its first minute is a run.
-	clk.SetTime(time.Now())
-	waitUntil(t, 30*time.Second, "the schedule's first status", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
-			return err
-		}
-		ready := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionReady)
-		if ready == nil || ready.Reason != ReasonScheduled || rbs.Status.NextScheduleTime == nil {
-			return fmt.Errorf("conditions %s", describeConditions(rbs.Status.Conditions))
-		}
-		return nil
-	})
-	if got := scheduleBackups(t, c, ns, rbs.Name); len(got) != 0 {
-		t.Fatalf("%d backups before the first run", len(got))
-	}
-
+	waitFirstSchedule(t, c, clk, rbs)
 	var made []string
-	for run := 1; run <= 4; run++ {
-		clk.SetTime(clk.Now().Add(time.Minute))
-		touch(t, c, rbs, nil)
-		want := backupName(rbs.Name, clk.Now().UTC().Truncate(time.Minute))
-		made = append(made, want)
-		b := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: want, Namespace: ns}}
-		waitUntil(t, 30*time.Second, "RedisBackup "+want, func() error {
-			return c.Get(ctx, client.ObjectKeyFromObject(b), b)
-		})
-		if b.Labels[v1alpha1.LabelBackupSchedule] != rbs.Name || !metav1.IsControlledBy(b, rbs) {
-			t.Errorf("backup %s: labels %v, owners %v", b.Name, b.Labels, b.OwnerReferences)
-		}
+	for range 4 {
+		b := nextRun(t, c, clk, rbs)
+		made = append(made, b.Name)
 		f.waitPhase(b, v1alpha1.BackupCompleted)
 	}
-	waitUntil(t, 60*time.Second, "two backups and their objects", func() error {
-		var names []string
-		for _, b := range scheduleBackups(t, c, ns, rbs.Name) {
-			names = append(names, b.Name)
-		}
-		if !slices.Equal(names, made[2:]) {
-			return fmt.Errorf("backups %v, want %v", names, made[2:])
-		}
-		keys := f.objects()
-		if len(keys) != 2 || !strings.Contains(keys[0], "/"+made[2]+"/") || !strings.Contains(keys[1], "/"+made[3]+"/") {
-			return fmt.Errorf("objects %v, want one of each of %v", keys, made[2:])
-		}
-		return nil
-	})
-	waitUntil(t, 15*time.Second, "the events and the status", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(rbs), rbs); err != nil {
-			return err
-		}
-		if n := countEvents(t, c, ns, rbs.Name, ReasonBackupScheduled); n != 4 {
-			return fmt.Errorf("%d BackupScheduled events", n)
-		}
-		if n := countEvents(t, c, ns, rbs.Name, ReasonBackupPruned); n != 2 {
-			return fmt.Errorf("%d BackupPruned events", n)
-		}
-		if rbs.Status.LastSuccessfulBackup != made[3] || rbs.Status.LastScheduleTime == nil ||
-			backupName(rbs.Name, rbs.Status.LastScheduleTime.Time) != made[3] || rbs.Status.ObservedGeneration != rbs.Generation {
-			return fmt.Errorf("status %+v", rbs.Status)
-		}
-		if p := meta.FindStatusCondition(rbs.Status.Conditions, v1beta2.ConditionProgressing); p == nil || p.Status != metav1.ConditionFalse {
-			return fmt.Errorf("conditions %s, want Progressing False", describeConditions(rbs.Status.Conditions))
-		}
-		return nil
-	})
+	waitKeptTheLastTwo(t, c, rbs, made, f.objects)
+	waitStatusAfterRuns(t, c, clk, rbs, made)
 
 	// Suspended: the minutes pass and no backup is made.
 	touch(t, c, rbs, func(s *v1alpha1.RedisBackupSchedule) { s.Spec.Suspend = true })
@@ -170,6 +206,60 @@ func TestRedisBackupScheduleKeepsTheLastTwo(t *testing.T) {
 	if got := scheduleBackups(t, c, ns, rbs.Name); len(got) != 2 {
 		t.Errorf("%d backups after two suspended minutes, want 2", len(got))
 	}
+}
+
+// A schedule whose backups are on a PersistentVolumeClaim goes through the claim's store: of
+// every minute with keep.last 2, over four runs, it leaves the two newest backups, controlled
+// by it and Completed at pvc://<claim>/<subPath>/backups/..., and only their files in the
+// claim's folder, each of the size its backup recorded: the pruned backups' files were
+// deleted through the store. Its status names the newest backup, its run and the next run.
+func TestRedisBackupScheduleOnAClaimKeepsTheLastTwo(t *testing.T) {
+	t.Parallel()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	store := newClaimStore(t, testNamespace(t), "backups")
+	ns, c := startPlainRedis(t, withClock(clk), store.stores())
+	ctx := context.Background()
+	createClaim(t, c, ns, "backups")
+	two := int32(2)
+	rbs := &v1alpha1.RedisBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: ns},
+		Spec: v1alpha1.RedisBackupScheduleSpec{Schedule: "* * * * *", Keep: &v1alpha1.BackupRetention{Last: &two},
+			BackupTemplate: v1alpha1.RedisBackupSpec{Target: v1alpha1.BackupTarget{Kind: v1alpha1.TargetRedis, Name: "plain"},
+				Storage: v1alpha1.BackupStorage{PersistentVolumeClaim: &v1alpha1.PVCStorage{ClaimName: "backups", SubPath: "redis/minutely"}}}},
+	}
+	if err := c.Create(ctx, rbs); err != nil {
+		t.Fatal(err)
+	}
+	waitFirstSchedule(t, c, clk, rbs)
+	f := &backupFixture{t: t, c: c, ns: ns}
+	var made []string
+	for run := range 4 {
+		b := nextRun(t, c, clk, rbs)
+		made = append(made, b.Name)
+		if run == 0 {
+			// The first backup on the claim made its store: its pod runs from now on.
+			store.serve()
+		}
+		f.waitPhase(b, v1alpha1.BackupCompleted)
+	}
+	waitKeptTheLastTwo(t, c, rbs, made, store.files)
+	for _, b := range scheduleBackups(t, c, ns, rbs.Name) {
+		want := "pvc://backups/redis/minutely/backups/" + ns + "/" + b.Name + "/"
+		if b.Status.Phase != v1alpha1.BackupCompleted || !metav1.IsControlledBy(&b, rbs) || b.Status.Location != want ||
+			len(b.Status.Shards) != 1 || b.Status.Shards[0].Location != want+"plain-0.rdb" {
+			t.Errorf("RedisBackup %s: phase %s, owners %v, at %s, shards %+v; want Completed at %splain-0.rdb",
+				b.Name, b.Status.Phase, b.OwnerReferences, b.Status.Location, b.Status.Shards, want)
+			continue
+		}
+		file := filepath.Join(store.gateway.Load().Dir, builder.ClaimStoreBucket, ns, b.Name, "plain-0.rdb")
+		if info, err := os.Stat(file); err != nil || info.Size() != b.Status.Shards[0].Bytes {
+			t.Errorf("the file of %s: %v, want %d bytes", b.Name, err, b.Status.Shards[0].Bytes)
+		}
+	}
+	for _, pruned := range made[:2] {
+		waitForEvent(t, c, ns, pruned, ReasonBackupObjectsDeleted)
+	}
+	waitStatusAfterRuns(t, c, clk, rbs, made)
 }
 
 // A cron expression or time zone the schema lets through but cron cannot read stops the

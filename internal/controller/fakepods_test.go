@@ -65,6 +65,10 @@ type fakeKubelet struct {
 	mu      sync.Mutex
 	nextIP  int
 	pods    map[string]*fakePod
+
+	// s3Endpoints are the URLs that answer for endpoints the restore init containers name and
+	// that resolve nowhere here (a claim store's Service: there is no cluster DNS).
+	s3Endpoints map[string]string
 }
 
 type fakePod struct {
@@ -453,6 +457,9 @@ func (k *fakeKubelet) restoreInit(ctx context.Context, sts *appsv1.StatefulSet, 
 		args = slices.Clone(c.Command[2:]) // after /redis-operator restore
 		if i := slices.Index(args, "--data-dir"); i >= 0 {
 			args[i+1] = dataDir
+		}
+		if i := slices.Index(args, "--endpoint"); i >= 0 && k.s3Endpoints[args[i+1]] != "" {
+			args[i+1] = k.s3Endpoints[args[i+1]]
 		}
 		for _, m := range c.VolumeMounts {
 			dir := k.configMapVolume(ctx, sts, m.Name)

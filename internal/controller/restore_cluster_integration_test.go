@@ -5,6 +5,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -100,6 +101,33 @@ func (f *clusterFixture) leaderSlots(pod, password string) map[int][]redis.SlotR
 		out[i] = redis.NormalizeSlotRanges(node.Slots)
 	}
 	return out
+}
+
+// checkServedAsBackedUp checks a restored cluster's slot map (restored, by leader ordinal)
+// against its backup: each leader serves what the source's leader of its ordinal served
+// (source), and each of the backup's shards is what one restored leader serves.
+func checkServedAsBackedUp(t *testing.T, shards []v1alpha1.ShardBackup, source, restored map[int][]redis.SlotRange) {
+	t.Helper()
+	for i := range source {
+		if !slices.Equal(restored[i], source[i]) {
+			t.Errorf("leader %d serves %v, the source's leader served %v", i, restored[i], source[i])
+		}
+	}
+	for _, shard := range shards {
+		var ranges []redis.SlotRange
+		for _, text := range shard.SlotRanges {
+			r, err := redis.ParseSlotRange(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ranges = append(ranges, r)
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Values(restored)), func(served []redis.SlotRange) bool {
+			return slices.Equal(served, redis.NormalizeSlotRanges(ranges))
+		}) {
+			t.Errorf("shard %s (%v) is served by no restored leader: %v", shard.Node, shard.SlotRanges, restored)
+		}
+	}
 }
 
 // A RedisCluster restored from a backup of another starts shard by shard from it: each
@@ -258,25 +286,7 @@ func TestRestoreIntoRedisCluster(t *testing.T) {
 		}
 	}
 	// The backup's slot map, leader by leader, as the source served it.
-	restoredSlots := g.leaderSlots("restored-leader-0", password)
-	for i := range 3 {
-		if !slices.Equal(restoredSlots[i], sourceSlots[i]) {
-			t.Errorf("leader %d serves %v, the backup's shard %v", i, restoredSlots[i], sourceSlots[i])
-		}
-	}
-	for _, shard := range nightly.Status.Shards {
-		var ranges []redis.SlotRange
-		for _, text := range shard.SlotRanges {
-			r, err := redis.ParseSlotRange(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ranges = append(ranges, r)
-		}
-		if !slices.ContainsFunc([]int{0, 1, 2}, func(i int) bool { return slices.Equal(restoredSlots[i], redis.NormalizeSlotRanges(ranges)) }) {
-			t.Errorf("shard %s (%v) is served by no restored leader: %v", shard.Node, shard.SlotRanges, restoredSlots)
-		}
-	}
+	checkServedAsBackedUp(t, nightly.Status.Shards, sourceSlots, g.leaderSlots("restored-leader-0", password))
 	for i := range 3 {
 		follower := fmt.Sprintf("restored-follower-%d", i)
 		role, err := g.passwordNode(follower, password).Do(ctx, "ROLE").Slice()
@@ -365,4 +375,95 @@ func TestRestoreIntoRedisCluster(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small-leader"}, &sts); !apierrors.IsNotFound(err) {
 		t.Errorf("StatefulSet small-leader: %v, want none", err)
 	}
+}
+
+// A RedisCluster's backup on a claim restores into a new RedisCluster through the claim's
+// store. The backup's shards are files on the claim, at pvc://<claim>/<subPath>/backups/...;
+// the new cluster's leaders restore them from the store's Service (no other endpoint answers
+// here), and the cluster is Ready and Restored with every key read back with its value, each
+// leader serving the slots of the shard it restored, as the source served them.
+func TestRestoreIntoRedisClusterFromAClaim(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	store := newClaimStore(t, ns, "backups")
+	startOperator(t, ns, store.stores())
+	f := newClusterFixture(t, 3, 3)
+	f.runPods()
+	f.waitReady(90 * time.Second)
+	ctx, c := f.ctx, f.c
+	const keys = 1000
+	f.writeKeys(keys)
+	createClaim(t, c, ns, "backups")
+	nightly := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+		Spec: v1alpha1.RedisBackupSpec{Target: v1alpha1.BackupTarget{Kind: v1alpha1.TargetRedisCluster, Name: f.name},
+			Storage: v1alpha1.BackupStorage{PersistentVolumeClaim: &v1alpha1.PVCStorage{ClaimName: "backups", SubPath: "clusters"}}}}
+	if err := c.Create(ctx, nightly); err != nil {
+		t.Fatal(err)
+	}
+	store.serve()
+	(&backupFixture{t: t, c: c, ns: ns}).waitPhase(nightly, v1alpha1.BackupCompleted)
+	want := "pvc://backups/clusters/backups/" + ns + "/nightly/"
+	if nightly.Status.Location != want || len(nightly.Status.Shards) != 3 {
+		t.Fatalf("RedisBackup nightly at %s, shards %+v; want 3 at %s", nightly.Status.Location, nightly.Status.Shards, want)
+	}
+	var files []string
+	for _, shard := range nightly.Status.Shards {
+		if shard.Location != want+shard.Node+".rdb" {
+			t.Errorf("shard %s at %s, want %s%s.rdb", shard.Node, shard.Location, want, shard.Node)
+		}
+		files = append(files, ns+"/nightly/"+shard.Node+".rdb")
+	}
+	slices.Sort(files)
+	if got := store.files(); !slices.Equal(got, files) {
+		t.Fatalf("the claim holds %v, want the shards' %v", got, files)
+	}
+	sourceSlots := f.leaderSlots(f.name+"-leader-0", "")
+
+	g := &clusterFixture{t: t, ctx: ctx, c: c, name: "restored", ns: ns, port: nextTestPort()}
+	g.kubelet = newFakeKubelet(t, c, g.port)
+	store.reachedBy(g.kubelet)
+	leaders, followers, port := int32(3), int32(3), g.port
+	restored := &v1beta2.RedisCluster{ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: ns},
+		Spec: v1beta2.RedisClusterSpec{Size: &leaders, Port: &port, KubernetesConfig: v1beta2.KubernetesConfig{Image: "redis:7.0.15"},
+			Restore: &v1beta2.RestoreSpec{BackupName: "nightly"}}}
+	restored.Spec.RedisFollower.Replicas = &followers
+	if err := c.Create(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	var leaderSts appsv1.StatefulSet
+	waitUntil(t, 30*time.Second, "the restored cluster's leader StatefulSet", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "restored-leader"}, &leaderSts)
+	})
+	if inits := leaderSts.Spec.Template.Spec.InitContainers; len(inits) != 1 ||
+		!strings.Contains(strings.Join(inits[0].Command, " "), "--endpoint http://backups-backup-store:8333 ") {
+		t.Fatalf("leader init containers %+v; want the restore from the claim store's Service", inits)
+	}
+	g.runPods()
+	g.waitReady(120 * time.Second)
+	waitUntil(t, 30*time.Second, "restored Restored", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(restored), restored); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(restored.Status.Conditions, ConditionRestored) {
+			return fmt.Errorf("conditions %s", describeConditions(restored.Status.Conditions))
+		}
+		return nil
+	})
+	for i := range 3 {
+		dir := g.kubelet.pod(fmt.Sprintf("restored-leader-%d", i)).dataDir
+		if markers, err := filepath.Glob(filepath.Join(dir, ".restored-*")); err != nil || len(markers) != 1 {
+			t.Errorf("restored-leader-%d: restore markers %v (%v), want its shard's", i, markers, err)
+		}
+	}
+
+	// Every key with its value, and no other, each leader serving the backup's shard.
+	g.readKeys(keys)
+	var total int64
+	for i := range 3 {
+		total += g.dbSize(fmt.Sprintf("restored-leader-%d", i))
+	}
+	if total != keys {
+		t.Errorf("the leaders hold %d keys, want %d", total, keys)
+	}
+	checkServedAsBackedUp(t, nightly.Status.Shards, sourceSlots, g.leaderSlots("restored-leader-0", ""))
 }
