@@ -369,15 +369,15 @@ sandbox-down: ## Stop the sandbox and remove every process, namespace, mount, li
 # and the fault matrix.
 CHAOS_TIMEOUT ?= 90m
 .PHONY: chaos
-chaos: packages server-roots control-plane build ## Run the fault scenarios kept out of make test (as root).
-	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(CHAOS_TIMEOUT) -v -run 'Soak|FaultMatrix' ./e2e/operator/ 2>&1 | $(FAILSUMMARY)
+chaos: packages server-roots control-plane build sandbox-bin ## Run the fault scenarios kept out of make test (as root).
+	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) E2E_SANDBOX_BIN=$(BIN)/sandbox go test $(GO_TEST_FLAGS) -p 1 -tags chaos -timeout $(CHAOS_TIMEOUT) -v -run 'Soak|FaultMatrix' ./e2e/operator/ 2>&1 | $(FAILSUMMARY)
 
 # The whole server table (test/e2e/operator, tag servers): every kind and a cluster's
 # lifecycle (TLS, password, resharding, rolling update, rotation, hand-over) on Redis 7.0 and
 # 8.0, Valkey 8.0 and 8.1. make e2e runs each kind on each server once.
 .PHONY: e2e-servers
-e2e-servers: packages server-roots control-plane build ## Run every scenario of the server table on every Redis and Valkey release the sandbox has (as root).
-	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -tags servers -timeout $(E2E_TIMEOUT) -v -run 'TestServerTable' ./e2e/operator/ 2>&1 | $(FAILSUMMARY)
+e2e-servers: packages server-roots control-plane build sandbox-bin ## Run every scenario of the server table on every Redis and Valkey release the sandbox has (as root).
+	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) E2E_SANDBOX_BIN=$(BIN)/sandbox go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -tags servers -timeout $(E2E_TIMEOUT) -v -run 'TestServerTable' ./e2e/operator/ 2>&1 | $(FAILSUMMARY)
 
 # Two releases built from the tree (hack/release, this machine's platform only unless
 # RELEASE_E2E_ALL_PLATFORMS=1) run on a sandbox from their own images, pulled from the
@@ -396,5 +396,5 @@ FAILSUMMARY_BUILD := go build -o $(FAILSUMMARY) ./cmd/failsummary
 
 # -p 1: one package at a time, so that two sandboxes never share the machine's cores.
 .PHONY: e2e
-e2e: packages server-roots control-plane build kubectl-redis chainsaw helm chart-deps $(VERSITYGW) ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
-	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS) 2>&1 | $(FAILSUMMARY)
+e2e: packages server-roots control-plane build sandbox-bin kubectl-redis chainsaw helm chart-deps $(VERSITYGW) ## Run the e2e tier: the sandbox's end-to-end tests, one package at a time (as root).
+	cd $(TEST_MODULE) && $(FAILSUMMARY_BUILD) && KUBEBUILDER_ASSETS=$(BIN) E2E_SANDBOX_BIN=$(BIN)/sandbox go test $(GO_TEST_FLAGS) -p 1 -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) -v $(E2E_PKGS) 2>&1 | $(FAILSUMMARY)

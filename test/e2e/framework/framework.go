@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,14 +158,9 @@ func Start(opts Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{repo: repo, bin: bin, tempBin: tempBin}
 	exe := filepath.Join(tempBin, "sandbox")
-	// E2E_SANDBOX_BUILD_FLAGS="-race" builds the sandbox with the race detector.
-	buildArgs := append([]string{"build"}, strings.Fields(os.Getenv("E2E_SANDBOX_BUILD_FLAGS"))...)
-	// The sandbox is a command of the test module (test/go.mod), not of the operator's.
-	build := exec.Command(goTool(), append(buildArgs, "-o", exe, "./cmd/sandbox")...)
-	build.Dir = filepath.Join(repo, "test")
-	if out, err := build.CombinedOutput(); err != nil {
+	if err := sandboxBinary(repo, exe); err != nil {
 		_ = os.RemoveAll(tempBin)
-		return nil, fmt.Errorf("build the sandbox: %w\n%s", err, out)
+		return nil, err
 	}
 	if s.Dir, err = os.MkdirTemp("", "rediskube-e2e-"); err != nil {
 		return nil, err
@@ -199,6 +195,44 @@ func Start(opts Options) (*Sandbox, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// sandboxBinary puts the sandbox command at exe: a copy of E2E_SANDBOX_BIN when the make
+// targets built it once for all their packages (linking it takes seconds per package), else
+// built here. E2E_SANDBOX_BUILD_FLAGS="-race" always builds it, with the race detector.
+func sandboxBinary(repo, exe string) error {
+	flags := strings.Fields(os.Getenv("E2E_SANDBOX_BUILD_FLAGS"))
+	if built := os.Getenv("E2E_SANDBOX_BIN"); built != "" && len(flags) == 0 {
+		// A copy: a make sandbox-bin while the tests run must not replace the running command.
+		return copyExecutable(built, exe)
+	}
+	// The sandbox is a command of the test module (test/go.mod), not of the operator's.
+	build := exec.Command(goTool(), append(append([]string{"build"}, flags...), "-o", exe, "./cmd/sandbox")...)
+	build.Dir = filepath.Join(repo, "test")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the sandbox: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func copyExecutable(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return fmt.Errorf("the sandbox command E2E_SANDBOX_BIN: %w", err)
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return fmt.Errorf("copy the sandbox command: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("copy the sandbox command: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("copy the sandbox command: %w", err)
+	}
+	return nil
 }
 
 // checkOperatorFresh refuses an operator binary older than any Go source it is built from: the
