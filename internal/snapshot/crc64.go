@@ -35,7 +35,7 @@ func makeCRCSlices(poly uint64) *[16][256]uint64 {
 	for b := range 256 {
 		crc := t[0][b]
 		for k := 1; k < 16; k++ {
-			crc = t[0][byte(crc)] ^ crc>>8
+			crc = t[0][crc&0xff] ^ crc>>8
 			t[k][b] = crc
 		}
 	}
@@ -48,14 +48,14 @@ func crcUpdate(crc uint64, p []byte) uint64 {
 	for len(p) >= 16 {
 		a := crc ^ binary.LittleEndian.Uint64(p)
 		b := binary.LittleEndian.Uint64(p[8:16])
-		crc = t[15][byte(a)] ^ t[14][byte(a>>8)] ^ t[13][byte(a>>16)] ^ t[12][byte(a>>24)] ^
-			t[11][byte(a>>32)] ^ t[10][byte(a>>40)] ^ t[9][byte(a>>48)] ^ t[8][byte(a>>56)] ^
-			t[7][byte(b)] ^ t[6][byte(b>>8)] ^ t[5][byte(b>>16)] ^ t[4][byte(b>>24)] ^
-			t[3][byte(b>>32)] ^ t[2][byte(b>>40)] ^ t[1][byte(b>>48)] ^ t[0][byte(b>>56)]
+		crc = t[15][a&0xff] ^ t[14][(a>>8)&0xff] ^ t[13][(a>>16)&0xff] ^ t[12][(a>>24)&0xff] ^
+			t[11][(a>>32)&0xff] ^ t[10][(a>>40)&0xff] ^ t[9][(a>>48)&0xff] ^ t[8][a>>56] ^
+			t[7][b&0xff] ^ t[6][(b>>8)&0xff] ^ t[5][(b>>16)&0xff] ^ t[4][(b>>24)&0xff] ^
+			t[3][(b>>32)&0xff] ^ t[2][(b>>40)&0xff] ^ t[1][(b>>48)&0xff] ^ t[0][b>>56]
 		p = p[16:]
 	}
 	for _, c := range p {
-		crc = t[0][byte(crc)^c] ^ crc>>8
+		crc = t[0][(crc^uint64(c))&0xff] ^ crc>>8
 	}
 	return crc
 }

@@ -32,6 +32,9 @@ const DefaultPartSize = 16 << 20
 // maxParts is S3's limit on the parts of a multipart upload.
 const maxParts = 10000
 
+// maxPartSize is S3's largest part.
+const maxPartSize = 5 << 30
+
 // minPartSize is S3's smallest part but the last.
 const minPartSize = 5 << 20
 
@@ -106,6 +109,9 @@ func NewS3(cfg S3Config) (*S3, error) {
 	}
 	if partSize < minPartSize {
 		return nil, fmt.Errorf("s3: part size %d is below S3's minimum of %d", partSize, minPartSize)
+	}
+	if partSize > maxPartSize {
+		return nil, fmt.Errorf("s3: part size %d is above S3's maximum of %d", partSize, uint64(maxPartSize))
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -214,7 +220,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader) (ObjectInfo, erro
 // The writer runs up to a part ahead of the upload (partQueue): a part's upload and the
 // writing of the next overlap, so an upload holds two parts of memory.
 func (s *S3) PutFrom(ctx context.Context, key string, write func(w io.Writer) error) (ObjectInfo, error) {
-	q := newPartQueue(int(s.partSize), !s.secure)
+	q := newPartQueue(int(s.partSize), !s.secure) //nolint:gosec // G115: at most 5 GiB, checked in NewS3
 	sink := &pipeSink{w: q}
 	writeErr := make(chan error, 1)
 	go func() {
