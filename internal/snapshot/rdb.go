@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc64"
 	"io"
-	"math/bits"
 )
 
 // The RDB file format as far as a snapshot is checked: a header, opaque content, and (from
@@ -55,14 +53,6 @@ func (c Checksum) String() string {
 	}
 	return fmt.Sprintf("Checksum(%d)", int(c))
 }
-
-// crcTable is CRC-64/Jones as the RDB format uses it: polynomial 0xad93d23594c935a9, reflected
-// input and output, initial value 0, no final XOR. hash/crc64 takes the polynomial reflected.
-var crcTable = crc64.MakeTable(bits.Reverse64(0xad93d23594c935a9))
-
-// crcUpdate continues an RDB CRC-64 over p. hash/crc64 complements the value before and after
-// (initial value and final XOR all ones); complementing around it cancels both.
-func crcUpdate(crc uint64, p []byte) uint64 { return ^crc64.Update(^crc, crcTable, p) }
 
 // parseHeader returns the RDB version a header announces.
 func parseHeader(h []byte) (int, error) {

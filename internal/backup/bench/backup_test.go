@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,6 +320,9 @@ func streamToFile(ctx context.Context, t *testing.T, ep redis.Endpoint, path str
 // parts, then the stored object's size checked; also the time after the snapshot's last byte.
 func streamToS3(ctx context.Context, t *testing.T, ep redis.Endpoint, st *store.S3, key string, mem *peak) (total, tail time.Duration, _ snapshot.Info) {
 	t.Helper()
+	stopProfile := cpuProfile(t)
+	defer stopProfile()
+	cpuBefore := processCPU()
 	mem.begin()
 	start := time.Now()
 	var info snapshot.Info
@@ -339,7 +344,90 @@ func streamToS3(ctx context.Context, t *testing.T, ep redis.Endpoint, st *store.
 	if err != nil {
 		t.Fatalf("snapshot into S3: %v", err)
 	}
+	logCPU(t, cpuBefore, end.Sub(start))
 	return end.Sub(start), end.Sub(streamed), info
+}
+
+// s3Streams numbers the streams to S3, for the names of their CPU profiles.
+var s3Streams int
+
+// cpuProfile writes a CPU profile of this process while one stream to S3 runs when
+// BENCH_CPUPROFILE=path is set, to path.N for the Nth stream (go tool pprof merges several):
+// the operator's share of the backup path, without the file streams or the restore rounds.
+func cpuProfile(t *testing.T) (stop func()) {
+	t.Helper()
+	path := os.Getenv("BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	s3Streams++
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, s3Streams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// processCPU is the CPU seconds (user and system, with reaped children's) of this process and
+// of its children by name (versitygw, redis-server with its forked snapshot children), from
+// /proc; empty elsewhere.
+func processCPU() map[string]float64 {
+	out := map[string]float64{}
+	self := os.Getpid()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		open, closing := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		name, f := string(b[open+1:closing]), strings.Fields(string(b[closing+1:]))
+		// f[1] is the parent; f[11..14] utime, stime, cutime, cstime in clock ticks.
+		if len(f) < 15 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); pid != self && ppid != self {
+			continue
+		}
+		if pid == self {
+			name = "operator (this process)"
+		}
+		for _, x := range f[11:15] {
+			v, _ := strconv.ParseFloat(x, 64)
+			out[name] += v / 100
+		}
+	}
+	return out
+}
+
+// logCPU logs, with BENCH_CPUPROFILE set, the CPU each process used during one stream.
+func logCPU(t *testing.T, before map[string]float64, wall time.Duration) {
+	t.Helper()
+	if os.Getenv("BENCH_CPUPROFILE") == "" {
+		return
+	}
+	after := processCPU()
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		parts = append(parts, fmt.Sprintf("%s %.2f s", name, after[name]-before[name]))
+	}
+	t.Logf("CPU during %.2f s to S3: %s", wall.Seconds(), strings.Join(parts, ", "))
 }
 
 // download puts the stored object on disk, untimed.

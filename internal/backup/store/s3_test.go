@@ -40,6 +40,7 @@ func TestNewS3Refuses(t *testing.T) {
 		"no access key":    func(c *S3Config) { c.AccessKeyID = "" },
 		"no secret":        func(c *S3Config) { c.SecretAccessKey = "" },
 		"small parts":      func(c *S3Config) { c.PartSize = 1 << 20 },
+		"large parts":      func(c *S3Config) { c.PartSize = 5<<30 + 1 },
 		"CA without PEM":   func(c *S3Config) { c.Endpoint, c.CAPEM = "https://x", []byte("nope") },
 		"endpoint missing": func(c *S3Config) { c.Endpoint = "" },
 	} {
