@@ -155,7 +155,7 @@ func (r *RedisBackupScheduleReconciler) readBackups(ctx context.Context, s *sche
 		if b.DeletionTimestamp == nil && !b.Finished() {
 			s.active = b
 		}
-		if b.Status.Phase == v1alpha1.BackupCompleted && (newestCompleted == nil || backupTime(b).After(backupTime(newestCompleted))) {
+		if b.Status.Phase == v1alpha1.BackupCompleted && (newestCompleted == nil || s.runTime(b).After(s.runTime(newestCompleted))) {
 			newestCompleted = b
 		}
 		// The status may have been lost (a restore of the API objects): the backups' names
@@ -172,10 +172,12 @@ func (r *RedisBackupScheduleReconciler) readBackups(ctx context.Context, s *sche
 	return false, nil
 }
 
-// backupTime is when a backup ended, or was made while it has not.
-func backupTime(b *v1alpha1.RedisBackup) time.Time {
-	if b.Status.CompletedAt != nil {
-		return b.Status.CompletedAt.Time
+// runTime is the time of the run a backup of the schedule was made for (its name says it), or
+// when it was made. Not when it completed: completion times have whole seconds, and backups of
+// two runs that complete within one second would tie, the older then taken as the newest.
+func (s *scheduleScope) runTime(b *v1alpha1.RedisBackup) time.Time {
+	if at, ok := scheduledTime(s.schedule.Name, b.Name); ok {
+		return at
 	}
 	return b.CreationTimestamp.Time
 }

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/rediskube/redis-operator/api/v1alpha1"
 	"github.com/rediskube/redis-operator/api/v1beta2"
@@ -154,5 +155,35 @@ func TestDeletedBackupWaitsForItsStore(t *testing.T) {
 	}
 	if len(st.objects) != 0 {
 		t.Errorf("objects left: %v", st.objects)
+	}
+}
+
+// Backups of two runs that complete within one second (completion times have whole seconds):
+// the newest run's is the last successful backup, whichever the list gives first.
+func TestLastSuccessfulBackupIsTheNewestRunsWhenCompletionsTie(t *testing.T) {
+	scheme := backupScheme(t)
+	rbs := &v1alpha1.RedisBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", UID: "uid-s", Generation: 1},
+		Spec:       v1alpha1.RedisBackupScheduleSpec{Schedule: "* * * * *"},
+	}
+	completed := metav1.NewTime(time.Date(2026, 1, 1, 0, 3, 1, 0, time.UTC))
+	backup := func(name string) *v1alpha1.RedisBackup {
+		b := &v1alpha1.RedisBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			Labels: map[string]string{v1alpha1.LabelBackupSchedule: "s"}}}
+		if err := controllerutil.SetControllerReference(rbs, b, scheme); err != nil {
+			t.Fatal(err)
+		}
+		b.Status = v1alpha1.RedisBackupStatus{Phase: v1alpha1.BackupCompleted, CompletedAt: &completed}
+		return b
+	}
+	// 00:01 and 00:02: the older one sorts first by name.
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rbs, backup("s-1767225660"), backup("s-1767225720")).Build()
+	r := &RedisBackupScheduleReconciler{Client: c, Scheme: scheme}
+	s := &scheduleScope{schedule: rbs}
+	if _, err := r.readBackups(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got := rbs.Status.LastSuccessfulBackup; got != "s-1767225720" {
+		t.Errorf("last successful backup %q, want s-1767225720 (the run of 00:02)", got)
 	}
 }
