@@ -40,6 +40,7 @@ func (r *RedisClusterReconciler) recordAddressHolders(ctx context.Context, s *cl
 			held = append(held, pod)
 		}
 	}
+	s.gateHeld = held
 	if len(held) > 0 {
 		s.Requeue(ctx, whileOutage, fmt.Sprintf("the address of pods %s is held by a master serving slots until its replica takes them over",
 			strings.Join(held, ", ")))
@@ -55,4 +56,18 @@ func (r *RedisClusterReconciler) recordAddressHolders(ctx context.Context, s *cl
 		log.FromContext(ctx).Info("address holders", "pods", holders)
 	}
 	return nil
+}
+
+// addressGateNote tells, after a status message about pods that do not run, which of them wait
+// at their address gate and for what: without it the status would only count them.
+func addressGateNote(held []string) string {
+	switch len(held) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("; pod %s is held at its address gate until the replica of the master its address belonged to takes over that master's slots", held[0])
+	default:
+		return fmt.Sprintf("; pods %s are held at their address gates until the replicas of the masters their addresses belonged to take over those masters' slots",
+			strings.Join(held, ", "))
+	}
 }

@@ -67,6 +67,8 @@ type clusterScope struct {
 	rollingUpdate bool
 	// handMade are the follower pods kept as masters after a failover made by hand.
 	handMade []string
+	// gateHeld are the NodePort pods their address gate holds (recordAddressHolders).
+	gateHeld []string
 }
 
 func (r *RedisClusterReconciler) phases() []reconcile.Phase[*clusterScope] {
@@ -226,6 +228,7 @@ func (r *RedisClusterReconciler) listPods(ctx context.Context, s *clusterScope) 
 // fails over). A pod stuck for a reason of its own says so (reportPodTrouble).
 func (r *RedisClusterReconciler) podsNotRunning(ctx context.Context, s *clusterScope, stage, message string) {
 	s.clusterStage = stage
+	message += addressGateNote(s.gateHeld)
 	running := runningPods(append(slices.Clone(s.leaders), s.followers...))
 	design := clusterplan.Design{Leaders: int(builder.LeaderReplicas(s.cr)), Followers: int(builder.FollowerReplicas(s.cr)),
 		RollingUpdate: s.rollingUpdate}

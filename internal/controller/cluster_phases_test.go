@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -588,5 +589,26 @@ func TestNewClusterLeadersTakeTheirSlotsThenMeet(t *testing.T) {
 	}
 	if got := sentOnly(f.sentTo(), "cluster addslots", "cluster meet", "cluster replicate", "cluster setslot", "config set", "migrate"); !reflect.DeepEqual(got, want) {
 		t.Errorf("sent\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A pod its address gate holds does not run, like any pod still starting: the status names it
+// and what it waits for, rather than only counting the pods that run.
+func TestStatusNamesThePodsTheAddressGateHolds(t *testing.T) {
+	for _, tc := range []struct {
+		held []string
+		want string
+	}{
+		{nil, "2 of 3 leader pods are running"},
+		{[]string{"rc-leader-1"}, "2 of 3 leader pods are running; pod rc-leader-1 is held at its address gate until the replica of the master its address belonged to takes over that master's slots"},
+		{[]string{"rc-leader-1", "rc-leader-2"}, "2 of 3 leader pods are running; pods rc-leader-1, rc-leader-2 are held at their address gates until the replicas of the masters their addresses belonged to take over those masters' slots"},
+	} {
+		f := newClusterPhaseFixture(t, 3, 3)
+		f.s.gateHeld = tc.held
+		f.r.podsNotRunning(context.Background(), f.s, status.ClusterReasonInitializingLeaders, "2 of 3 leader pods are running")
+		p := meta.FindStatusCondition(f.s.cr.Status.Conditions, v1beta2.ConditionProgressing)
+		if p == nil || p.Message != tc.want {
+			t.Errorf("held %v: Progressing %+v, want the message %q", tc.held, p, tc.want)
+		}
 	}
 }
