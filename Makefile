@@ -245,21 +245,13 @@ INTEGRATION_RACE_CONTROLLER ?=
 # The controller package's tests each run an operator of their own on a namespace and loopback
 # addresses of their own, and spend their time waiting on Redis: this many run at once.
 CONTROLLER_PARALLEL ?= 4
-# The controller package, the longest (about 5 min), runs beside the other packages, which
-# then take no time of their own: its tests spend theirs waiting on Redis. Its output is
-# held until it ends, so that the two logs do not interleave; the tier fails if either does.
 .PHONY: integration
 integration: packages server-roots control-plane helm chart-deps $(VERSITYGW) ## Run the integration tier: the tests tagged integration (real kube-apiserver, real redis-server, real S3 server), under the race detector.
-	@controller_log=$$(mktemp); \
-	echo "go test $(CONTROLLER_PKG) (in the background, its output at its end)"; \
-	KUBEBUILDER_ASSETS=$(BIN) VERSITYGW=$(VERSITYGW) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
-		-parallel $(CONTROLLER_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) $(CONTROLLER_PKG) > $$controller_log 2>&1 & controller=$$!; \
-	rest=0; \
 	KUBEBUILDER_ASSETS=$(BIN) VERSITYGW=$(VERSITYGW) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) \
-		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG)) || rest=1; \
-	(cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)) || rest=1; \
-	wait $$controller; failed=$$?; cat $$controller_log; rm -f $$controller_log; \
-	test $$failed -eq 0 && test $$rest -eq 0
+		$$(echo $(INTEGRATION_PKGS) | tr ' ' '\n' | grep -vxF $(CONTROLLER_PKG))
+	KUBEBUILDER_ASSETS=$(BIN) VERSITYGW=$(VERSITYGW) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) $(if $(INTEGRATION_RACE_CONTROLLER),-race) -tags $(INTEGRATION_TAG) \
+		-parallel $(CONTROLLER_PARALLEL) -timeout $(INTEGRATION_TIMEOUT) $(CONTROLLER_PKG)
+	cd $(TEST_MODULE) && KUBEBUILDER_ASSETS=$(BIN) CGO_ENABLED=1 go test $(GO_TEST_FLAGS) -race -tags $(INTEGRATION_TAG) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_PKGS)
 
 # The sandbox slot the benchmark runs on: BENCH_SLOT=N (or SANDBOX_SLOT=N); empty takes the first free one.
 # BENCH_PARTS=bootstrap,failures,... runs only those parts (see test/bench) into bench/results/partial.json.
