@@ -65,9 +65,9 @@ func addressGateNote(held []string) string {
 	case 0:
 		return ""
 	case 1:
-		return fmt.Sprintf("; pod %s is held at its address gate until the replica of the master its address belonged to takes over that master's slots", held[0])
+		return fmt.Sprintf("; pod %s cannot start until the replica of the master its address belonged to takes over that master's slots (address gate)", held[0])
 	default:
-		return fmt.Sprintf("; pods %s are held at their address gates until the replicas of the masters their addresses belonged to take over those masters' slots",
+		return fmt.Sprintf("; pods %s cannot start until the replicas of the masters their addresses belonged to take over those masters' slots (address gate)",
 			strings.Join(held, ", "))
 	}
 }

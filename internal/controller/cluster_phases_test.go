@@ -600,8 +600,8 @@ func TestStatusNamesThePodsTheAddressGateHolds(t *testing.T) {
 		want string
 	}{
 		{nil, "2 of 3 leader pods are running"},
-		{[]string{"rc-leader-1"}, "2 of 3 leader pods are running; pod rc-leader-1 is held at its address gate until the replica of the master its address belonged to takes over that master's slots"},
-		{[]string{"rc-leader-1", "rc-leader-2"}, "2 of 3 leader pods are running; pods rc-leader-1, rc-leader-2 are held at their address gates until the replicas of the masters their addresses belonged to take over those masters' slots"},
+		{[]string{"rc-leader-1"}, "2 of 3 leader pods are running; pod rc-leader-1 cannot start until the replica of the master its address belonged to takes over that master's slots (address gate)"},
+		{[]string{"rc-leader-1", "rc-leader-2"}, "2 of 3 leader pods are running; pods rc-leader-1, rc-leader-2 cannot start until the replicas of the masters their addresses belonged to take over those masters' slots (address gate)"},
 	} {
 		f := newClusterPhaseFixture(t, 3, 3)
 		f.s.gateHeld = tc.held
